@@ -1,0 +1,445 @@
+/* hier_bench: bandwidth/latency sweep for MPI_Allreduce, MPI_Allgather,
+ * MPI_Reduce_scatter and MPI_Reduce_scatter_block, in the spirit of
+ * nccl-tests and the OSU micro-benchmarks.
+ *
+ * Size convention (nccl-tests):
+ *   allreduce             size = bytes of each rank's send (= receive) buffer
+ *   allgather             size = bytes of the whole receive buffer (block = size/np)
+ *   reduce_scatter[_block] size = bytes of each rank's send buffer; the result is
+ *                         scattered in np blocks (uneven for reduce_scatter: the
+ *                         remainder goes one element each to the first ranks)
+ * Sizes are rounded down to what the collective can move; the row shows the
+ * bytes actually moved and `count` = elements in that size.
+ *
+ * time   = mean over iterations of (max over ranks of the time of one call);
+ *          every call is preceded by a barrier
+ * algbw  = size / time (GB/s, 1e9); busbw = algbw * factor:
+ *          allreduce 2(n-1)/n, allgather (n-1)/n, reduce_scatter (n-1)/n
+ *
+ * Rows:  <label> <coll> <size_bytes> <count> <time_us> <algbw> <busbw> <ok|FAIL|->
+ * ('-' = not checked); every other line starts with '#'.
+ * Exit status: 0, 1 if a check failed, 2 on a usage error.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <ctype.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { C_ALLREDUCE, C_ALLGATHER, C_RS, C_RSB, C_NCOLL };
+static const char *coll_names[C_NCOLL] = {
+    "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
+enum { DT_FLOAT, DT_DOUBLE, DT_INT32 };
+
+#define TARGET_SECONDS 0.2
+#define MIN_ITERS 5
+#define MAX_ITERS 1000
+
+static struct {
+    int colls[C_NCOLL];
+    size_t min_bytes, max_bytes;
+    size_t factor;
+    int warmup; /* -1: default (5 up to 8 MiB, 2 above) */
+    int iters;  /* -1: adaptive */
+    int dt;
+    int check;
+    int memcpy_bench;
+    const char *label;
+} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench"};
+
+static int rank, np;
+static MPI_Datatype mpi_dt;
+static size_t esz;
+static const char *dt_name;
+static void *sbuf, *rbuf;
+static int *counts, *displs;
+
+static void die_usage(const char *msg, const char *arg)
+{
+    if (rank == 0 && msg) {
+        fprintf(stderr, "hier_bench: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
+    } else if (rank == 0) {
+        printf(
+            "usage: hier_bench [options]\n"
+            "  -c, --coll LIST        allreduce,allgather,reduce_scatter,reduce_scatter_block (default all)\n"
+            "  -b, --min-bytes SIZE   smallest size (default 8; K/M/G suffixes = 2^10/2^20/2^30)\n"
+            "  -e, --max-bytes SIZE   largest size (default 64M)\n"
+            "  -f, --factor N         size multiplication factor (default 2)\n"
+            "  -w, --warmup N         warm-up calls per size (default 5, 2 above 8M)\n"
+            "  -n, --iters N          timed calls per size (default adaptive: ~%.1f s, %d..%d)\n"
+            "  -d, --datatype T       float|double|int32 (default float)\n"
+            "      --check/--no-check verify results after timing (default check)\n"
+            "      --label NAME       first column of every row (default hier_bench)\n"
+            "      --memcpy           measure memcpy bandwidth first\n"
+            "  -h, --help\n", TARGET_SECONDS, MIN_ITERS, MAX_ITERS);
+    }
+    MPI_Finalize();
+    exit(msg ? 2 : 0);
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) die_usage("bad size", s);
+    switch (toupper((unsigned char)*end)) {
+    case 'G': v *= 1024.0; /* fall through */
+    case 'M': v *= 1024.0; /* fall through */
+    case 'K': v *= 1024.0; end++; break;
+    case 0: break;
+    default: die_usage("bad size suffix", s);
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) die_usage("bad size", s);
+    return (size_t)v;
+}
+
+static long parse_long(const char *s, long lo, long hi)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi) die_usage("bad number", s);
+    return v;
+}
+
+static void parse_colls(const char *arg)
+{
+    char *s = strdup(arg), *save = NULL;
+    memset(opt.colls, 0, sizeof opt.colls);
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int c = 0; c < C_NCOLL; c++)
+            if (!strcmp(t, coll_names[c])) opt.colls[c] = found = 1;
+        if (!strcmp(t, "all")) {
+            for (int c = 0; c < C_NCOLL; c++) opt.colls[c] = 1;
+            found = 1;
+        }
+        if (!found) die_usage("unknown collective", t);
+    }
+    free(s);
+}
+
+static void parse_args(int argc, char **argv)
+{
+    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY };
+    static const struct option lo[] = {
+        {"coll", required_argument, 0, 'c'}, {"min-bytes", required_argument, 0, 'b'},
+        {"max-bytes", required_argument, 0, 'e'}, {"factor", required_argument, 0, 'f'},
+        {"warmup", required_argument, 0, 'w'}, {"iters", required_argument, 0, 'n'},
+        {"datatype", required_argument, 0, 'd'}, {"check", no_argument, 0, O_CHECK},
+        {"no-check", no_argument, 0, O_NOCHECK}, {"label", required_argument, 0, O_LABEL},
+        {"memcpy", no_argument, 0, O_MEMCPY}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int o;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:h", lo, NULL)) != -1) {
+        switch (o) {
+        case 'c': parse_colls(optarg); break;
+        case 'b': opt.min_bytes = parse_size(optarg); break;
+        case 'e': opt.max_bytes = parse_size(optarg); break;
+        case 'f': opt.factor = (size_t)parse_long(optarg, 2, 1 << 20); break;
+        case 'w': opt.warmup = (int)parse_long(optarg, 0, 1000000); break;
+        case 'n': opt.iters = (int)parse_long(optarg, 1, 1000000); break;
+        case 'd':
+            if (!strcmp(optarg, "float")) opt.dt = DT_FLOAT;
+            else if (!strcmp(optarg, "double")) opt.dt = DT_DOUBLE;
+            else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int")) opt.dt = DT_INT32;
+            else die_usage("unknown datatype", optarg);
+            break;
+        case O_CHECK: opt.check = 1; break;
+        case O_NOCHECK: opt.check = 0; break;
+        case O_LABEL: opt.label = optarg; break;
+        case O_MEMCPY: opt.memcpy_bench = 1; break;
+        case 'h': die_usage(NULL, NULL); break;
+        default: die_usage("unknown or incomplete option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) die_usage("unexpected argument", argv[optind]);
+    if (!*opt.label || strpbrk(opt.label, " \t\n")) die_usage("label must be one word", opt.label);
+    if (opt.min_bytes < 1) opt.min_bytes = 1;
+    if (opt.max_bytes < opt.min_bytes) die_usage("--max-bytes is below --min-bytes", NULL);
+}
+
+static void *alloc_touched(size_t bytes)
+{
+    void *p = NULL;
+    long pg = sysconf(_SC_PAGESIZE);
+    bytes = (bytes + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    if (posix_memalign(&p, (size_t)pg, bytes ? bytes : (size_t)pg)) {
+        fprintf(stderr, "hier_bench: rank %d: cannot allocate %zu bytes\n", rank, bytes);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* ------------------------------------------------------------------ memcpy */
+/* Ranks not taking part wait here without spinning, so that on an
+ * oversubscribed node they do not steal the core of the rank being timed. */
+static void lazy_barrier(void)
+{
+    MPI_Request req;
+    int done = 0;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    for (;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) break;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Best over `reps` of (bytes copied by the ranks taking part / max time). */
+static double memcpy_bw(char *dst, const char *src, size_t bytes, int inner, int reps, int solo)
+{
+    double best = 0, tmax = 0;
+    for (int r = 0; r < reps + 1; r++) { /* first rep is a warm-up */
+        double t = 0;
+        if (solo) lazy_barrier();
+        else MPI_Barrier(MPI_COMM_WORLD); /* tight start: all copy at once */
+        if (!solo || rank == 0) {
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < inner; i++) {
+                memcpy(dst, src, bytes);
+                __asm__ __volatile__("" ::"r"(dst) : "memory");
+            }
+            t = MPI_Wtime() - t0;
+        }
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank != 0) continue;
+        double bw = (double)bytes * inner * (solo ? 1 : np) / tmax / 1e9;
+        if (r > 0 && bw > best) best = bw;
+    }
+    return best;
+}
+
+static void run_memcpy(void)
+{
+    static const size_t sizes[2] = {64u << 20, 1u << 20};
+    char *src = alloc_touched(sizes[0]), *dst = alloc_touched(sizes[0]);
+    for (int i = 0; i < 2; i++) {
+        int inner = (int)((256u << 20) / sizes[i]);
+        if (inner > 64) inner = 64;
+        if (inner < 1) inner = 1;
+        double all = memcpy_bw(dst, src, sizes[i], inner, 5, 0);
+        double one = memcpy_bw(dst, src, sizes[i], inner, 5, 1);
+        if (rank == 0)
+            printf("# memcpy %zu 1proc=%.2f allprocs_aggregate=%.2f\n", sizes[i], one, all);
+    }
+    if (rank == 0)
+        printf("# memcpy: GB/s (1e9) of bytes copied (memory traffic is twice that), "
+               "best of 5; aggregate over %d ranks at once\n", np);
+    fflush(stdout);
+    free(src);
+    free(dst);
+}
+
+/* ------------------------------------------------------------- collectives */
+/* Input value of element i (global index) on rank r: small integers, so every
+ * sum below 2^24 is exact in float. */
+static long in_val(int r, size_t i) { return (long)(r + 1) * (long)(i % 7 + 1); }
+
+static void set_elem(void *b, size_t i, long v)
+{
+    switch (opt.dt) {
+    case DT_FLOAT: ((float *)b)[i] = (float)v; break;
+    case DT_DOUBLE: ((double *)b)[i] = (double)v; break;
+    default: ((int32_t *)b)[i] = (int32_t)v; break;
+    }
+}
+
+static double get_elem(const void *b, size_t i)
+{
+    switch (opt.dt) {
+    case DT_FLOAT: return ((const float *)b)[i];
+    case DT_DOUBLE: return ((const double *)b)[i];
+    default: return ((const int32_t *)b)[i];
+    }
+}
+
+/* Sets up counts for coll at `size` bytes; returns the element count of the
+ * nccl-tests size (0: skip this size). */
+static size_t plan(int coll, size_t size)
+{
+    size_t n = size / esz, blk;
+    switch (coll) {
+    case C_ALLREDUCE: return n;
+    case C_ALLGATHER:
+        blk = n / (size_t)np;
+        return blk * (size_t)np;
+    case C_RSB:
+        blk = n / (size_t)np;
+        for (int r = 0; r < np; r++) counts[r] = (int)blk;
+        return blk * (size_t)np;
+    default: /* C_RS: uneven, remainder one each to the first ranks */
+        if (n < (size_t)np) return 0;
+        for (int r = 0, d = 0; r < np; r++) {
+            counts[r] = (int)(n / (size_t)np + ((size_t)r < n % (size_t)np));
+            displs[r] = d;
+            d += counts[r];
+        }
+        return n;
+    }
+}
+
+static void call(int coll, size_t n)
+{
+    int blk = (int)(n / (size_t)np);
+    switch (coll) {
+    case C_ALLREDUCE: MPI_Allreduce(sbuf, rbuf, (int)n, mpi_dt, MPI_SUM, MPI_COMM_WORLD); break;
+    case C_ALLGATHER: MPI_Allgather(sbuf, blk, mpi_dt, rbuf, blk, mpi_dt, MPI_COMM_WORLD); break;
+    case C_RSB: MPI_Reduce_scatter_block(sbuf, rbuf, blk, mpi_dt, MPI_SUM, MPI_COMM_WORLD); break;
+    default: MPI_Reduce_scatter(sbuf, rbuf, counts, mpi_dt, MPI_SUM, MPI_COMM_WORLD); break;
+    }
+}
+
+/* Fresh call on known inputs; returns the number of wrong elements here. */
+static long check(int coll, size_t n)
+{
+    size_t sn = coll == C_ALLGATHER ? n / (size_t)np : n, rn, off = 0;
+    size_t sum_r = (size_t)np * (size_t)(np + 1) / 2;
+    if (coll == C_ALLGATHER) off = (size_t)rank * sn;
+    for (size_t i = 0; i < sn; i++) set_elem(sbuf, i, in_val(rank, off + i));
+    rn = coll == C_ALLREDUCE || coll == C_ALLGATHER ? n : (size_t)counts[rank];
+    off = coll == C_RS ? (size_t)displs[rank] : coll == C_RSB ? (size_t)rank * rn : 0;
+    for (size_t i = 0; i < rn; i++) set_elem(rbuf, i, -12345);
+    call(coll, n);
+    long bad = 0;
+    for (size_t i = 0; i < rn; i++) {
+        size_t g = off + i;
+        double want = coll == C_ALLGATHER ? (double)in_val((int)(g / sn), g)
+                                          : (double)((g % 7 + 1) * sum_r);
+        double got = get_elem(rbuf, i);
+        if (got != want && bad++ < 5)
+            fprintf(stderr, "hier_bench: FAIL %s n=%zu rank %d: recv[%zu] = %g, expected %g\n",
+                    coll_names[coll], n, rank, i, got, want);
+    }
+    /* the send buffer is input only */
+    for (size_t i = 0; i < sn; i++) {
+        size_t g = coll == C_ALLGATHER ? (size_t)rank * sn + i : i;
+        if (get_elem(sbuf, i) != (double)in_val(rank, g) && bad++ < 5)
+            fprintf(stderr, "hier_bench: FAIL %s n=%zu rank %d: send buffer modified at %zu\n",
+                    coll_names[coll], n, rank, i);
+    }
+    return bad;
+}
+
+static double busbw_factor(int coll)
+{
+    if (np <= 1) return 0;
+    return coll == C_ALLREDUCE ? 2.0 * (np - 1) / np : (double)(np - 1) / np;
+}
+
+/* Returns 1 if a check failed (on any rank). */
+static int bench_coll(int coll, int lw)
+{
+    int failed = 0;
+    if (rank == 0) {
+        printf("#\n# %s: np=%d datatype=%s%s warmup=%s iters=%s check=%s\n", coll_names[coll],
+               np, dt_name, coll == C_ALLGATHER ? "" : " op=sum", opt.warmup < 0 ? "auto" : "fixed",
+               opt.iters < 0 ? "adaptive" : "fixed", opt.check ? "on" : "off");
+        printf("# %-*s %-20s %12s %11s %12s %10s %10s %5s\n", lw - 2, "label", "coll",
+               "size_bytes", "count", "time_us", "algbw_GB/s", "busbw_GB/s", "check");
+        fflush(stdout);
+    }
+    for (size_t size = opt.min_bytes; size <= opt.max_bytes; size *= opt.factor) {
+        size_t n = plan(coll, size);
+        if (n == 0) goto next; /* less than one element per block */
+        int warm = opt.warmup >= 0 ? opt.warmup : size <= (8u << 20) ? 5 : 2;
+        double est = 0;
+        for (int i = 0; i < (warm > 0 ? warm : 1); i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            call(coll, n);
+            est += MPI_Wtime() - t0;
+        }
+        est /= warm > 0 ? warm : 1;
+        int iters = opt.iters;
+        if (iters < 0) { /* agreed plan: the most any rank asks for */
+            double want = est > 0 ? TARGET_SECONDS / est : MAX_ITERS;
+            int mine = want > MAX_ITERS ? MAX_ITERS : want < MIN_ITERS ? MIN_ITERS : (int)want;
+            MPI_Allreduce(&mine, &iters, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        }
+        double *ti = malloc(sizeof(double) * (size_t)iters);
+        double *tm = malloc(sizeof(double) * (size_t)iters);
+        for (int i = 0; i < iters; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            call(coll, n);
+            ti[i] = MPI_Wtime() - t0;
+        }
+        /* MPI_Reduce is not overridden by the component under test */
+        MPI_Reduce(ti, tm, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        long bad = 0, anybad = 0;
+        if (opt.check) bad = check(coll, n);
+        MPI_Reduce(&bad, &anybad, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double sum = 0;
+            for (int i = 0; i < iters; i++) sum += tm[i];
+            double tavg = sum / iters, bytes = (double)(n * esz);
+            double algbw = bytes / tavg / 1e9;
+            printf("%-*s %-20s %12zu %11zu %12.2f %10.3f %10.3f %5s\n", lw, opt.label,
+                   coll_names[coll], n * esz, n, tavg * 1e6, algbw, algbw * busbw_factor(coll),
+                   !opt.check ? "-" : anybad ? "FAIL" : "ok");
+            fflush(stdout);
+            failed |= anybad != 0;
+        }
+        free(ti);
+        free(tm);
+    next:
+        if (size > opt.max_bytes / opt.factor) break;
+    }
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    parse_args(argc, argv);
+    switch (opt.dt) {
+    case DT_FLOAT: mpi_dt = MPI_FLOAT; esz = 4; dt_name = "float"; break;
+    case DT_DOUBLE: mpi_dt = MPI_DOUBLE; esz = 8; dt_name = "double"; break;
+    default: mpi_dt = MPI_INT32_T; esz = 4; dt_name = "int32"; break;
+    }
+    if (opt.max_bytes / esz > INT_MAX) die_usage("--max-bytes: element count exceeds INT_MAX", NULL);
+    if (opt.check && (double)np * (np + 1) / 2 * 7 >= 16777216.0)
+        die_usage("too many ranks for exact float sums; use --no-check or -d double", NULL);
+
+    if (rank == 0) {
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING], host[256] = "?";
+        int len;
+        MPI_Get_library_version(ver, &len);
+        ver[strcspn(ver, ",\n")] = 0;
+        gethostname(host, sizeof host - 1);
+        printf("# hier_bench: np=%d host=%s mpi=\"%s\"\n", np, host, ver);
+        printf("# sizes %zu..%zu x%zu, datatype=%s, time = mean over iterations of max over ranks"
+               " (barrier before each call), GB/s = 1e9 B/s\n",
+               opt.min_bytes, opt.max_bytes, opt.factor, dt_name);
+        fflush(stdout);
+    }
+    if (opt.memcpy_bench) run_memcpy();
+
+    sbuf = alloc_touched(opt.max_bytes);
+    rbuf = alloc_touched(opt.max_bytes);
+    counts = calloc((size_t)np, sizeof(int));
+    displs = calloc((size_t)np, sizeof(int));
+    int lw = (int)strlen(opt.label) > 7 ? (int)strlen(opt.label) : 7;
+    int failed = 0;
+    for (int c = 0; c < C_NCOLL; c++)
+        if (opt.colls[c]) failed |= bench_coll(c, lw);
+    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0 && failed) printf("# FAIL: some results were wrong\n");
+    free(sbuf);
+    free(rbuf);
+    free(counts);
+    free(displs);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,79 @@
+/* coll_hier.h: the Open MPI glue of coll/hier. Only mca/ includes Open MPI
+ * headers; it translates MPI arguments into core calls and owns the fallback. */
+#ifndef MCA_COLL_HIER_H
+#define MCA_COLL_HIER_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/op/op.h"
+
+#include "hier_comm.h"
+#include "hier_dtype.h"
+#include "hier_stats.h"
+
+BEGIN_C_DECLS
+
+/* HIER_PATH_COUNT in comm_fallback means "the communicator is served". */
+#define MCA_COLL_HIER_SERVED HIER_PATH_COUNT
+
+typedef struct {
+    mca_coll_base_module_t super;
+    ompi_communicator_t *comm;
+    hier_comm_t *core;
+    hier_path_t comm_fallback; /* why every call on this communicator falls back, or SERVED */
+
+    /* What was selected before us; every fallback goes here. */
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t *prev_allgather_module;
+    mca_coll_base_module_reduce_scatter_fn_t prev_reduce_scatter;
+    mca_coll_base_module_t *prev_reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
+    mca_coll_base_module_t *prev_reduce_scatter_block_module;
+    mca_coll_base_module_bcast_fn_t prev_bcast;
+    mca_coll_base_module_t *prev_bcast_module;
+} mca_coll_hier_module_t;
+OBJ_CLASS_DECLARATION(mca_coll_hier_module_t);
+
+OMPI_MODULE_DECLSPEC extern const mca_coll_base_component_2_0_0_t mca_coll_hier_component;
+
+/* World rank of this process, known once MPI_COMM_WORLD got its module. */
+extern int mca_coll_hier_world_rank;
+
+int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int *priority);
+
+/* Parameters and MPI_T performance variables, registered from the core tables. */
+int mca_coll_hier_register_params(void);
+int mca_coll_hier_register_pvars(void);
+void mca_coll_hier_stats_report(void);
+
+/* MPI datatype (and op) to core element type and element count. Returns
+ * MCA_COLL_HIER_SERVED or the fallback reason. */
+hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p,
+                                        size_t *per_type_p, hier_op_t *op_p);
+/* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
+hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p);
+
+/* Count the call, log it at verbose 10; for fallbacks say why once per reason. */
+void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes);
+/* Turn a core error into an MPI error, logged once with its cause. */
+int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st);
+
+int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                            ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                 ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_hier_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                       ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,26 @@
+/* coll_hier_allreduce.c: MPI_Allreduce arguments to hier_comm_allreduce. */
+#include "coll_hier.h"
+
+int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    hier_path_t path = hm->comm_fallback;
+    size_t tsize, per_type = 0;
+    hier_dtype_t dt;
+    hier_op_t hop;
+
+    ompi_datatype_type_size(dtype, &tsize);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) {
+        hier_status_t st = hier_comm_allreduce(hm->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                               (size_t)count * per_type, dt, hop, &path);
+        if (st == HIER_OK) {
+            mca_coll_hier_account(hm, HIER_COLL_ALLREDUCE, path, (size_t)count * tsize);
+            return MPI_SUCCESS;
+        }
+        if (st != HIER_ERR_NOT_SUPPORTED) return mca_coll_hier_error(hm, HIER_COLL_ALLREDUCE, st);
+    }
+    mca_coll_hier_account(hm, HIER_COLL_ALLREDUCE, path, (size_t)count * tsize);
+    return hm->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, hm->prev_allreduce_module);
+}

@@ -1,0 +1,147 @@
+/* coll_hier_module.c: which communicators hier serves, the saved previous
+ * module, and the services the core borrows from it. */
+#include "coll_hier.h"
+
+#include "ompi/group/group.h"
+#include "ompi/mca/coll/base/base.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "hier_log.h"
+#include "hier_params.h"
+
+static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
+{
+    hm->comm = NULL;
+    hm->core = NULL;
+    hm->comm_fallback = MCA_COLL_HIER_SERVED;
+    hm->prev_allreduce_module = hm->prev_allgather_module = NULL;
+    hm->prev_reduce_scatter_module = hm->prev_reduce_scatter_block_module = hm->prev_bcast_module = NULL;
+}
+
+static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
+{
+    hier_comm_destroy(hm->core);
+    mca_coll_base_module_t **prev[] = {&hm->prev_allreduce_module, &hm->prev_allgather_module,
+                                       &hm->prev_reduce_scatter_module, &hm->prev_reduce_scatter_block_module,
+                                       &hm->prev_bcast_module};
+    for (size_t i = 0; i < sizeof(prev) / sizeof(prev[0]); i++)
+        if (*prev[i]) OBJ_RELEASE(*prev[i]);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_hier_module_t, mca_coll_base_module_t, mca_coll_hier_module_construct,
+                   mca_coll_hier_module_destruct);
+
+int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+/* ---- services for the core, borrowed from the previous module ---------- */
+
+static int mca_coll_hier_core_bcast(void *buf, size_t len, int root, void *arg)
+{
+    mca_coll_hier_module_t *hm = arg;
+    return hm->prev_bcast(buf, (int)len, MPI_BYTE, root, hm->comm, hm->prev_bcast_module);
+}
+
+static int mca_coll_hier_core_agree(int *value, void *arg)
+{
+    mca_coll_hier_module_t *hm = arg;
+    return hm->prev_allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, hm->comm, hm->prev_allreduce_module);
+}
+
+static void mca_coll_hier_core_progress(void)
+{
+    opal_progress();
+}
+
+/* ---- selection ------------------------------------------------------------ */
+
+/* Why hier cannot serve this communicator at all, or SERVED. */
+static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const char **why_p)
+{
+    if (OMPI_COMM_IS_INTER(comm)) {
+        *why_p = "intercommunicator";
+        return HIER_PATH_FALLBACK_INTERCOMM;
+    }
+    if (ompi_group_have_remote_peers(comm->c_local_group)) {
+        *why_p = "ranks on more than one node (the inter-node level is not built yet)";
+        return HIER_PATH_FALLBACK_MULTINODE;
+    }
+    *why_p = NULL;
+    return MCA_COLL_HIER_SERVED;
+}
+
+#define MCA_COLL_HIER_SAVE(hm, comm, api)                                 \
+    do {                                                                  \
+        (hm)->prev_##api = (comm)->c_coll->coll_##api;                    \
+        (hm)->prev_##api##_module = (comm)->c_coll->coll_##api##_module;  \
+        if ((hm)->prev_##api##_module) OBJ_RETAIN((hm)->prev_##api##_module); \
+    } while (0)
+
+static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    const char *why;
+
+    MCA_COLL_HIER_SAVE(hm, comm, allreduce);
+    MCA_COLL_HIER_SAVE(hm, comm, allgather);
+    MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter);
+    MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_block);
+    MCA_COLL_HIER_SAVE(hm, comm, bcast);
+    if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block ||
+        !hm->prev_bcast) {
+        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u): no previous component provides every collective hier needs; "
+                 "disqualifying myself", comm->c_name, (unsigned)ompi_comm_get_cid(comm));
+        return OMPI_ERROR;
+    }
+    if (comm == &ompi_mpi_comm_world.comm) mca_coll_hier_world_rank = ompi_comm_rank(comm);
+
+    hm->comm = comm;
+    hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
+    if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
+        hier_comm_ops_t ops = {.bcast = mca_coll_hier_core_bcast, .agree = mca_coll_hier_core_agree,
+                               .progress = mca_coll_hier_core_progress, .arg = hm};
+        hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
+        if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
+        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks on one node): served by hier", comm->c_name,
+                 (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm));
+    } else {
+        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): not served, %s; calls go to the previous component",
+                 comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm), why);
+    }
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    if (hier_params.priority <= 0) return NULL;
+    mca_coll_hier_module_t *hm = OBJ_NEW(mca_coll_hier_module_t);
+    if (!hm) return NULL;
+    (void)comm;
+    *priority = hier_params.priority;
+    hm->super.coll_module_enable = mca_coll_hier_module_enable;
+    hm->super.coll_allreduce = mca_coll_hier_allreduce;
+    hm->super.coll_allgather = mca_coll_hier_allgather;
+    hm->super.coll_reduce_scatter = mca_coll_hier_reduce_scatter;
+    hm->super.coll_reduce_scatter_block = mca_coll_hier_reduce_scatter_block;
+    return &hm->super;
+}
+
+/* ---- per-call bookkeeping -------------------------------------------------- */
+
+void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes)
+{
+    hier_stats_count(coll, path, bytes);
+    HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
+             (unsigned)ompi_comm_get_cid(hm->comm), bytes, hier_path_name(path));
+}
+
+int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st)
+{
+    HIER_ERROR("%s on comm %s (cid %u) failed: %s", hier_coll_name(coll), hm->comm->c_name,
+               (unsigned)ompi_comm_get_cid(hm->comm), hier_status_str(st));
+    return st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
+}

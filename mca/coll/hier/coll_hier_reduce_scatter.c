@@ -1,0 +1,59 @@
+/* coll_hier_reduce_scatter.c: MPI_Reduce_scatter(_block) arguments to
+ * hier_comm_reduce_scatter. */
+#include "coll_hier.h"
+
+#include "hier_sched.h"
+
+/* Shared by both entry points: rcounts in MPI datatype units. */
+static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf, void *rbuf,
+                                    const int *rcounts, int block, ompi_datatype_t *dtype, ompi_op_t *op,
+                                    size_t *bytes_p, hier_status_t *st_p)
+{
+    int n = ompi_comm_size(hm->comm);
+    size_t tsize, per_type = 0, counts[HIER_SCHED_MAX_RANKS], total = 0;
+    hier_path_t path = hm->comm_fallback;
+    hier_dtype_t dt;
+    hier_op_t hop;
+
+    ompi_datatype_type_size(dtype, &tsize);
+    for (int r = 0; r < n; r++) total += (size_t)(rcounts ? rcounts[r] : block);
+    *bytes_p = total * tsize;
+    *st_p = HIER_ERR_NOT_SUPPORTED;
+    if (path != MCA_COLL_HIER_SERVED) return path;
+    if (n > HIER_SCHED_MAX_RANKS) return HIER_PATH_FALLBACK_RANKS;
+    path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path != MCA_COLL_HIER_SERVED) return path;
+    for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;
+    *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, counts, dt, hop, &path);
+    return path;
+}
+
+int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                 ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    size_t bytes;
+    hier_status_t st;
+    hier_path_t path = mca_coll_hier_rs(hm, sbuf, rbuf, rcounts, 0, dtype, op, &bytes, &st);
+
+    if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED) return mca_coll_hier_error(hm, HIER_COLL_REDUCE_SCATTER, st);
+    mca_coll_hier_account(hm, HIER_COLL_REDUCE_SCATTER, path, bytes);
+    if (st == HIER_OK) return MPI_SUCCESS;
+    return hm->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, hm->prev_reduce_scatter_module);
+}
+
+int mca_coll_hier_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                       ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    size_t bytes;
+    hier_status_t st;
+    hier_path_t path =
+        mca_coll_hier_rs(hm, sbuf, rbuf, NULL, rcount, dtype, op, &bytes, &st);
+
+    if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED)
+        return mca_coll_hier_error(hm, HIER_COLL_REDUCE_SCATTER_BLOCK, st);
+    mca_coll_hier_account(hm, HIER_COLL_REDUCE_SCATTER_BLOCK, path, bytes);
+    if (st == HIER_OK) return MPI_SUCCESS;
+    return hm->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, hm->prev_reduce_scatter_block_module);
+}

@@ -1,0 +1,42 @@
+/* coll_hier_stats.c: the core's counters as MPI_T performance variables, and
+ * the coll:hier:stats report at MPI_Finalize. */
+#include "coll_hier.h"
+
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+
+#include "hier_params.h"
+
+int mca_coll_hier_world_rank = -1;
+
+/* Two counters per (collective, path): coll_hier_<coll>_<path>_calls and _bytes.
+ * The default getter reads one value straight from the context pointer. */
+int mca_coll_hier_register_pvars(void)
+{
+    for (int c = 0; c < HIER_COLL_COUNT; c++) {
+        for (int p = 0; p < HIER_PATH_COUNT; p++) {
+            char name[128], desc[192];
+            for (int which = 0; which < 2; which++) {
+                snprintf(name, sizeof(name), "%s_%s_%s", hier_coll_name(c), hier_path_ident(p),
+                         which ? "bytes" : "calls");
+                snprintf(desc, sizeof(desc), "%s served by coll/hier path %s: %s of this process",
+                         hier_coll_name(c), hier_path_name(p), which ? "bytes" : "calls");
+                int rc = mca_base_pvar_register("ompi", "coll", "hier", name, desc, OPAL_INFO_LVL_4,
+                                                MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+                                                MCA_BASE_VAR_BIND_NO_OBJECT,
+                                                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL,
+                                                NULL, NULL,
+                                                which ? &hier_stats[c][p].bytes : &hier_stats[c][p].calls);
+                if (rc < 0) return rc;
+            }
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_hier_stats_report(void)
+{
+    if (!hier_params.stats || mca_coll_hier_world_rank != 0) return;
+    hier_stats_print(stdout, hier_stats);
+}

@@ -1,0 +1,298 @@
+/* hier_comm.c: per-communicator state, lazy segment set-up, algorithm choice
+ * and the loop that feeds schedules to the executor. */
+#include "hier_comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hier_exec.h"
+#include "hier_log.h"
+#include "hier_params.h"
+#include "hier_reduce.h"
+#include "hier_sched.h"
+#include "hier_topo.h"
+
+#define HIER_COMM_MIN_CHUNK 4096
+
+typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
+
+struct hier_comm {
+    int nranks;
+    int me;
+    hier_comm_ops_t ops;
+    hier_shm_state_t shm_state;
+    hier_shm_t *shm;
+    size_t chunk_bytes;
+    uint64_t chunk_seq;         /* chunks run so far: picks the pipeline parity */
+    hier_shm_wait_t wait;
+    hier_topo_groups_t groups;
+    uint16_t order[HIER_SCHED_MAX_RANKS];
+    uint16_t members[HIER_SCHED_MAX_RANKS];
+    uint16_t leaders[HIER_SCHED_MAX_RANKS];
+    uint8_t *slots[HIER_SCHED_MAX_RANKS];
+};
+
+static hier_topo_t *hier_core_topo;
+static int hier_core_topo_failed;
+static unsigned hier_core_segments;
+
+void hier_core_finalize(void)
+{
+    hier_topo_close(hier_core_topo);
+    hier_core_topo = NULL;
+    hier_core_topo_failed = 0;
+}
+
+hier_status_t hier_comm_create(int nranks, int me, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
+{
+    if (nranks < 1 || me < 0 || me >= nranks) return HIER_ERR_INVALID_ARG;
+    hier_comm_t *c = calloc(1, sizeof(*c));
+    if (!c) return HIER_ERR_NO_MEMORY;
+    c->nranks = nranks;
+    c->me = me;
+    c->ops = *ops;
+    *comm_p = c;
+    return HIER_OK;
+}
+
+void hier_comm_destroy(hier_comm_t *c)
+{
+    if (!c) return;
+    hier_shm_detach(c->shm);
+    free(c);
+}
+
+/* This rank's NUMA domain: from the numa_ranks_per_domain simulation, or from
+ * hwloc and the process binding (-1 when unbound or unknown). */
+static int hier_comm_my_numa(const hier_comm_t *c)
+{
+    hier_locality_t loc;
+    if (hier_params.numa_ranks_per_domain > 0) return c->me / hier_params.numa_ranks_per_domain;
+    if (!hier_core_topo && !hier_core_topo_failed && hier_topo_open(NULL, &hier_core_topo) != HIER_OK)
+        hier_core_topo_failed = 1;
+    if (!hier_core_topo || hier_topo_self_locality(hier_core_topo, &loc) != HIER_OK) return -1;
+    return loc.numa;
+}
+
+static hier_status_t hier_comm_build_groups(hier_comm_t *c)
+{
+    hier_locality_t locs[HIER_SCHED_MAX_RANKS];
+    for (int r = 0; r < c->nranks; r++) locs[r] = (hier_locality_t){.numa = hier_shm_peer_numa(c->shm, r)};
+    hier_status_t st = hier_topo_groups_by_numa(locs, c->nranks, &c->groups);
+    if (st != HIER_OK) return st;
+    for (int r = 0; r < c->nranks; r++) {
+        c->order[r] = (uint16_t)r;
+        c->members[r] = (uint16_t)c->groups.members[r];
+        c->slots[r] = hier_shm_slot(c->shm, r);
+    }
+    for (int g = 0; g < c->groups.ngroups; g++) c->leaders[g] = (uint16_t)c->groups.leader[g];
+    return HIER_OK;
+}
+
+/* Segment set-up, collective over the communicator, run at the first call that needs it:
+ * 1. rank 0 creates the segment under a fresh name;
+ * 2. it broadcasts the name (empty if creation failed);
+ * 3. the others attach; everyone reserves its own slot and publishes its NUMA domain;
+ * 4. everyone agrees (minimum) on success;
+ * 5. rank 0 unlinks the name: from here on nothing is left behind even after a crash;
+ * 6. on failure everyone detaches and the communicator falls back for good. */
+static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
+{
+    char name[HIER_SHM_NAME_MAX] = "";
+    hier_status_t st = HIER_OK;
+    size_t chunk = hier_params.shm_chunk_size < HIER_COMM_MIN_CHUNK ? HIER_COMM_MIN_CHUNK : hier_params.shm_chunk_size;
+    chunk = (chunk + 63) & ~(size_t)63;
+
+    if (c->me == 0) { /* 1 */
+        snprintf(name, sizeof(name), "coll-hier-%d-%u", (int)getpid(), hier_core_segments++);
+        if (hier_shm_create(hier_params.shm_dir, name, c->nranks, chunk, &c->shm) != HIER_OK) name[0] = '\0';
+    }
+    if (c->ops.bcast(name, sizeof(name), 0, c->ops.arg) != 0) return HIER_ERR_INTERNAL; /* 2 */
+    if (!name[0]) st = HIER_ERR_SHM;                                                     /* 3 */
+    if (st == HIER_OK && c->me != 0)
+        st = hier_shm_attach(hier_params.shm_dir, name, c->nranks, c->me, chunk, &c->shm);
+    if (st == HIER_OK) st = hier_shm_claim(c->shm, c->me, hier_comm_my_numa(c));
+    int ok = st == HIER_OK;
+    if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL; /* 4 */
+    if (c->me == 0 && c->shm) hier_shm_unlink(c->shm);                  /* 5 */
+    if (ok) st = hier_comm_build_groups(c);
+    if (!ok || st != HIER_OK) { /* 6 */
+        HIER_LOG(HIER_LOG_COMM, "shared-memory segment unavailable (%zu bytes for %d ranks): using the previous "
+                 "component on this communicator", hier_shm_segment_size(c->nranks, chunk), c->nranks);
+        hier_shm_detach(c->shm);
+        c->shm = NULL;
+        c->shm_state = HIER_SHM_STATE_FAILED;
+        return HIER_ERR_SHM;
+    }
+    c->chunk_bytes = chunk;
+    c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_params.spin_count,
+                                .progress = c->ops.progress};
+    c->shm_state = HIER_SHM_STATE_READY;
+    HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s)", c->nranks, chunk,
+             c->groups.ngroups);
+    return HIER_OK;
+}
+
+static hier_status_t hier_comm_ensure_shm(hier_comm_t *c)
+{
+    switch (c->shm_state) {
+    case HIER_SHM_STATE_READY: return HIER_OK;
+    case HIER_SHM_STATE_FAILED: return HIER_ERR_SHM;
+    case HIER_SHM_STATE_NONE: break;
+    }
+    return hier_comm_setup_shm(c);
+}
+
+/* Feed every chunk's steps to the executor; barriers go to the segment. */
+static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                                   hier_reduce_kernel_t kernel)
+{
+    hier_step_t steps[HIER_SCHED_MAX_STEPS];
+    hier_exec_bufs_t bufs = {.sbuf = sbuf, .rbuf = rbuf, .slots = c->slots,
+                             .parity_stride = hier_shm_parity_stride(c->shm), .esize = args->esize,
+                             .kernel = kernel};
+
+    args->nranks = c->nranks;
+    args->me = c->me;
+    args->chunk_bytes = c->chunk_bytes;
+    args->order = c->order;
+    args->groups = &c->groups;
+    args->members = c->members;
+    args->leaders = c->leaders;
+    size_t nchunks = hier_sched_nchunks(args);
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), steps);
+        for (size_t i = 0; i < n; i++) {
+            if (steps[i].op != HIER_STEP_BARRIER) {
+                hier_exec_step(&bufs, &steps[i]);
+                continue;
+            }
+            hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
+            if (st != HIER_OK) return st;
+        }
+    }
+    return HIER_OK;
+}
+
+/* Common entry: nothing to do, single rank, forced fallback or no segment. */
+static hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
+{
+    if (algo == HIER_ALGO_FALLBACK) {
+        *path_p = HIER_PATH_FALLBACK_FORCED;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->nranks > HIER_SCHED_MAX_RANKS) {
+        *path_p = HIER_PATH_FALLBACK_RANKS;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->nranks == 1) {
+        *path_p = HIER_PATH_SELF;
+        return HIER_IN_PROGRESS; /* caller copies */
+    }
+    if (hier_comm_ensure_shm(c) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_SHM;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return HIER_OK;
+}
+
+static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t bytes, hier_path_t *path_p)
+{
+    int algo = hier_params.allreduce_algorithm;
+    if (algo == HIER_ALGO_AUTO) {
+        if (bytes > hier_params.allreduce_flat_max)
+            algo = HIER_ALGO_RSAG;
+        else if (c->groups.ngroups > 1 && (size_t)c->nranks >= hier_params.allreduce_numa_min_ranks)
+            algo = HIER_ALGO_NUMA;
+        else
+            algo = HIER_ALGO_FLAT;
+    }
+    switch (algo) {
+    case HIER_ALGO_NUMA: *path_p = HIER_PATH_SHM_NUMA; return HIER_SCHED_ALLREDUCE_NUMA;
+    case HIER_ALGO_RSAG: *path_p = HIER_PATH_SHM_RSAG; return HIER_SCHED_ALLREDUCE_RSAG;
+    default: *path_p = HIER_PATH_SHM_FLAT; return HIER_SCHED_ALLREDUCE_FLAT;
+    }
+}
+
+hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                  hier_op_t op, hier_path_t *path_p)
+{
+    hier_reduce_kernel_t kernel;
+    size_t esize = hier_dtype_size(dt);
+    hier_path_t path;
+
+    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    hier_status_t st = hier_comm_prepare(c, hier_params.allreduce_algorithm, &path);
+    if (st == HIER_IN_PROGRESS) {
+        if (sbuf) memcpy(rbuf, sbuf, count * esize);
+        *path_p = path;
+        return HIER_OK;
+    }
+    if (st != HIER_OK) {
+        *path_p = path;
+        return st;
+    }
+    hier_sched_args_t args = {.kind = hier_comm_pick_allreduce(c, count * esize, &path), .esize = esize,
+                              .count = count, .in_place = sbuf == NULL};
+    st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+    if (st == HIER_OK) *path_p = path;
+    return st;
+}
+
+hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                  hier_path_t *path_p)
+{
+    hier_path_t path;
+    hier_status_t st = hier_comm_prepare(c, hier_params.allgather_algorithm, &path);
+    if (st == HIER_IN_PROGRESS) {
+        if (sbuf) memcpy(rbuf, sbuf, block_bytes);
+        *path_p = path;
+        return HIER_OK;
+    }
+    if (st != HIER_OK) {
+        *path_p = path;
+        return st;
+    }
+    hier_sched_args_t args = {.kind = HIER_SCHED_ALLGATHER, .esize = 1, .count = block_bytes,
+                              .in_place = sbuf == NULL};
+    st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
+    if (st == HIER_OK) *path_p = HIER_PATH_SHM_COPY;
+    return st;
+}
+
+hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+{
+    hier_reduce_kernel_t kernel;
+    size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_RANKS], total = 0;
+    hier_path_t path;
+
+    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    hier_status_t st = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, &path);
+    if (st == HIER_IN_PROGRESS) {
+        if (sbuf) memcpy(rbuf, sbuf, rcounts[0] * esize);
+        *path_p = path;
+        return HIER_OK;
+    }
+    if (st != HIER_OK) {
+        *path_p = path;
+        return st;
+    }
+    for (int r = 0; r < c->nranks; r++) {
+        displs[r] = total;
+        total += rcounts[r];
+    }
+    hier_sched_args_t args = {.kind = HIER_SCHED_REDUCE_SCATTER, .esize = esize, .count = total,
+                              .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL};
+    st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+    if (st == HIER_OK) *path_p = HIER_PATH_SHM_RS;
+    return st;
+}

@@ -1,0 +1,45 @@
+/* hier_comm.h: the core's view of one communicator (today: all ranks on one
+ * node) and its collectives. The glue supplies the few services the core
+ * cannot provide itself, through hier_comm_ops_t. */
+#ifndef HIER_COMM_H
+#define HIER_COMM_H
+
+#include <stddef.h>
+
+#include "hier_dtype.h"
+#include "hier_shm.h"
+#include "hier_stats.h"
+#include "hier_status.h"
+
+typedef struct {
+    /* Broadcast len bytes from root over the communicator (the previous module's bcast). */
+    int (*bcast)(void *buf, size_t len, int root, void *arg);
+    /* *value = minimum over the communicator (the previous module's allreduce). */
+    int (*agree)(int *value, void *arg);
+    hier_progress_fn_t progress;
+    void *arg;
+} hier_comm_ops_t;
+
+typedef struct hier_comm hier_comm_t;
+
+/* nranks local ranks; `me` is this rank's index, equal to its communicator rank. */
+hier_status_t hier_comm_create(int nranks, int me, const hier_comm_ops_t *ops, hier_comm_t **comm_p);
+void hier_comm_destroy(hier_comm_t *comm);
+
+/* Each returns HIER_OK when served, HIER_ERR_NOT_SUPPORTED when the caller
+ * must use its fallback (nothing has been touched then), or an error.
+ * *path_p says which path served the call or why it was refused.
+ * sbuf == NULL means MPI_IN_PLACE. */
+hier_status_t hier_comm_allreduce(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                  hier_op_t op, hier_path_t *path_p);
+/* block_bytes: bytes each rank contributes; rbuf holds nranks blocks. */
+hier_status_t hier_comm_allgather(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t block_bytes,
+                                  hier_path_t *path_p);
+/* rcounts[r]: elements rank r receives; sbuf holds their sum. */
+hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+
+/* Release process-wide state (the topology). */
+void hier_core_finalize(void);
+
+#endif

@@ -1,0 +1,59 @@
+/* hier_dtype.h: element types and reduction operations the core understands.
+ * The glue maps MPI datatypes onto these storage types; several MPI types share
+ * one storage type (MPI_INT and MPI_INT32_T, MPI_BYTE and MPI_UINT8_T). */
+#ifndef HIER_DTYPE_H
+#define HIER_DTYPE_H
+
+#include <stddef.h>
+
+typedef enum {
+    HIER_DT_INT8,
+    HIER_DT_UINT8,
+    HIER_DT_INT16,
+    HIER_DT_UINT16,
+    HIER_DT_INT32,
+    HIER_DT_UINT32,
+    HIER_DT_INT64,
+    HIER_DT_UINT64,
+    HIER_DT_FLOAT,
+    HIER_DT_DOUBLE,
+    HIER_DT_LONG_DOUBLE,
+    HIER_DT_FLOAT_COMPLEX,       /* float _Complex */
+    HIER_DT_DOUBLE_COMPLEX,      /* double _Complex */
+    HIER_DT_LONG_DOUBLE_COMPLEX, /* long double _Complex */
+    HIER_DT_BOOL,                /* C _Bool, one byte, 0 or 1 */
+    /* value/index pairs for MINLOC and MAXLOC, laid out as the C structs
+     * struct { V v; I k; } with the compiler's padding (MPI's layout) */
+    HIER_DT_FLOAT_INT,
+    HIER_DT_DOUBLE_INT,
+    HIER_DT_LONG_INT,
+    HIER_DT_2INT,
+    HIER_DT_SHORT_INT,
+    HIER_DT_LONG_DOUBLE_INT,
+    HIER_DT_2FLOAT,              /* Fortran MPI_2REAL */
+    HIER_DT_2DOUBLE,             /* Fortran MPI_2DOUBLE_PRECISION */
+    HIER_DT_COUNT
+} hier_dtype_t;
+
+typedef enum {
+    HIER_OP_SUM,
+    HIER_OP_PROD,
+    HIER_OP_MIN,
+    HIER_OP_MAX,
+    HIER_OP_LAND,
+    HIER_OP_LOR,
+    HIER_OP_LXOR,
+    HIER_OP_BAND,
+    HIER_OP_BOR,
+    HIER_OP_BXOR,
+    HIER_OP_MINLOC,
+    HIER_OP_MAXLOC,
+    HIER_OP_COUNT
+} hier_op_t;
+
+/* Bytes one element occupies in a buffer (sizeof the C type or struct). */
+size_t hier_dtype_size(hier_dtype_t dt);
+const char *hier_dtype_name(hier_dtype_t dt);
+const char *hier_op_name(hier_op_t op);
+
+#endif

@@ -1,0 +1,121 @@
+#include "hier_params.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HIER_PARAM_OFF(field) offsetof(hier_params_t, field)
+#define HIER_ALGO_BIT(a) (1u << (a))
+
+static const hier_param_desc_t hier_param_table[] = {
+    {"priority", HIER_PARAM_INT, "0",
+     "Priority of coll/hier; it is only selected when this beats the other components (tuned: 30)",
+     HIER_PARAM_OFF(priority), 0},
+    {"verbose", HIER_PARAM_INT, "0",
+     "Verbosity: 1 = one line per communicator (served or why not), 10 = one line per call",
+     HIER_PARAM_OFF(verbose), 0},
+    {"stats", HIER_PARAM_INT, "0",
+     "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize",
+     HIER_PARAM_OFF(stats), 0},
+    {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
+     "Force the allreduce algorithm: auto, flat (every rank reduces all slots), numa (two-level NUMA tree), "
+     "rsag (pipelined reduce-scatter + allgather) or fallback (previous component)",
+     HIER_PARAM_OFF(allreduce_algorithm),
+     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FLAT) | HIER_ALGO_BIT(HIER_ALGO_NUMA) |
+         HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+    {"allgather_algorithm", HIER_PARAM_ALGO, "auto",
+     "Force the allgather algorithm: auto (shared-memory copy) or fallback (previous component)",
+     HIER_PARAM_OFF(allgather_algorithm), HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+    {"reduce_scatter_algorithm", HIER_PARAM_ALGO, "auto",
+     "Force the reduce_scatter(_block) algorithm: auto (shared-memory reduce-scatter) or fallback",
+     HIER_PARAM_OFF(reduce_scatter_algorithm), HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+    {"allreduce_flat_max", HIER_PARAM_SIZE, "8K",
+     "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto; larger ones use rsag",
+     HIER_PARAM_OFF(allreduce_flat_max), 0},
+    {"allreduce_numa_min_ranks", HIER_PARAM_SIZE, "4",
+     "Under auto, small allreduces use the NUMA tree when the node has several NUMA domains and at least this many local ranks",
+     HIER_PARAM_OFF(allreduce_numa_min_ranks), 0},
+    {"shm_chunk_size", HIER_PARAM_SIZE, "256K",
+     "Bytes per rank per pipeline buffer in the shared-memory segment (the segment holds 2 per rank); "
+     "messages larger than this are pipelined through it",
+     HIER_PARAM_OFF(shm_chunk_size), 0},
+    {"spin_count", HIER_PARAM_INT, "2000",
+     "Polls of a shared-memory flag before a waiting rank starts to yield the CPU and drive Open MPI progress",
+     HIER_PARAM_OFF(spin_count), 0},
+    {"shm_dir", HIER_PARAM_STRING, "",
+     "Directory for the shared-memory segment; empty = POSIX shm_open (/dev/shm). The file is unlinked as soon "
+     "as every local rank has mapped it",
+     HIER_PARAM_OFF(shm_dir), 0},
+    {"numa_ranks_per_domain", HIER_PARAM_INT, "0",
+     "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
+     "NUMA domain (testing and simulation of multi-socket nodes)",
+     HIER_PARAM_OFF(numa_ranks_per_domain), 0},
+};
+
+hier_params_t hier_params;
+
+static const char *const hier_algo_names[] = {
+    [HIER_ALGO_AUTO] = "auto", [HIER_ALGO_FLAT] = "flat", [HIER_ALGO_NUMA] = "numa",
+    [HIER_ALGO_RSAG] = "rsag", [HIER_ALGO_FALLBACK] = "fallback",
+};
+
+const char *hier_algo_name(hier_algo_t algo)
+{
+    return (unsigned)algo <= HIER_ALGO_FALLBACK ? hier_algo_names[algo] : "unknown";
+}
+
+const hier_param_desc_t *hier_params_table(size_t *count_p)
+{
+    *count_p = sizeof(hier_param_table) / sizeof(hier_param_table[0]);
+    return hier_param_table;
+}
+
+int hier_params_parse_size(const char *text, size_t *value_p)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text) return -1;
+    switch (*end) {
+    case 'K': case 'k': v <<= 10; end++; break;
+    case 'M': case 'm': v <<= 20; end++; break;
+    case 'G': case 'g': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end) return -1;
+    *value_p = (size_t)v;
+    return 0;
+}
+
+static int hier_params_parse_algo(const char *text)
+{
+    for (unsigned a = 0; a <= HIER_ALGO_FALLBACK; a++)
+        if (!strcmp(text, hier_algo_names[a])) return (int)a;
+    return -1;
+}
+
+void hier_params_defaults(hier_params_t *params)
+{
+    size_t n;
+    const hier_param_desc_t *t = hier_params_table(&n);
+    memset(params, 0, sizeof(*params));
+    for (size_t i = 0; i < n; i++) {
+        char *field = (char *)params + t[i].offset;
+        switch (t[i].type) {
+        case HIER_PARAM_INT: *(int *)field = atoi(t[i].defval); break;
+        case HIER_PARAM_SIZE: hier_params_parse_size(t[i].defval, (size_t *)field); break;
+        case HIER_PARAM_ALGO: *(int *)field = hier_params_parse_algo(t[i].defval); break;
+        case HIER_PARAM_STRING: *(const char **)field = t[i].defval; break;
+        }
+    }
+}
+
+void hier_params_print_markdown(FILE *out)
+{
+    size_t n;
+    const hier_param_desc_t *t = hier_params_table(&n);
+    fprintf(out, "| parameter | default | meaning |\n|---|---|---|\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "| `coll_hier_%s` | `%s` | %s |\n", t[i].name, t[i].defval[0] ? t[i].defval : "\"\"",
+                t[i].help);
+}

@@ -1,0 +1,56 @@
+/* hier_params.h: every runtime parameter, declared once in one table.
+ * The glue registers the table with Open MPI's MCA system in a loop (so each
+ * default is written once, in hier_params.c) and the README's parameter table
+ * is generated from it. */
+#ifndef HIER_PARAMS_H
+#define HIER_PARAMS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    HIER_ALGO_AUTO = 0,
+    HIER_ALGO_FLAT,    /* allreduce: every rank reduces every slot */
+    HIER_ALGO_NUMA,    /* allreduce: two-level NUMA tree */
+    HIER_ALGO_RSAG,    /* allreduce: reduce-scatter + allgather */
+    HIER_ALGO_FALLBACK /* always use the previous module (for comparisons) */
+} hier_algo_t;
+
+typedef struct {
+    int priority;
+    int verbose;
+    int stats;
+    int allreduce_algorithm;      /* hier_algo_t */
+    int allgather_algorithm;      /* HIER_ALGO_AUTO or HIER_ALGO_FALLBACK */
+    int reduce_scatter_algorithm; /* HIER_ALGO_AUTO or HIER_ALGO_FALLBACK */
+    size_t allreduce_flat_max;    /* bytes: flat (or NUMA) up to here, RSAG above */
+    size_t allreduce_numa_min_ranks;
+    size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */
+    int spin_count;
+    char *shm_dir;
+    int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */
+} hier_params_t;
+
+typedef enum { HIER_PARAM_INT, HIER_PARAM_SIZE, HIER_PARAM_STRING, HIER_PARAM_ALGO } hier_param_type_t;
+
+typedef struct {
+    const char *name;      /* MCA name is coll_hier_<name> */
+    hier_param_type_t type;
+    const char *defval;    /* default, as text: "100", "64K", "auto" */
+    const char *help;
+    size_t offset;         /* into hier_params_t */
+    unsigned algo_mask;    /* HIER_PARAM_ALGO: which hier_algo_t values are valid */
+} hier_param_desc_t;
+
+/* The live values; set to defaults by hier_params_defaults(). */
+extern hier_params_t hier_params;
+
+const hier_param_desc_t *hier_params_table(size_t *count_p);
+void hier_params_defaults(hier_params_t *params);
+const char *hier_algo_name(hier_algo_t algo);
+/* Parse "64K", "1M", "1048576"; -1 on malformed text. */
+int hier_params_parse_size(const char *text, size_t *value_p);
+/* The README table, in Markdown. */
+void hier_params_print_markdown(FILE *out);
+
+#endif

@@ -1,0 +1,185 @@
+/* hier_sched.c: schedule builders for the intra-node collectives.
+ *
+ * Why one barrier per chunk is enough to reuse a pipeline buffer: every chunk
+ * contains at least one barrier, and a rank reaches chunk k+1's first barrier
+ * only after finishing every step of chunk k. Chunk k+2 uses chunk k's parity
+ * again, and a rank writes into it only after passing a barrier of chunk k+1,
+ * so by then every rank has finished reading what chunk k left there. The
+ * chunk counter runs across calls, so this holds from one collective to the
+ * next as well. Within a chunk, a slot region is written only by its owner and
+ * read by others only after the barrier that follows the write. */
+#include "hier_sched.h"
+
+#include "hier_part.h"
+
+typedef struct {
+    hier_step_t *steps;
+    size_t n;
+} hier_sched_out_t;
+
+static hier_ref_t hier_ref(hier_buf_kind_t kind, int rank, int parity, size_t off)
+{
+    return (hier_ref_t){.kind = (uint8_t)kind, .parity = (uint8_t)parity, .rank = (uint16_t)rank, .off = off};
+}
+
+static void hier_sched_copy(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t bytes)
+{
+    if (!bytes) return;
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_COPY, .dst = dst, .src = src, .len = bytes};
+}
+
+static void hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t count,
+                              const uint16_t *ranks, int nranks)
+{
+    if (!count) return;
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
+                                         .ranks = ranks, .nranks = (uint16_t)nranks};
+}
+
+static void hier_sched_barrier(hier_sched_out_t *out)
+{
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
+}
+
+/* Where this rank's contribution comes from: its send buffer, or (in place)
+ * the receive buffer at `in_place_off`. */
+static hier_ref_t hier_sched_input(const hier_sched_args_t *a, size_t off, size_t in_place_off)
+{
+    return a->in_place ? hier_ref(HIER_BUF_RECV, 0, 0, in_place_off) : hier_ref(HIER_BUF_SEND, 0, 0, off);
+}
+
+size_t hier_sched_chunk_units(const hier_sched_args_t *a)
+{
+    switch (a->kind) {
+    case HIER_SCHED_ALLGATHER: return a->chunk_bytes;
+    case HIER_SCHED_ALLREDUCE_NUMA: return a->chunk_bytes / 2 / a->esize;
+    default: return a->chunk_bytes / a->esize;
+    }
+}
+
+size_t hier_sched_nchunks(const hier_sched_args_t *a)
+{
+    size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    return hier_part_nchunks(total, hier_sched_chunk_units(a));
+}
+
+int hier_sched_barriers_per_chunk(hier_sched_kind_t kind)
+{
+    return kind == HIER_SCHED_ALLREDUCE_NUMA || kind == HIER_SCHED_ALLREDUCE_RSAG ? 2 : 1;
+}
+
+/* Flat allreduce, one chunk:
+ * 1. copy my input into my slot;  2. barrier;
+ * 3. fold every slot, in rank order, straight into my receive buffer. */
+static void hier_sched_allreduce_flat(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                      hier_sched_out_t *out)
+{
+    size_t off = first * a->esize;
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_sched_barrier(out);                                                                          /* 2 */
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off), hier_ref(HIER_BUF_SLOT, 0, p, 0), len,
+                      a->order, a->nranks);                                                           /* 3 */
+}
+
+/* NUMA two-level allreduce, one chunk (inputs in the first half of a slot,
+ * group partials in the second):
+ * 1. copy my input into my slot;  2. barrier;
+ * 3. each group leader folds its group's slots, in rank order, into its partial;
+ * 4. barrier;
+ * 5. every rank folds the leaders' partials, in group order, into its receive buffer. */
+static void hier_sched_allreduce_numa(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                      hier_sched_out_t *out)
+{
+    const hier_topo_groups_t *g = a->groups;
+    size_t off = first * a->esize, half = a->chunk_bytes / 2;
+    int grp = g->group_of[a->me];
+
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_sched_barrier(out);                                                                          /* 2 */
+    if (g->leader[grp] == a->me)                                                                      /* 3 */
+        hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, half), hier_ref(HIER_BUF_SLOT, 0, p, 0), len,
+                          a->members + g->first[grp], g->first[grp + 1] - g->first[grp]);
+    hier_sched_barrier(out);                                                                          /* 4 */
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off), hier_ref(HIER_BUF_SLOT, 0, p, half), len,
+                      a->leaders, g->ngroups);                                                        /* 5 */
+}
+
+/* Reduce-scatter + allgather allreduce, one chunk, split into one piece per rank:
+ * 1. copy my input into my slot;  2. barrier;
+ * 3. fold my piece of every slot, in rank order, into my own slot;  4. barrier;
+ * 5. copy every rank's reduced piece from its slot into my receive buffer,
+ *    starting after my own rank so readers spread over the slots. */
+static void hier_sched_allreduce_rsag(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                      hier_sched_out_t *out)
+{
+    size_t off = first * a->esize, align = hier_part_align(a->esize), poff, plen;
+
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_sched_barrier(out);                                                                          /* 2 */
+    hier_part_range(len, a->nranks, a->me, align, &poff, &plen);                                      /* 3 */
+    hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * a->esize),
+                      hier_ref(HIER_BUF_SLOT, 0, p, poff * a->esize), plen, a->order, a->nranks);
+    hier_sched_barrier(out);                                                                          /* 4 */
+    for (int i = 1; i <= a->nranks; i++) {                                                            /* 5 */
+        int j = (a->me + i) % a->nranks;
+        hier_part_range(len, a->nranks, j, align, &poff, &plen);
+        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * a->esize),
+                        hier_ref(HIER_BUF_SLOT, j, p, poff * a->esize), plen * a->esize);
+    }
+}
+
+/* Allgather, one chunk of every rank's block:
+ * 1. copy my block's chunk into my slot, and (not in place) into my own place
+ *    in the receive buffer;  2. barrier;
+ * 3. copy every other rank's chunk from its slot into its place. */
+static void hier_sched_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
+{
+    size_t block = a->count * a->esize;
+
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0),                                        /* 1 */
+                    hier_sched_input(a, first, (size_t)a->me * block + first), len);
+    if (!a->in_place)
+        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)a->me * block + first),
+                        hier_ref(HIER_BUF_SEND, 0, 0, first), len);
+    hier_sched_barrier(out);                                                                          /* 2 */
+    for (int i = 1; i < a->nranks; i++) {                                                             /* 3 */
+        int j = (a->me + i) % a->nranks;
+        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)j * block + first),
+                        hier_ref(HIER_BUF_SLOT, j, p, 0), len);
+    }
+}
+
+/* Reduce_scatter, one chunk of the whole input vector:
+ * 1. copy the chunk of my input into my slot;  2. barrier;
+ * 3. fold the part of the chunk that falls in my result block, over every
+ *    slot in rank order, into my receive buffer. In place, the result lands
+ *    at or before input this rank has already copied, so nothing is lost. */
+static void hier_sched_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                      hier_sched_out_t *out)
+{
+    size_t mine, mlen, off = first * a->esize;
+
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_sched_barrier(out);                                                                          /* 2 */
+    hier_part_intersect(first, len, a->rdispls[a->me], a->rcounts[a->me], &mine, &mlen);              /* 3 */
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, (mine - a->rdispls[a->me]) * a->esize),
+                      hier_ref(HIER_BUF_SLOT, 0, p, (mine - first) * a->esize), mlen, a->order, a->nranks);
+}
+
+size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)
+{
+    hier_sched_out_t out = {.steps = steps, .n = 0};
+    size_t units = hier_sched_chunk_units(a);
+    size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    size_t first = k * units;
+    size_t len = total - first < units ? total - first : units;
+
+    switch (a->kind) {
+    case HIER_SCHED_ALLREDUCE_FLAT: hier_sched_allreduce_flat(a, first, len, parity, &out); break;
+    case HIER_SCHED_ALLREDUCE_NUMA: hier_sched_allreduce_numa(a, first, len, parity, &out); break;
+    case HIER_SCHED_ALLREDUCE_RSAG: hier_sched_allreduce_rsag(a, first, len, parity, &out); break;
+    case HIER_SCHED_ALLGATHER: hier_sched_allgather(a, first, len, parity, &out); break;
+    case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, first, len, parity, &out); break;
+    }
+    return out.n;
+}

@@ -1,0 +1,84 @@
+/* hier_sched.h: intra-node algorithms as data.
+ *
+ * A builder is a pure function: given the collective's shape and one chunk
+ * index it emits the steps one rank performs for that chunk (copy, reduce,
+ * barrier). An executor runs them: hier_exec over the shared-memory segment,
+ * or the test simulator over plain memory, which is how Criterion sweeps
+ * ranks x counts x chunk sizes without processes.
+ *
+ * Buffers are named, not pointed at: the user's send and receive buffers and
+ * each rank's slot in the segment. A slot holds two pipeline buffers
+ * (parities) of chunk_bytes each; consecutive chunks alternate parity, which
+ * is what lets a rank refill its slot after a single barrier (see
+ * hier_sched.c for the argument). */
+#ifndef HIER_SCHED_H
+#define HIER_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_topo.h"
+
+#define HIER_SCHED_MAX_RANKS HIER_TOPO_MAX_RANKS
+
+typedef enum { HIER_BUF_SEND, HIER_BUF_RECV, HIER_BUF_SLOT } hier_buf_kind_t;
+
+typedef struct {
+    uint8_t kind;   /* hier_buf_kind_t */
+    uint8_t parity; /* HIER_BUF_SLOT: which pipeline buffer */
+    uint16_t rank;  /* HIER_BUF_SLOT: whose slot (ignored by REDUCE sources) */
+    size_t off;     /* bytes from the start of that buffer */
+} hier_ref_t;
+
+typedef enum { HIER_STEP_COPY, HIER_STEP_REDUCE, HIER_STEP_BARRIER } hier_step_op_t;
+
+typedef struct {
+    hier_step_op_t op;
+    hier_ref_t dst;
+    hier_ref_t src;     /* COPY: the source. REDUCE: slot parity and offset of every operand */
+    size_t len;         /* COPY: bytes. REDUCE: elements */
+    const uint16_t *ranks; /* REDUCE: dst = src[ranks[0]] op src[ranks[1]] op ... in this order */
+    uint16_t nranks;
+} hier_step_t;
+
+typedef enum {
+    HIER_SCHED_ALLREDUCE_FLAT,
+    HIER_SCHED_ALLREDUCE_NUMA,
+    HIER_SCHED_ALLREDUCE_RSAG,
+    HIER_SCHED_ALLGATHER,
+    HIER_SCHED_REDUCE_SCATTER,
+} hier_sched_kind_t;
+
+/* The shape of one collective as seen by one rank. */
+typedef struct {
+    hier_sched_kind_t kind;
+    int nranks;
+    int me;
+    size_t esize;        /* bytes per element */
+    size_t count;        /* allreduce: elements per rank; allgather: elements per block;
+                            reduce_scatter: total elements (sum of rcounts) */
+    const size_t *rcounts; /* reduce_scatter: elements each rank receives */
+    const size_t *rdispls; /* reduce_scatter: prefix sums of rcounts */
+    bool in_place;
+    size_t chunk_bytes;  /* capacity of one pipeline buffer */
+    const uint16_t *order;  /* 0..nranks-1, the fold order of flat and rsag reductions */
+    const hier_topo_groups_t *groups; /* NUMA: groups (CSR in groups->first) */
+    const uint16_t *members;          /* NUMA: groups->members as uint16_t */
+    const uint16_t *leaders;          /* NUMA: leader of each group, by group */
+} hier_sched_args_t;
+
+/* Upper bound of steps any builder emits for one chunk. */
+#define HIER_SCHED_MAX_STEPS (2 * HIER_SCHED_MAX_RANKS + 8)
+
+/* Elements (allreduce, reduce_scatter) or bytes (allgather) one chunk carries. */
+size_t hier_sched_chunk_units(const hier_sched_args_t *args);
+/* Chunks the collective needs (0 when there is nothing to move). */
+size_t hier_sched_nchunks(const hier_sched_args_t *args);
+/* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`.
+ * Returns the number of steps written to `steps` (at most HIER_SCHED_MAX_STEPS). */
+size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);
+/* Barriers per chunk of this kind (the executor's parity bookkeeping needs it). */
+int hier_sched_barriers_per_chunk(hier_sched_kind_t kind);
+
+#endif

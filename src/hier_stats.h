@@ -1,0 +1,65 @@
+/* hier_stats.h: per-process counters of what served each collective.
+ * Counters are plain uint64_t updated with relaxed atomics so MPI_T
+ * performance variables can point straight at them. */
+#ifndef HIER_STATS_H
+#define HIER_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum {
+    HIER_COLL_ALLREDUCE,
+    HIER_COLL_ALLGATHER,
+    HIER_COLL_REDUCE_SCATTER,
+    HIER_COLL_REDUCE_SCATTER_BLOCK,
+    HIER_COLL_COUNT
+} hier_coll_t;
+
+/* Every way a call can be served. Names are what stats lines print. */
+typedef enum {
+    HIER_PATH_SELF,              /* one rank: local copy */
+    HIER_PATH_SHM_FLAT,          /* every rank reduces every slot */
+    HIER_PATH_SHM_NUMA,          /* NUMA leaders reduce their group, then everyone reduces leaders */
+    HIER_PATH_SHM_RSAG,          /* reduce-scatter then allgather, pipelined */
+    HIER_PATH_SHM_COPY,          /* allgather through slots */
+    HIER_PATH_SHM_RS,            /* reduce_scatter through slots */
+    HIER_PATH_FIRST_FALLBACK,
+    HIER_PATH_FALLBACK_OP = HIER_PATH_FIRST_FALLBACK, /* user-defined, non-commutative or invalid op */
+    HIER_PATH_FALLBACK_DATATYPE, /* non-contiguous or non-predefined base type */
+    HIER_PATH_FALLBACK_MULTINODE,/* communicator spans several nodes */
+    HIER_PATH_FALLBACK_INTERCOMM,
+    HIER_PATH_FALLBACK_SHM,      /* shared-memory segment unavailable */
+    HIER_PATH_FALLBACK_RANKS,    /* more local ranks than the engine supports */
+    HIER_PATH_FALLBACK_FORCED,   /* the user forced the fallback by parameter */
+    HIER_PATH_COUNT
+} hier_path_t;
+
+typedef struct {
+    uint64_t calls;
+    uint64_t bytes;
+} hier_stats_cell_t;
+
+extern hier_stats_cell_t hier_stats[HIER_COLL_COUNT][HIER_PATH_COUNT];
+
+const char *hier_coll_name(hier_coll_t coll);
+/* "shm_rsag", or "fallback:op" for fallbacks */
+const char *hier_path_name(hier_path_t path);
+/* Identifier-safe variant for pvar names: "shm_rsag", "fallback_op" */
+const char *hier_path_ident(hier_path_t path);
+
+static inline int hier_path_is_fallback(hier_path_t path)
+{
+    return path >= HIER_PATH_FIRST_FALLBACK;
+}
+
+static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes)
+{
+    __atomic_fetch_add(&hier_stats[coll][path].calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&hier_stats[coll][path].bytes, bytes, __ATOMIC_RELAXED);
+}
+
+/* One "coll:hier:stats coll=... path=... calls=... bytes=..." line per
+ * non-empty cell of `cells` (a table shaped like hier_stats). */
+void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][HIER_PATH_COUNT]);
+
+#endif

@@ -1,0 +1,30 @@
+/* hier_status.h: the one status type of the core library. */
+#ifndef HIER_STATUS_H
+#define HIER_STATUS_H
+
+#define HIER_EXPORT __attribute__((visibility("default")))
+
+/* 0 is success, 1 means "still in progress", negatives are errors. */
+typedef enum {
+    HIER_IN_PROGRESS = 1,
+    HIER_OK = 0,
+    HIER_ERR_NOT_SUPPORTED = -1, /* caller should use its fallback */
+    HIER_ERR_NO_MEMORY = -2,
+    HIER_ERR_INVALID_ARG = -3,
+    HIER_ERR_SHM = -4,           /* shared-memory segment could not be made or mapped */
+    HIER_ERR_PEER_DEAD = -5,     /* a local peer process exited mid-collective */
+    HIER_ERR_TIMEOUT = -6,
+    HIER_ERR_TOPOLOGY = -7,
+    HIER_ERR_INTERNAL = -8,
+} hier_status_t;
+
+const char *hier_status_str(hier_status_t status);
+
+/* CHECK_GOTO: run call; on error keep its status in st and jump to label. */
+#define HIER_CHECK_GOTO(call, label, st) \
+    do {                                 \
+        (st) = (call);                   \
+        if ((st) < 0) goto label;        \
+    } while (0)
+
+#endif

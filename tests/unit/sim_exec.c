@@ -1,0 +1,87 @@
+#include "sim_exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier_exec.h"
+
+typedef struct {
+    hier_step_t *steps;
+    size_t n, cap, pos;
+    size_t barriers;
+} sim_prog_t;
+
+int sim_open(sim_t *sim, int nranks, size_t chunk_bytes)
+{
+    memset(sim, 0, sizeof(*sim));
+    sim->nranks = nranks;
+    sim->chunk_bytes = chunk_bytes;
+    for (int r = 0; r < nranks; r++) {
+        sim->slots[r] = malloc(2 * chunk_bytes);
+        if (!sim->slots[r]) return -1;
+        memset(sim->slots[r], 0xA5, 2 * chunk_bytes); /* stale data must never reach a result */
+    }
+    return 0;
+}
+
+void sim_close(sim_t *sim)
+{
+    for (int r = 0; r < sim->nranks; r++) free(sim->slots[r]);
+}
+
+static void sim_prog_append(sim_prog_t *p, const hier_step_t *steps, size_t n)
+{
+    if (p->n + n > p->cap) {
+        p->cap = (p->n + n) * 2;
+        p->steps = realloc(p->steps, p->cap * sizeof(*p->steps));
+    }
+    memcpy(p->steps + p->n, steps, n * sizeof(*steps));
+    for (size_t i = 0; i < n; i++) p->barriers += steps[i].op == HIER_STEP_BARRIER;
+    p->n += n;
+}
+
+/* Does rank r have a step left before its next barrier? */
+static int sim_ready(const sim_prog_t *p)
+{
+    return p->pos < p->n && p->steps[p->pos].op != HIER_STEP_BARRIER;
+}
+
+int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
+            hier_reduce_kernel_t kernel, unsigned seed)
+{
+    int n = sim->nranks, rc = 0;
+    sim_prog_t *progs = calloc((size_t)n, sizeof(*progs));
+    hier_step_t steps[HIER_SCHED_MAX_STEPS];
+    hier_sched_args_t args = *tmpl;
+    size_t nchunks = hier_sched_nchunks(&args);
+
+    for (int r = 0; r < n; r++) {
+        args.me = r;
+        for (size_t k = 0; k < nchunks; k++) {
+            int parity = sim->break_parity ? 0 : (int)((sim->chunk_seq + k) & 1);
+            sim_prog_append(&progs[r], steps, hier_sched_build(&args, k, parity, steps));
+        }
+    }
+    sim->chunk_seq += nchunks;
+    for (int r = 1; r < n; r++)
+        if (progs[r].barriers != progs[0].barriers) rc = -1;
+
+    for (size_t phase = 0; rc == 0 && phase <= progs[0].barriers; phase++) {
+        int ready[HIER_SCHED_MAX_RANKS], nready;
+        do { /* one random ready rank performs one step */
+            nready = 0;
+            for (int r = 0; r < n; r++)
+                if (sim_ready(&progs[r])) ready[nready++] = r;
+            if (!nready) break;
+            int r = ready[rand_r(&seed) % (unsigned)nready];
+            hier_exec_bufs_t bufs = {.sbuf = sbufs[r], .rbuf = rbufs[r], .slots = sim->slots,
+                                     .parity_stride = sim->chunk_bytes, .esize = args.esize, .kernel = kernel};
+            hier_exec_step(&bufs, &progs[r].steps[progs[r].pos++]);
+        } while (nready);
+        for (int r = 0; r < n; r++) /* everyone passes the barrier */
+            if (progs[r].pos < progs[r].n) progs[r].pos++;
+    }
+    for (int r = 0; r < n; r++) free(progs[r].steps);
+    free(progs);
+    return rc;
+}

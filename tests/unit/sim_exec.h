@@ -1,0 +1,29 @@
+/* sim_exec.h: runs every rank's schedule in one process over plain memory.
+ * Barriers split the flattened step lists into phases; inside a phase the
+ * steps of different ranks are interleaved in a seeded random order, which is
+ * exactly the freedom real processes have between two barriers. */
+#ifndef SIM_EXEC_H
+#define SIM_EXEC_H
+
+#include <stdint.h>
+
+#include "hier_reduce.h"
+#include "hier_sched.h"
+
+typedef struct {
+    int nranks;
+    size_t chunk_bytes;
+    uint8_t *slots[HIER_SCHED_MAX_RANKS];
+    uint64_t chunk_seq;   /* continues across calls, like hier_comm */
+    int break_parity;     /* test hook: always use parity 0 (must make races visible) */
+} sim_t;
+
+int sim_open(sim_t *sim, int nranks, size_t chunk_bytes);
+void sim_close(sim_t *sim);
+
+/* Run one collective for all ranks. tmpl->me is ignored. sbufs/rbufs: per rank.
+ * Returns 0, or -1 if ranks disagree on the number of barriers. */
+int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
+            hier_reduce_kernel_t kernel, unsigned seed);
+
+#endif

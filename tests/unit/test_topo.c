@@ -1,0 +1,414 @@
+/* test_topo.c: hier_topo against hwloc synthetic topologies and this machine.
+ * Every error path also checks that exactly one error line was logged and that
+ * the output argument was left alone. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hier_log.h"
+#include "hier_topo.h"
+
+#define SYN_4NUMA "pack:2 numa:2 core:4 pu:1" /* NUMA L#k = PUs 4k..4k+3 */
+
+/* Descriptions without NUMA name one ("[numa] ..."): when hwloc 2.9 inserts it
+ * itself, its memmove trips valgrind 3.19's "overlap in memcpy_chk" (false positive). */
+
+static int n_errors;
+
+static void count_sink(const char *line)
+{
+    if (strstr(line, ":error ") != NULL) n_errors++;
+}
+
+static void setup(void)
+{
+    n_errors = 0;
+    hier_log_set_sink(count_sink);
+}
+
+TestSuite(topo, .init = setup);
+
+static hier_topo_t *open_syn(const char *desc)
+{
+    hier_topo_t *topo = NULL;
+    hier_status_t st = hier_topo_open(desc, &topo);
+    cr_assert_eq(st, HIER_OK, "open(\"%s\"): %s", desc, hier_status_str(st));
+    cr_assert_not_null(topo);
+    return topo;
+}
+
+/* ------------------------------------------------------------------ counts */
+
+struct counts_case {
+    char desc[64];
+    int numa, packages, cores, pus;
+};
+
+ParameterizedTestParameters(topo, counts)
+{
+    static struct counts_case cases[] = {
+        {SYN_4NUMA, 4, 2, 16, 16},
+        {"pack:1 numa:1 core:2 pu:2", 1, 1, 2, 4},
+        {"numa:4 core:2 pu:1", 4, 0, 8, 8}, /* no package level at all */
+        {"[numa] pack:2 l3:1 core:4 pu:1", 1, 2, 8, 8}, /* one machine-wide NUMA node */
+        {"pack:2 [numa] [numa] core:2 pu:1", 4, 2, 4, 4}, /* DDR + HBM per package */
+    };
+    return cr_make_param_array(struct counts_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct counts_case *c, topo, counts)
+{
+    hier_topo_t *topo = open_syn(c->desc);
+    cr_expect_eq(hier_topo_numa_count(topo), c->numa, "%s: numa", c->desc);
+    cr_expect_eq(hier_topo_package_count(topo), c->packages, "%s: packages", c->desc);
+    cr_expect_eq(hier_topo_core_count(topo), c->cores, "%s: cores", c->desc);
+    cr_expect_eq(hier_topo_pu_count(topo), c->pus, "%s: pus", c->desc);
+    hier_topo_close(topo);
+    cr_expect_eq(n_errors, 0);
+}
+
+Test(topo, cache_sizes)
+{
+    hier_topo_t *topo = open_syn("[numa] pack:2 l3:1(size=32MiB) l2:2(size=1MiB) core:2 pu:1");
+    cr_expect_eq(hier_topo_cache_size(topo, 3), (size_t)32 << 20);
+    cr_expect_eq(hier_topo_cache_size(topo, 2), (size_t)1 << 20);
+    cr_expect_eq(hier_topo_cache_size(topo, 1), 0, "no L1 level in the description");
+    cr_expect_eq(hier_topo_cache_size(topo, 0), 0);
+    cr_expect_eq(hier_topo_cache_size(topo, 6), 0);
+    cr_expect_eq(hier_topo_cache_size(topo, -1), 0);
+    hier_topo_close(topo);
+
+    /* without size=, hwloc invents one; "MB" is decimal, "MiB" binary */
+    topo = open_syn("[numa] pack:2 l3:1 core:4 pu:1");
+    cr_expect_gt(hier_topo_cache_size(topo, 3), 0);
+    hier_topo_close(topo);
+    topo = open_syn("[numa] pack:2 l3:1(size=16MB) core:4 pu:1");
+    cr_expect_eq(hier_topo_cache_size(topo, 3), 16000000);
+    hier_topo_close(topo);
+}
+
+/* Synthetic levels are uniform; a hybrid machine (P + E cores) is not. Make one
+ * L2 bigger, export to XML and load that as "this machine" via HWLOC_XMLFILE. */
+Test(topo, cache_size_is_the_largest)
+{
+    char path[] = "/tmp/test_topo_XXXXXX";
+    hwloc_topology_t hw;
+    hier_topo_t *topo = NULL;
+    hier_status_t st;
+    int fd = mkstemp(path);
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(hwloc_topology_init(&hw), 0);
+    cr_assert_eq(hwloc_topology_set_synthetic(hw, "[numa] pack:1 l2:4(size=1MiB) core:1 pu:1"), 0);
+    cr_assert_eq(hwloc_topology_load(hw), 0);
+    hwloc_get_obj_by_type(hw, HWLOC_OBJ_L2CACHE, 2)->attr->cache.size = 2 << 20;
+    cr_assert_eq(hwloc_topology_export_xml(hw, path, 0), 0);
+    hwloc_topology_destroy(hw);
+
+    setenv("HWLOC_XMLFILE", path, 1);
+    st = hier_topo_open(NULL, &topo);
+    unsetenv("HWLOC_XMLFILE");
+    unlink(path);
+    cr_assert_eq(st, HIER_OK);
+    cr_expect_eq(hier_topo_pu_count(topo), 4, "HWLOC_XMLFILE ignored?");
+    cr_expect_eq(hier_topo_cache_size(topo, 2), (size_t)2 << 20);
+    hier_topo_close(topo);
+}
+
+Test(topo, describe)
+{
+    static const char want[] = "packages=2 numa=4 cores=16 pus=16 l3=32MiB";
+    char buf[sizeof(want)];
+    hier_topo_t *topo = open_syn("pack:2 l3:1(size=32MiB) numa:2 core:4 pu:1");
+
+    memset(buf, 'x', sizeof(buf));
+    cr_expect_eq(hier_topo_describe(topo, buf, sizeof(buf) - 1), HIER_ERR_INVALID_ARG);
+    cr_expect_eq(buf[0], 'x', "buffer touched on failure");
+    cr_expect_eq(n_errors, 1);
+    cr_assert_eq(hier_topo_describe(topo, buf, sizeof(buf)), HIER_OK);
+    cr_expect_str_eq(buf, want);
+    hier_topo_close(topo);
+
+    topo = open_syn("numa:4 core:2 pu:1");
+    cr_assert_eq(hier_topo_describe(topo, buf, sizeof(buf)), HIER_OK);
+    cr_expect_str_eq(buf, "packages=0 numa=4 cores=8 pus=8");
+    hier_topo_close(topo);
+    topo = open_syn("[numa] pack:1 l2:2(size=1280KiB) core:1 pu:1"); /* last level is L2 */
+    cr_assert_eq(hier_topo_describe(topo, buf, sizeof(buf)), HIER_OK);
+    cr_expect_str_eq(buf, "packages=1 numa=1 cores=2 pus=2 l2=1280KiB");
+    hier_topo_close(topo);
+}
+
+/* ---------------------------------------------------------- cpulist locality */
+
+struct loc_case {
+    char desc[80];
+    char cpulist[24];
+    int numa, package;
+};
+
+ParameterizedTestParameters(topo, cpulist_locality)
+{
+    static struct loc_case cases[] = {
+        {SYN_4NUMA, "0-3", 0, 0},
+        {SYN_4NUMA, "4", 1, 0},
+        {SYN_4NUMA, "5,5,6", 1, 0},
+        {SYN_4NUMA, "8,10", 2, 1},
+        {SYN_4NUMA, "12-15", 3, 1},
+        {SYN_4NUMA, "3-4", -1, 0},   /* two NUMA, one package */
+        {SYN_4NUMA, "7-8", -1, -1},  /* two packages */
+        {SYN_4NUMA, "0,15", -1, -1},
+        {SYN_4NUMA, "0-15", -1, -1}, /* unbound */
+        {"pack:1 numa:1 core:2 pu:2", "0-3", 0, 0},
+        {"pack:1 numa:1 core:2 pu:2", "3", 0, 0},
+        {"numa:4 core:2 pu:1", "2-3", 1, -1}, /* no packages: unknown */
+        {"numa:4 core:2 pu:1", "1-2", -1, -1},
+        /* logical, not OS, indexes: PU L#1 is P#2; as OS indexes "0-1" spans NUMA 0 and 2 */
+        {"pack:2 numa:2 core:2 pu:1(indexes=0,2,4,6,1,3,5,7)", "0-1", 0, 0},
+        {"pack:2 numa:2 core:2 pu:1(indexes=0,2,4,6,1,3,5,7)", "4-5", 2, 1},
+        /* DDR + HBM nodes with the same CPUs count as one: the lower index */
+        {"pack:2 [numa] [numa] core:2 pu:1", "0-1", 0, 0},
+        {"pack:2 [numa] [numa] core:2 pu:1", "3", 2, 1},
+        {"pack:2 [numa] [numa] core:2 pu:1", "1-2", -1, -1},
+    };
+    return cr_make_param_array(struct loc_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct loc_case *c, topo, cpulist_locality)
+{
+    hier_topo_t *topo = open_syn(c->desc);
+    hier_locality_t loc = {-7, -7};
+    hier_status_t st = hier_topo_cpulist_locality(topo, c->cpulist, &loc);
+
+    cr_assert_eq(st, HIER_OK, "%s / \"%s\": %s", c->desc, c->cpulist, hier_status_str(st));
+    cr_expect_eq(loc.numa, c->numa, "%s / \"%s\": numa", c->desc, c->cpulist);
+    cr_expect_eq(loc.package, c->package, "%s / \"%s\": package", c->desc, c->cpulist);
+    hier_topo_close(topo);
+}
+
+Test(topo, cpulist_malformed)
+{
+    static const char *const bad[] = {"", "a", "0-", "-1", "3-1", "0,,1", "0-3,", ",0", "16",
+                                      "0-16", "0x3", " 1", "1 ", "1;2", "99999999999999999999"};
+    hier_topo_t *topo = open_syn(SYN_4NUMA);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hier_locality_t loc = {-7, -7};
+        n_errors = 0;
+        cr_expect_eq(hier_topo_cpulist_locality(topo, bad[i], &loc), HIER_ERR_INVALID_ARG,
+                     "\"%s\" accepted", bad[i]);
+        cr_expect(loc.numa == -7 && loc.package == -7, "\"%s\": output touched", bad[i]);
+        cr_expect_eq(n_errors, 1, "\"%s\": %d error lines", bad[i], n_errors);
+    }
+    cr_expect_eq(hier_topo_cpulist_locality(topo, NULL, &(hier_locality_t){0, 0}),
+                 HIER_ERR_INVALID_ARG);
+    cr_expect_eq(hier_topo_cpulist_locality(topo, "0", NULL), HIER_ERR_INVALID_ARG);
+    hier_topo_close(topo);
+}
+
+Test(topo, self_locality_synthetic_unsupported)
+{
+    hier_topo_t *topo = open_syn(SYN_4NUMA);
+    hier_locality_t loc = {-7, -7};
+
+    cr_expect_eq(hier_topo_self_locality(topo, &loc), HIER_ERR_NOT_SUPPORTED);
+    cr_expect_eq(loc.numa, -7);
+    cr_expect_eq(n_errors, 1);
+    hier_topo_close(topo);
+}
+
+/* ------------------------------------------------------------ this machine */
+
+Test(topo, real_machine)
+{
+    hier_topo_t *topo = NULL;
+    hier_locality_t loc = {-7, -7};
+    char buf[128];
+
+    cr_assert_eq(hier_topo_open(NULL, &topo), HIER_OK);
+    cr_expect_geq(hier_topo_numa_count(topo), 1);
+    cr_expect_geq(hier_topo_pu_count(topo), 1);
+    cr_expect_geq(hier_topo_package_count(topo), 0);
+    cr_expect_eq(hier_topo_describe(topo, buf, sizeof(buf)), HIER_OK);
+    cr_log_info("this machine: %s", buf);
+
+    cr_assert_eq(hier_topo_self_locality(topo, &loc), HIER_OK);
+    cr_expect(loc.numa >= -1 && loc.numa < hier_topo_numa_count(topo), "numa %d", loc.numa);
+    if (hier_topo_numa_count(topo) == 1) cr_expect_eq(loc.numa, 0, "one NUMA node: must be it");
+    hier_topo_close(topo);
+    cr_expect_eq(n_errors, 0);
+}
+
+/* Bind the whole process to its first PU, check, then restore the binding. */
+Test(topo, real_machine_bound)
+{
+    hwloc_topology_t hw;
+    hwloc_bitmap_t saved = hwloc_bitmap_alloc();
+    hier_topo_t *topo = NULL;
+    hier_locality_t loc = {-7, -7};
+    int rc;
+
+    cr_assert_eq(hwloc_topology_init(&hw), 0);
+    cr_assert_eq(hwloc_topology_load(hw), 0);
+    cr_assert_eq(hwloc_get_cpubind(hw, saved, HWLOC_CPUBIND_PROCESS), 0);
+    rc = hwloc_set_cpubind(hw, hwloc_get_obj_by_type(hw, HWLOC_OBJ_PU, 0)->cpuset,
+                           HWLOC_CPUBIND_PROCESS);
+    if (rc == 0) {
+        cr_assert_eq(hier_topo_open(NULL, &topo), HIER_OK);
+        cr_expect_eq(hier_topo_self_locality(topo, &loc), HIER_OK);
+        cr_expect_eq(loc.numa, 0, "bound to PU L#0, which lies in NUMA L#0");
+        cr_expect_eq(loc.package, hier_topo_package_count(topo) > 0 ? 0 : -1);
+        hier_topo_close(topo);
+        hwloc_set_cpubind(hw, saved, HWLOC_CPUBIND_PROCESS);
+    } else {
+        cr_log_warn("cannot bind here (%s): bound case not checked", strerror(errno));
+    }
+    hwloc_bitmap_free(saved);
+    hwloc_topology_destroy(hw);
+}
+
+/* ------------------------------------------------------------- open errors */
+
+Test(topo, open_bad_synthetic)
+{
+    static const char *const bad[] = {"garbage", "", "pack:2 core:4", "pack:0 pu:1",
+                                      "pack:2 core:4 pu:1 numa:1", SYN_4NUMA " junk"};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hier_topo_t *topo = (hier_topo_t *)&n_errors; /* sentinel */
+        n_errors = 0;
+        cr_expect_eq(hier_topo_open(bad[i], &topo), HIER_ERR_INVALID_ARG, "\"%s\" accepted", bad[i]);
+        cr_expect_eq(topo, (hier_topo_t *)&n_errors, "\"%s\": output touched", bad[i]);
+        cr_expect_eq(n_errors, 1, "\"%s\": %d error lines", bad[i], n_errors);
+    }
+    cr_expect_eq(hier_topo_open(SYN_4NUMA, NULL), HIER_ERR_INVALID_ARG);
+    hier_topo_close(NULL);
+    cr_expect_eq(hier_topo_numa_count(NULL), 0);
+}
+
+/* ----------------------------------------------------------- groups_by_numa */
+
+static hier_locality_t locs_buf[HIER_TOPO_MAX_RANKS + 1];
+
+static const hier_locality_t *locs_of(const int *numa, int n)
+{
+    for (int r = 0; r < n; r++) locs_buf[r] = (hier_locality_t){numa[r], -1};
+    return locs_buf;
+}
+
+/* Every promise of hier_topo_groups_t, for any input. */
+static void check_groups(const hier_locality_t *locs, int n, const hier_topo_groups_t *g)
+{
+    int flat = 0, seen[HIER_TOPO_MAX_RANKS] = {0};
+
+    for (int r = 0; r < n; r++) flat |= locs[r].numa == -1;
+    cr_assert(g->ngroups >= 1 && g->ngroups <= n);
+    cr_assert(!flat || g->ngroups == 1, "an unknown rank must give one flat group");
+    cr_assert_eq(g->first[0], 0);
+    cr_assert_eq(g->first[g->ngroups], n);
+    for (int k = 0; k < g->ngroups; k++) {
+        cr_assert_lt(g->first[k], g->first[k + 1], "group %d empty", k);
+        cr_assert_eq(g->leader[k], g->members[g->first[k]], "leader of %d is not its lowest", k);
+        cr_assert(k == 0 || g->leader[k - 1] < g->leader[k], "groups not ordered by leader");
+        for (int i = g->first[k]; i < g->first[k + 1]; i++) {
+            int r = g->members[i];
+            cr_assert(r >= 0 && r < n && !seen[r], "rank %d missing or twice", r);
+            seen[r] = 1;
+            cr_assert_eq(g->group_of[r], k);
+            cr_assert(i == g->first[k] || g->members[i - 1] < r, "group %d not sorted", k);
+            cr_assert(flat || locs[r].numa == locs[g->leader[k]].numa, "mixed NUMA in %d", k);
+        }
+        for (int j = 0; !flat && j < k; j++)
+            cr_assert_neq(locs[g->leader[j]].numa, locs[g->leader[k]].numa, "NUMA split");
+    }
+}
+
+static void expect_groups(const int *numa, int n, int ngroups, const int *members, const int *first)
+{
+    hier_topo_groups_t g;
+    const hier_locality_t *locs = locs_of(numa, n);
+
+    cr_assert_eq(hier_topo_groups_by_numa(locs, n, &g), HIER_OK);
+    check_groups(locs, n, &g);
+    cr_assert_eq(g.ngroups, ngroups);
+    cr_expect_arr_eq(g.members, members, (size_t)n * sizeof(int));
+    cr_expect_arr_eq(g.first, first, (size_t)(ngroups + 1) * sizeof(int));
+}
+
+Test(topo, groups_blocked)
+{
+    expect_groups((int[]){0, 0, 0, 0, 1, 1, 1, 1}, 8, 2, (int[]){0, 1, 2, 3, 4, 5, 6, 7},
+                  (int[]){0, 4, 8});
+}
+
+Test(topo, groups_round_robin)
+{
+    expect_groups((int[]){0, 1, 0, 1, 0, 1, 0, 1}, 8, 2, (int[]){0, 2, 4, 6, 1, 3, 5, 7},
+                  (int[]){0, 4, 8});
+}
+
+Test(topo, groups_ordered_by_leader_not_numa)
+{
+    expect_groups((int[]){3, 1, 3, 0, 1}, 5, 3, (int[]){0, 2, 1, 4, 3}, (int[]){0, 2, 4, 5});
+}
+
+Test(topo, groups_unknown_is_flat)
+{
+    expect_groups((int[]){0, 1, -1, 1}, 4, 1, (int[]){0, 1, 2, 3}, (int[]){0, 4});
+    expect_groups((int[]){-1, -1}, 2, 1, (int[]){0, 1}, (int[]){0, 2});
+}
+
+Test(topo, groups_one_rank)
+{
+    expect_groups((int[]){5}, 1, 1, (int[]){0}, (int[]){0, 1});
+}
+
+Test(topo, groups_max_ranks)
+{
+    int numa[HIER_TOPO_MAX_RANKS], members[HIER_TOPO_MAX_RANKS];
+
+    for (int r = 0; r < HIER_TOPO_MAX_RANKS; r++) numa[r] = r % 4;
+    for (int i = 0; i < HIER_TOPO_MAX_RANKS; i++) members[i] = (i / 64) + 4 * (i % 64);
+    expect_groups(numa, HIER_TOPO_MAX_RANKS, 4, members, (int[]){0, 64, 128, 192, 256});
+}
+
+/* Pseudo-random sweep, fixed seed: sizes 1..256, 1..9 NUMA indexes, some unknowns. */
+Test(topo, groups_sweep)
+{
+    unsigned seed = 12345;
+    hier_topo_groups_t g;
+
+    for (int iter = 0; iter < 300; iter++) {
+        int n = 1 + iter % HIER_TOPO_MAX_RANKS, spread = 1 + iter % 9;
+        for (int r = 0; r < n; r++) {
+            seed = seed * 1103515245u + 12345u;
+            locs_buf[r] = (hier_locality_t){(int)((seed >> 16) % (unsigned)spread), -1};
+            if (iter % 50 == 49 && r == n / 2) locs_buf[r].numa = -1;
+        }
+        cr_assert_eq(hier_topo_groups_by_numa(locs_buf, n, &g), HIER_OK);
+        check_groups(locs_buf, n, &g);
+    }
+}
+
+Test(topo, groups_bad_arguments)
+{
+    hier_topo_groups_t g, before;
+
+    memset(locs_buf, 0, sizeof(locs_buf));
+    memset(&g, 0xab, sizeof(g));
+    before = g;
+    cr_expect_eq(hier_topo_groups_by_numa(locs_buf, HIER_TOPO_MAX_RANKS + 1, &g), HIER_ERR_INVALID_ARG);
+    cr_expect_eq(hier_topo_groups_by_numa(locs_buf, 0, &g), HIER_ERR_INVALID_ARG);
+    cr_expect_eq(hier_topo_groups_by_numa(locs_buf, -1, &g), HIER_ERR_INVALID_ARG);
+    cr_expect_eq(hier_topo_groups_by_numa(NULL, 1, &g), HIER_ERR_INVALID_ARG);
+    cr_expect_eq(hier_topo_groups_by_numa(locs_buf, 1, NULL), HIER_ERR_INVALID_ARG);
+    locs_buf[1].numa = -2;
+    cr_expect_eq(hier_topo_groups_by_numa(locs_buf, 2, &g), HIER_ERR_INVALID_ARG);
+    cr_expect_arr_eq(&g, &before, sizeof(g), "output touched on failure");
+    cr_expect_eq(n_errors, 6);
+}
