@@ -13,7 +13,7 @@
  *    operand, equal operands are merged bitwise (OR of the bits for MIN gives
  *    -0.0 if either zero is negative; AND for MAX gives +0.0), and a NaN operand
  *    is returned as is (a first, then b), so the result is NaN whenever either
- *    input is;
+ *    input is (a signaling NaN stays signaling: nothing here raises FE_INVALID);
  *  - LAND/LOR/LXOR test each operand against zero and store 0 or 1.  BOOL uses
  *    the uint8 kernels, so a byte other than 0 or 1 still counts as true;
  *  - MINLOC/MAXLOC keep the whole earlier pair a unless b is strictly better,
@@ -31,11 +31,11 @@
 
 /* ------------------------------------------------------------ multiversioning */
 
-#if defined(__x86_64__) && defined(__linux__) && !defined(HIER_REDUCE_NO_CLONES) && \
-    defined(__has_attribute)
-#if __has_attribute(target_clones)
+/* The ifunc behind target_clones needs glibc; "arch=x86-64-v4" (AVX-512 F, BW,
+ * DQ, VL) needs gcc >= 11.  Define HIER_REDUCE_NO_CLONES to build one version. */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
+    __GNUC__ >= 11 && !defined(HIER_REDUCE_NO_CLONES)
 #define HIER_REDUCE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#endif
 #endif
 #ifndef HIER_REDUCE_CLONES
 #define HIER_REDUCE_CLONES
@@ -199,6 +199,8 @@ static inline long double hier_reduce_fmax_ld(long double a, long double b)
     HIER_REDUCE_KERNELS(tag##_min, T, W, HIER_REDUCE_OP_FMIN_##sfx, ATTR)      \
     HIER_REDUCE_KERNELS(tag##_max, T, W, HIER_REDUCE_OP_FMAX_##sfx, ATTR)
 
+/* Not cloned: x86-64-v4 brings FMA, and contracting the a*c - b*d inside '*'
+ * would round differently from the baseline build. */
 #define HIER_REDUCE_COMPLEX_FAMILY(tag, T)                                        \
     HIER_REDUCE_KERNELS(tag##_sum, T, T, HIER_REDUCE_OP_SUM, HIER_REDUCE_PLAIN)   \
     HIER_REDUCE_KERNELS(tag##_prod, T, T, HIER_REDUCE_OP_PROD, HIER_REDUCE_PLAIN)

@@ -249,9 +249,13 @@ static hier_status_t topo_parse_cpulist(const hier_topo_t *topo, const char *lis
         }
         for (int pu = lo; pu <= hi; pu++) {
             hwloc_obj_t obj = hwloc_get_obj_by_type(topo->hw, HWLOC_OBJ_PU, (unsigned)pu);
-            if (obj == NULL || hwloc_bitmap_or(set, set, obj->cpuset) != 0) {
-                HIER_ERROR("topo: cpulist \"%s\": cannot add PU %d", list, pu);
+            if (obj == NULL) {
+                HIER_ERROR("topo: cpulist \"%s\": hwloc has no PU L#%d", list, pu);
                 return HIER_ERR_INTERNAL;
+            }
+            if (hwloc_bitmap_or(set, set, obj->cpuset) != 0) {
+                HIER_ERROR("topo: cpulist \"%s\": out of memory", list);
+                return HIER_ERR_NO_MEMORY;
             }
         }
         if (*p == '\0') return HIER_OK;

@@ -1,0 +1,45 @@
+/* mpi_check.h: helpers shared by the MPI integration tests: reading coll/hier's
+ * MPI_T counters and reporting failures. */
+#ifndef MPI_CHECK_H
+#define MPI_CHECK_H
+
+#include <mpi.h>
+
+#define NCOLL 4
+extern const char *const check_colls[NCOLL]; /* allreduce allgather reduce_scatter reduce_scatter_block */
+
+/* Served paths (calls hier ran itself) and the fallback reasons, as pvar idents. */
+extern const char *const check_served_paths[];
+extern const char *const check_fallback_paths[];
+
+typedef struct {
+    unsigned long served[NCOLL];
+    unsigned long fallback[NCOLL];
+    unsigned long path_calls[NCOLL][16]; /* by index into check_served_paths */
+    unsigned long reason_calls[NCOLL][16]; /* by index into check_fallback_paths */
+} check_counters_t;
+
+/* Open the MPI_T session; 0 if hier's pvars exist (hier loaded). */
+int check_pvars_open(void);
+void check_pvars_read(check_counters_t *c);
+void check_pvars_close(void);
+
+int check_coll_index(const char *coll);
+int check_path_index(const char *path);   /* served path ident -> index, -1 if unknown */
+int check_reason_index(const char *reason);
+
+extern long check_failures;
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            if (check_failures++ < 20) {                          \
+                int r_;                                           \
+                MPI_Comm_rank(MPI_COMM_WORLD, &r_);               \
+                fprintf(stderr, "[rank %d] FAIL %s:%d: ", r_, __FILE__, __LINE__); \
+                fprintf(stderr, __VA_ARGS__);                     \
+                fprintf(stderr, "\n");                            \
+            }                                                     \
+        }                                                         \
+    } while (0)
+
+#endif

@@ -1,0 +1,602 @@
+/* test_colls: every predefined type x op x count x in-place for allreduce,
+ * reduce_scatter, reduce_scatter_block and allgather, on several
+ * communicators, checked against references computed here from each rank's
+ * known inputs; MPI_T counters prove which path served each call.
+ *
+ *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--quick]
+ */
+#include <complex.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum { K_INT, K_UINT, K_FLOAT, K_COMPLEX, K_BOOL, K_LOGICAL, K_BYTE, K_PAIR } kind_t;
+typedef enum { V_F, V_D, V_LD, V_L, V_I, V_S } pairv_t; /* value type of a pair */
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    kind_t kind;
+    size_t size;   /* bytes of one element (C sizeof) */
+    int sub;       /* K_FLOAT/K_COMPLEX: 0 float 1 double 2 long double; K_PAIR: pairv_t */
+    int big;       /* also run the large counts */
+} ttype_t;
+
+typedef struct { float v; int k; } p_fi;
+typedef struct { double v; int k; } p_di;
+typedef struct { long v; int k; } p_li;
+typedef struct { int v; int k; } p_ii;
+typedef struct { short v; int k; } p_si;
+typedef struct { long double v; int k; } p_ldi;
+typedef struct { float v; float k; } p_ff;
+typedef struct { double v; double k; } p_dd;
+
+static ttype_t types[64];
+static int ntypes;
+
+static void add(const char *name, MPI_Datatype dt, kind_t kind, size_t size, int sub, int big)
+{
+    if (dt == MPI_DATATYPE_NULL) return;
+    types[ntypes++] = (ttype_t){name, dt, kind, size, sub, big};
+}
+
+static void init_types(void)
+{
+    add("MPI_SIGNED_CHAR", MPI_SIGNED_CHAR, K_INT, 1, 0, 0);
+    add("MPI_UNSIGNED_CHAR", MPI_UNSIGNED_CHAR, K_UINT, 1, 0, 0);
+    add("MPI_SHORT", MPI_SHORT, K_INT, sizeof(short), 0, 0);
+    add("MPI_UNSIGNED_SHORT", MPI_UNSIGNED_SHORT, K_UINT, sizeof(short), 0, 0);
+    add("MPI_INT", MPI_INT, K_INT, sizeof(int), 0, 1);
+    add("MPI_UNSIGNED", MPI_UNSIGNED, K_UINT, sizeof(int), 0, 0);
+    add("MPI_LONG", MPI_LONG, K_INT, sizeof(long), 0, 0);
+    add("MPI_UNSIGNED_LONG", MPI_UNSIGNED_LONG, K_UINT, sizeof(long), 0, 0);
+    add("MPI_LONG_LONG", MPI_LONG_LONG, K_INT, sizeof(long long), 0, 0);
+    add("MPI_UNSIGNED_LONG_LONG", MPI_UNSIGNED_LONG_LONG, K_UINT, sizeof(long long), 0, 0);
+    add("MPI_INT8_T", MPI_INT8_T, K_INT, 1, 0, 0);
+    add("MPI_UINT8_T", MPI_UINT8_T, K_UINT, 1, 0, 1);
+    add("MPI_INT16_T", MPI_INT16_T, K_INT, 2, 0, 0);
+    add("MPI_UINT16_T", MPI_UINT16_T, K_UINT, 2, 0, 0);
+    add("MPI_INT32_T", MPI_INT32_T, K_INT, 4, 0, 0);
+    add("MPI_UINT32_T", MPI_UINT32_T, K_UINT, 4, 0, 0);
+    add("MPI_INT64_T", MPI_INT64_T, K_INT, 8, 0, 0);
+    add("MPI_UINT64_T", MPI_UINT64_T, K_UINT, 8, 0, 1);
+    add("MPI_AINT", MPI_AINT, K_INT, sizeof(MPI_Aint), 0, 0);
+    add("MPI_OFFSET", MPI_OFFSET, K_INT, sizeof(MPI_Offset), 0, 0);
+    add("MPI_COUNT", MPI_COUNT, K_INT, sizeof(MPI_Count), 0, 0);
+    add("MPI_INTEGER", MPI_INTEGER, K_INT, 4, 0, 0);
+    add("MPI_FLOAT", MPI_FLOAT, K_FLOAT, sizeof(float), 0, 1);
+    add("MPI_DOUBLE", MPI_DOUBLE, K_FLOAT, sizeof(double), 1, 1);
+    add("MPI_LONG_DOUBLE", MPI_LONG_DOUBLE, K_FLOAT, sizeof(long double), 2, 0);
+    add("MPI_REAL", MPI_REAL, K_FLOAT, 4, 0, 0);
+    add("MPI_DOUBLE_PRECISION", MPI_DOUBLE_PRECISION, K_FLOAT, 8, 1, 0);
+    add("MPI_C_FLOAT_COMPLEX", MPI_C_FLOAT_COMPLEX, K_COMPLEX, sizeof(float _Complex), 0, 0);
+    add("MPI_C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX, K_COMPLEX, sizeof(double _Complex), 1, 0);
+    add("MPI_C_LONG_DOUBLE_COMPLEX", MPI_C_LONG_DOUBLE_COMPLEX, K_COMPLEX, sizeof(long double _Complex), 2, 1);
+    add("MPI_COMPLEX", MPI_COMPLEX, K_COMPLEX, 8, 0, 0);
+    add("MPI_DOUBLE_COMPLEX", MPI_DOUBLE_COMPLEX, K_COMPLEX, 16, 1, 0);
+    add("MPI_C_BOOL", MPI_C_BOOL, K_BOOL, sizeof(_Bool), 0, 0);
+    add("MPI_LOGICAL", MPI_LOGICAL, K_LOGICAL, 4, 0, 0);
+    add("MPI_BYTE", MPI_BYTE, K_BYTE, 1, 0, 0);
+    add("MPI_FLOAT_INT", MPI_FLOAT_INT, K_PAIR, sizeof(p_fi), V_F, 0);
+    add("MPI_DOUBLE_INT", MPI_DOUBLE_INT, K_PAIR, sizeof(p_di), V_D, 1);
+    add("MPI_LONG_INT", MPI_LONG_INT, K_PAIR, sizeof(p_li), V_L, 0);
+    add("MPI_2INT", MPI_2INT, K_PAIR, sizeof(p_ii), V_I, 0);
+    add("MPI_SHORT_INT", MPI_SHORT_INT, K_PAIR, sizeof(p_si), V_S, 0);
+    add("MPI_LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, K_PAIR, sizeof(p_ldi), V_LD, 0);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+typedef struct {
+    const char *name;
+    MPI_Op op;
+} top_t;
+
+enum { O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR, O_MINLOC, O_MAXLOC, NOPS };
+static top_t ops[NOPS];
+
+static void init_ops(void)
+{
+    top_t t[NOPS] = {{"SUM", MPI_SUM},   {"PROD", MPI_PROD}, {"MIN", MPI_MIN},       {"MAX", MPI_MAX},
+                     {"LAND", MPI_LAND}, {"LOR", MPI_LOR},   {"LXOR", MPI_LXOR},     {"BAND", MPI_BAND},
+                     {"BOR", MPI_BOR},   {"BXOR", MPI_BXOR}, {"MINLOC", MPI_MINLOC}, {"MAXLOC", MPI_MAXLOC}};
+    memcpy(ops, t, sizeof(t));
+}
+
+static int op_valid(kind_t k, int o)
+{
+    switch (k) {
+    case K_INT: case K_UINT: return o <= O_BXOR;
+    case K_FLOAT: return o <= O_MAX;
+    case K_COMPLEX: return o <= O_PROD;
+    case K_BOOL: case K_LOGICAL: return o >= O_LAND && o <= O_LXOR;
+    case K_BYTE: return o >= O_BAND && o <= O_BXOR;
+    case K_PAIR: return o >= O_MINLOC;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- values */
+
+typedef struct {
+    uint64_t u;           /* integers: bit pattern, normalised to the width */
+    long double f;        /* floats, pair values */
+    long double _Complex c;
+    long k;               /* pair index */
+} val_t;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Truncate to the width and sign-extend signed kinds, so comparisons work in 64 bits. */
+static uint64_t norm(const ttype_t *t, uint64_t u)
+{
+    if (t->size >= 8) return u;
+    uint64_t mask = (1ULL << (8 * t->size)) - 1;
+    u &= mask;
+    if ((t->kind == K_INT || t->kind == K_LOGICAL) && (u >> (8 * t->size - 1)) & 1) u |= ~mask;
+    return u;
+}
+
+static long double round_to(int sub, long double x)
+{
+    return sub == 0 ? (long double)(float)x : sub == 1 ? (long double)(double)x : x;
+}
+
+/* Input element i of `rank` for op o: chosen so the exact result is known. */
+static val_t gen(const ttype_t *t, int o, int rank, size_t i)
+{
+    val_t v = {0};
+    uint64_t h = mix((uint64_t)i * 7919 + (uint64_t)rank * 104729 + (uint64_t)o * 31 + 1);
+    switch (t->kind) {
+    case K_INT: case K_UINT: case K_BYTE:
+        v.u = norm(t, h); /* full range: wraps, sign bits, unsigned top bit */
+        if (o >= O_LAND && o <= O_LXOR && h % 3 == 0) v.u = 0;
+        break;
+    case K_BOOL: case K_LOGICAL: v.u = (h >> 7) % 2; break;
+    case K_FLOAT:
+        if (o == O_PROD) v.f = (long double)((int)(h % 5) - 2) * 0.5L + (h % 5 == 2 ? 1 : 0); /* -1,-0.5,1,0.5,1 */
+        else v.f = (long double)((int64_t)(h % 2001) - 1000) / 4;                           /* exact quarters */
+        break;
+    case K_COMPLEX: {
+        int a = (int)(h % 5) - 2, b = (int)((h >> 8) % 5) - 2;
+        if (o == O_PROD) { a = a ? a / abs(a) : 1; b = (h >> 16) % 2; } /* +-1 or +-1+i: products stay exact */
+        v.c = (long double)a + (long double)b * I;
+        break;
+    }
+    case K_PAIR:
+        v.f = (long double)((int64_t)(h % 4) - 1); /* few distinct values: many ties */
+        v.k = (long)((rank * 7 + (int)(i % 5)) % 11);
+        break;
+    }
+    return v;
+}
+
+static val_t apply(const ttype_t *t, int o, val_t a, val_t b)
+{
+    val_t r = a;
+    int is_signed = t->kind == K_INT;
+    switch (t->kind) {
+    case K_INT: case K_UINT: case K_BYTE: case K_BOOL: case K_LOGICAL:
+        switch (o) {
+        case O_SUM: r.u = a.u + b.u; break;
+        case O_PROD: r.u = a.u * b.u; break;
+        case O_MIN: r.u = is_signed ? ((int64_t)a.u < (int64_t)b.u ? a.u : b.u) : (a.u < b.u ? a.u : b.u); break;
+        case O_MAX: r.u = is_signed ? ((int64_t)a.u > (int64_t)b.u ? a.u : b.u) : (a.u > b.u ? a.u : b.u); break;
+        case O_LAND: r.u = a.u && b.u; break;
+        case O_LOR: r.u = a.u || b.u; break;
+        case O_LXOR: r.u = !a.u != !b.u; break;
+        case O_BAND: r.u = a.u & b.u; break;
+        case O_BOR: r.u = a.u | b.u; break;
+        case O_BXOR: r.u = a.u ^ b.u; break;
+        }
+        r.u = norm(t, r.u);
+        break;
+    case K_FLOAT:
+        switch (o) {
+        case O_SUM: r.f = a.f + b.f; break;
+        case O_PROD: r.f = a.f * b.f; break;
+        case O_MIN: r.f = a.f < b.f ? a.f : b.f; break;
+        case O_MAX: r.f = a.f > b.f ? a.f : b.f; break;
+        }
+        r.f = round_to(t->sub, r.f);
+        break;
+    case K_COMPLEX: r.c = o == O_SUM ? a.c + b.c : a.c * b.c; break;
+    case K_PAIR:
+        if ((o == O_MINLOC && b.f < a.f) || (o == O_MAXLOC && b.f > a.f)) r = b;
+        else if (a.f == b.f) r.k = a.k < b.k ? a.k : b.k;
+        break;
+    }
+    return r;
+}
+
+static void store(const ttype_t *t, void *buf, size_t i, val_t v)
+{
+    char *p = (char *)buf + i * t->size;
+    switch (t->kind) {
+    case K_INT: case K_UINT: case K_BYTE: case K_LOGICAL: memcpy(p, &v.u, t->size); break; /* little endian */
+    case K_BOOL: *(_Bool *)p = v.u != 0; break;
+    case K_FLOAT:
+        if (t->sub == 0) *(float *)p = (float)v.f;
+        else if (t->sub == 1) *(double *)p = (double)v.f;
+        else *(long double *)p = v.f;
+        break;
+    case K_COMPLEX:
+        if (t->sub == 0) *(float _Complex *)p = (float _Complex)v.c;
+        else if (t->sub == 1) *(double _Complex *)p = (double _Complex)v.c;
+        else *(long double _Complex *)p = v.c;
+        break;
+    case K_PAIR:
+        switch (t->sub) {
+        case V_F: ((p_fi *)p)->v = (float)v.f; ((p_fi *)p)->k = (int)v.k; break;
+        case V_D: ((p_di *)p)->v = (double)v.f; ((p_di *)p)->k = (int)v.k; break;
+        case V_LD: ((p_ldi *)p)->v = v.f; ((p_ldi *)p)->k = (int)v.k; break;
+        case V_L: ((p_li *)p)->v = (long)v.f; ((p_li *)p)->k = (int)v.k; break;
+        case V_I: ((p_ii *)p)->v = (int)v.f; ((p_ii *)p)->k = (int)v.k; break;
+        case V_S: ((p_si *)p)->v = (short)v.f; ((p_si *)p)->k = (int)v.k; break;
+        }
+        break;
+    }
+}
+
+/* Compare element i by value (padding bytes of long double and pairs are not data). */
+static int same(const ttype_t *t, const void *got, const void *want, size_t i)
+{
+    const char *g = (const char *)got + i * t->size, *w = (const char *)want + i * t->size;
+    switch (t->kind) {
+    case K_FLOAT:
+        if (t->sub == 2) return *(const long double *)g == *(const long double *)w;
+        return !memcmp(g, w, t->size);
+    case K_COMPLEX: /* by value: the sign of a zero part depends on association order */
+        if (t->sub == 2) return *(const long double _Complex *)g == *(const long double _Complex *)w;
+        if (t->sub == 1) return *(const double _Complex *)g == *(const double _Complex *)w;
+        return *(const float _Complex *)g == *(const float _Complex *)w;
+    case K_PAIR:
+        switch (t->sub) {
+        case V_F: return ((p_fi *)g)->v == ((p_fi *)w)->v && ((p_fi *)g)->k == ((p_fi *)w)->k;
+        case V_D: return ((p_di *)g)->v == ((p_di *)w)->v && ((p_di *)g)->k == ((p_di *)w)->k;
+        case V_LD: return ((p_ldi *)g)->v == ((p_ldi *)w)->v && ((p_ldi *)g)->k == ((p_ldi *)w)->k;
+        case V_L: return ((p_li *)g)->v == ((p_li *)w)->v && ((p_li *)g)->k == ((p_li *)w)->k;
+        case V_I: return ((p_ii *)g)->v == ((p_ii *)w)->v && ((p_ii *)g)->k == ((p_ii *)w)->k;
+        case V_S: return ((p_si *)g)->v == ((p_si *)w)->v && ((p_si *)g)->k == ((p_si *)w)->k;
+        }
+        return 0;
+    default: return !memcmp(g, w, t->size);
+    }
+}
+
+/* ---------------------------------------------------------------- runs */
+
+typedef struct {
+    long calls[NCOLL]; /* calls that reach the component */
+    long single[NCOLL]; /* those on one-rank communicators (path self) */
+} expect_t;
+
+static int quick;
+static int skip_ompi_bugs;
+static size_t chunk = 4096; /* must match coll_hier_shm_chunk_size of the run */
+
+/* Counts: 0, 1, 3, a prime, more than one chunk, more than the whole segment. */
+static size_t counts_for(const ttype_t *t, int n, size_t *out)
+{
+    size_t k = 0;
+    out[k++] = 0;
+    out[k++] = 1;
+    out[k++] = 3;
+    out[k++] = 97;
+    out[k++] = chunk / t->size + 17;
+    if (t->big && !quick) out[k++] = (size_t)n * 2 * chunk / t->size + 1001;
+    return k;
+}
+
+static void fold_expect(const ttype_t *t, int o, int n, size_t first, size_t count, void *want)
+{
+    for (size_t i = 0; i < count; i++) {
+        val_t acc = gen(t, o, 0, first + i);
+        for (int r = 1; r < n; r++) acc = apply(t, o, acc, gen(t, o, r, first + i));
+        store(t, want, i, acc);
+    }
+}
+
+static void fill_input(const ttype_t *t, int o, int rank, size_t count, void *buf)
+{
+    for (size_t i = 0; i < count; i++) store(t, buf, i, gen(t, o, rank, i));
+}
+
+static void compare(const char *what, const ttype_t *t, int o, size_t count, int inplace, MPI_Comm comm,
+                    const void *got, const void *want)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!same(t, got, want, i)) {
+            char cname[MPI_MAX_OBJECT_NAME];
+            int len;
+            MPI_Comm_get_name(comm, cname, &len);
+            CHECK(0, "%s %s %s count %zu inplace %d comm %s: element %zu differs", what, t->name, ops[o].name,
+                  count, inplace, cname, i);
+            return;
+        }
+}
+
+static void run_allreduce(const ttype_t *t, int o, size_t count, int inplace, MPI_Comm comm, expect_t *e)
+{
+    int rank, n;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    size_t bytes = count * t->size + 1;
+    char *s = malloc(bytes), *r = malloc(bytes), *w = malloc(bytes);
+    memset(r, 0x5a, bytes);
+    fill_input(t, o, rank, count, inplace ? r : s);
+    MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, (int)count, t->dt, ops[o].op, comm);
+    fold_expect(t, o, n, 0, count, w);
+    compare("allreduce", t, o, count, inplace, comm, r, w);
+    e->calls[0] += count > 0; /* Open MPI returns before the component when there is nothing to do */
+    e->single[0] += count > 0 && n == 1;
+    free(s), free(r), free(w);
+}
+
+/* rcounts: uneven, with zeros; block: the _block variant */
+static void run_reduce_scatter(const ttype_t *t, int o, size_t count, int inplace, int block, MPI_Comm comm,
+                               expect_t *e)
+{
+    int rank, n, rc[256];
+    size_t total = 0, mine = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    for (int j = 0; j < n; j++) {
+        rc[j] = block ? (int)count : (int)((j + count) % 3 == 0 ? 0 : count + (size_t)j);
+        if (j < rank) mine += (size_t)rc[j];
+        total += (size_t)rc[j];
+    }
+    size_t bytes = total * t->size + 1;
+    char *s = malloc(bytes), *r = malloc(bytes), *w = malloc(bytes);
+    memset(r, 0x5a, bytes);
+    fill_input(t, o, rank, total, inplace ? r : s);
+    /* the input vector of rank r is gen(r, i) for i over the whole vector */
+    if (block)
+        MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : s, r, (int)count, t->dt, ops[o].op, comm);
+    else
+        MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : s, r, rc, t->dt, ops[o].op, comm);
+    fold_expect(t, o, n, mine, (size_t)rc[rank], w);
+    compare(block ? "reduce_scatter_block" : "reduce_scatter", t, o, (size_t)rc[rank], inplace, comm, r, w);
+    e->calls[block ? 3 : 2] += total > 0;
+    e->single[block ? 3 : 2] += total > 0 && n == 1;
+    free(s), free(r), free(w);
+}
+
+static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size_t rsize, size_t scount,
+                          int inplace, MPI_Comm comm, expect_t *e)
+{
+    int rank, n;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    size_t block = scount * ssize, rcount = block / rsize;
+    unsigned char *s = malloc(block + 1), *r = malloc(block * (size_t)n + 1);
+    memset(r, 0x5a, block * (size_t)n + 1);
+    unsigned char *mine = inplace ? r + (size_t)rank * block : s;
+    for (size_t i = 0; i < block; i++) mine[i] = (unsigned char)mix((uint64_t)rank * 1000003 + i);
+    MPI_Allgather(inplace ? MPI_IN_PLACE : s, (int)scount, sdt, r, (int)rcount, rdt, comm);
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < block; i++)
+            if (r[(size_t)j * block + i] != (unsigned char)mix((uint64_t)j * 1000003 + i)) {
+                CHECK(0, "allgather count %zu inplace %d: block %d byte %zu differs", scount, inplace, j, i);
+                j = n;
+                break;
+            }
+    CHECK(r[block * (size_t)n] == 0x5a, "allgather wrote past the receive buffer");
+    e->calls[1] += rcount > 0;
+    e->single[1] += rcount > 0 && n == 1;
+    free(s), free(r);
+}
+
+/* Every type x op x count x in-place on one communicator. */
+static void sweep(MPI_Comm comm, expect_t *e)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    for (int ti = 0; ti < ntypes; ti++) {
+        const ttype_t *t = &types[ti];
+        size_t counts[8], nc = counts_for(t, n, counts);
+        for (int o = 0; o < NOPS; o++) {
+            if (!op_valid(t->kind, o)) continue;
+            /* MPI: logical ops apply to C integers, not to Fortran INTEGER */
+            if (!strncmp(t->name, "MPI_INTEGER", 11) && o >= O_LAND && o <= O_LXOR) continue;
+            /* Open MPI 4.1.4 compares MPI_UNSIGNED_LONG as signed and MPI_OFFSET as
+             * unsigned in MIN/MAX: when the fallback computes (--skip-ompi-bugs),
+             * that is its bug, not ours */
+            if (skip_ompi_bugs && (t->dt == MPI_UNSIGNED_LONG || t->dt == MPI_OFFSET) && (o == O_MIN || o == O_MAX))
+                continue;
+            for (size_t ci = 0; ci < nc; ci++)
+                for (int ip = 0; ip < 2; ip++) {
+                    run_allreduce(t, o, counts[ci], ip, comm, e);
+                    if (counts[ci] > 100 && o != O_SUM && o != O_MINLOC) continue; /* keep it short */
+                    run_reduce_scatter(t, o, counts[ci] / (size_t)n + (counts[ci] > 3), ip, 0, comm, e);
+                    run_reduce_scatter(t, o, counts[ci] / (size_t)n, ip, 1, comm, e);
+                }
+        }
+    }
+    /* allgather moves bytes: a few layouts, mixed send and receive types */
+    MPI_Datatype c3;
+    MPI_Type_contiguous(3, MPI_INT, &c3);
+    MPI_Type_commit(&c3);
+    size_t gcounts[] = {0, 1, 3, 97, chunk + 5, quick ? 7 : (size_t)n * 2 * chunk + 11};
+    for (size_t ci = 0; ci < sizeof(gcounts) / sizeof(gcounts[0]); ci++)
+        for (int ip = 0; ip < 2; ip++) {
+            run_allgather(MPI_BYTE, 1, MPI_BYTE, 1, gcounts[ci], ip, comm, e);
+            run_allgather(MPI_DOUBLE, 8, MPI_DOUBLE, 8, gcounts[ci] / 8 + 1, ip, comm, e);
+            run_allgather(c3, 12, MPI_INT, 4, gcounts[ci] / 12 + 1, ip, comm, e);
+        }
+    MPI_Type_free(&c3);
+}
+
+/* A contiguous derived type reduces like its base type. */
+static void derived(MPI_Comm comm, expect_t *e)
+{
+    int rank, n;
+    MPI_Datatype c4;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    MPI_Type_contiguous(4, MPI_DOUBLE, &c4);
+    MPI_Type_commit(&c4);
+    for (size_t count = 1; count < 3000; count = count * 7 + 3) {
+        double *s = malloc(count * 4 * 8), *r = malloc(count * 4 * 8);
+        for (size_t i = 0; i < count * 4; i++) s[i] = (double)((rank + 1) * (int)(i % 17));
+        MPI_Allreduce(s, r, (int)count, c4, MPI_SUM, comm);
+        for (size_t i = 0; i < count * 4; i++)
+            if (r[i] != (double)(n * (n + 1) / 2 * (int)(i % 17))) {
+                CHECK(0, "contiguous(4, MPI_DOUBLE) allreduce count %zu: [%zu] = %g", count, i, r[i]);
+                break;
+            }
+        e->calls[0]++;
+        free(s), free(r);
+    }
+    MPI_Type_free(&c4);
+}
+
+/* Collectives alternating between two communicators with different members. */
+static void interleaved(MPI_Comm a, MPI_Comm b, expect_t *ea, expect_t *eb)
+{
+    const ttype_t *t = &types[0];
+    for (int ti = 0; ti < ntypes; ti++)
+        if (types[ti].dt == MPI_INT) t = &types[ti];
+    for (int i = 0; i < (quick ? 20 : 100); i++) {
+        size_t count = (size_t)(i * 37 % 3000);
+        run_allreduce(t, O_SUM, count, i % 2, a, ea);
+        run_allreduce(t, O_MAX, count + 1, 0, b, eb);
+        run_reduce_scatter(t, O_SUM, count / 8, 0, 1, a, ea);
+        run_allgather(MPI_BYTE, 1, MPI_BYTE, 1, count, i % 3 == 0, b, eb);
+    }
+}
+
+static void verify(const char *label, const check_counters_t *before, const check_counters_t *after,
+                   const expect_t *e, const char *expect, const char *allreduce_path)
+{
+    char ident[64];
+    int served = !strcmp(expect, "served");
+    snprintf(ident, sizeof(ident), "fallback_%s", served ? "" : expect + strlen("fallback:"));
+    int reason = served ? -1 : check_reason_index(ident);
+    CHECK(served || (!strncmp(expect, "fallback:", 9) && reason >= 0), "unknown expectation %s", expect);
+    if (!served && reason < 0) return;
+    for (int k = 0; k < NCOLL; k++) {
+        long got_served = (long)(after->served[k] - before->served[k]);
+        long got_fb = (long)(after->fallback[k] - before->fallback[k]);
+        if (served) {
+            CHECK(got_served == e->calls[k] && got_fb == 0, "%s: %s: hier served %ld of %ld calls, %ld fell back",
+                  label, check_colls[k], got_served, e->calls[k], got_fb);
+        } else {
+            /* one-rank communicators need no segment: they stay served when it is missing */
+            long single = !strcmp(expect, "fallback:shm") ? e->single[k] : 0;
+            long got_reason = (long)(after->reason_calls[k][reason] - before->reason_calls[k][reason]);
+            CHECK(got_served == single && got_reason == e->calls[k] - got_served,
+                  "%s: %s: expected %ld calls as %s, got %ld (served %ld)", label, check_colls[k], e->calls[k],
+                  expect, got_reason, got_served);
+        }
+    }
+    if (allreduce_path && served) {
+        int p = check_path_index(allreduce_path), self = check_path_index("self");
+        CHECK(p >= 0, "unknown path %s", allreduce_path);
+        if (p < 0) return;
+        /* one-rank communicators always take the self path */
+        long want = p == self ? e->calls[0] : e->calls[0] - e->single[0];
+        long got = (long)(after->path_calls[0][p] - before->path_calls[0][p]);
+        long got_self = (long)(after->path_calls[0][self] - before->path_calls[0][self]);
+        CHECK(got == want && (p == self || got_self == e->single[0]),
+              "%s: allreduce: %ld of %ld calls via %s, %ld of %ld via self", label, got, want, allreduce_path,
+              got_self, e->single[0]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *expect = "served", *allreduce_path = NULL;
+    static const struct option longopts[] = {{"expect", required_argument, 0, 'e'},
+                                             {"allreduce-path", required_argument, 0, 'p'},
+                                             {"chunk", required_argument, 0, 'c'},
+                                             {"quick", no_argument, 0, 'q'},
+                                             {"derived", no_argument, 0, 'd'},
+                                             {"skip-ompi-bugs", no_argument, 0, 's'},
+                                             {0, 0, 0, 0}};
+    int opt, rank, n, derived_types = 0;
+
+    MPI_Init(&argc, &argv);
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'e': expect = optarg; break;
+        case 'p': allreduce_path = optarg; break;
+        case 'c': chunk = (size_t)atol(optarg); break;
+        case 'q': quick = 1; break;
+        case 'd': derived_types = 1; break;
+        case 's': skip_ompi_bugs = 1; break;
+        default: MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    init_types();
+    init_ops();
+    if (check_pvars_open() != 0) {
+        fprintf(stderr, "test_colls: coll/hier's MPI_T counters are missing: the component was not loaded\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    check_counters_t c0, c1;
+    expect_t e = {{0}, {0}};
+    MPI_Comm dup, split, half;
+
+    /* 1. MPI_COMM_WORLD, the full sweep, then a contiguous derived type */
+    check_pvars_read(&c0);
+    sweep(MPI_COMM_WORLD, &e);
+    /* Open MPI's argument checks refuse predefined ops on derived types; with
+     * mpi_param_check=0 they reach the component, which must handle them */
+    if (derived_types) derived(MPI_COMM_WORLD, &e);
+    check_pvars_read(&c1);
+    verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
+
+    /* 2. a dup and a split with reversed rank order, quick sweeps */
+    int saved_quick = quick;
+    quick = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_name(dup, "dup(WORLD)");
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, n - rank, &split);
+    MPI_Comm_set_name(split, "split(parity, reversed)");
+    memset(&e, 0, sizeof(e));
+    check_pvars_read(&c0);
+    sweep(dup, &e);
+    sweep(split, &e);
+    check_pvars_read(&c1);
+    verify("dup+split", &c0, &c1, &e, expect, allreduce_path);
+
+    /* 3. two communicators interleaved */
+    MPI_Comm_split(MPI_COMM_WORLD, rank < (n + 1) / 2, rank, &half);
+    MPI_Comm_set_name(half, "split(halves)");
+    expect_t ea = {{0}, {0}}, eb = {{0}, {0}};
+    check_pvars_read(&c0);
+    interleaved(dup, half, &ea, &eb);
+    check_pvars_read(&c1);
+    for (int k = 0; k < NCOLL; k++) ea.calls[k] += eb.calls[k];
+    for (int k = 0; k < NCOLL; k++) ea.single[k] += eb.single[k];
+    verify("interleaved", &c0, &c1, &ea, expect, allreduce_path);
+    quick = saved_quick;
+
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&split);
+    MPI_Comm_free(&dup);
+    check_pvars_close();
+
+    long failures = check_failures, total = 0;
+    MPI_Reduce(&failures, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_colls np=%d expect=%s: %s (%ld failures)\n", n, expect, total ? "FAIL" : "ok", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+/* test_fallback: what hier must not serve goes to the previous component,
+ * counted under its reason, with correct results: user-defined and
+ * non-commutative ops, non-contiguous datatypes, intercommunicators. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* 2x2 integer matrix product: associative, not commutative. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; i++) {
+        int *a = (int *)in + 4 * i, *b = (int *)inout + 4 * i, c[4];
+        c[0] = a[0] * b[0] + a[1] * b[2];
+        c[1] = a[0] * b[1] + a[1] * b[3];
+        c[2] = a[2] * b[0] + a[3] * b[2];
+        c[3] = a[2] * b[1] + a[3] * b[3];
+        memcpy(b, c, sizeof(c));
+    }
+}
+
+static unsigned long reason(const check_counters_t *a, const check_counters_t *b, int coll, const char *why)
+{
+    int p = check_reason_index(why);
+    return b->reason_calls[coll][p] - a->reason_calls[coll][p];
+}
+
+int main(int argc, char **argv)
+{
+    int rank, n;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (check_pvars_open() != 0) {
+        fprintf(stderr, "test_fallback: coll/hier's MPI_T counters are missing\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    check_counters_t c0, c1;
+    check_pvars_read(&c0);
+
+    /* 1. a user-defined commutative op */
+    MPI_Op usum, mm;
+    MPI_Op_create(user_sum, 1, &usum);
+    int x[5] = {rank, 1, 2, 3, rank * 2}, y[5];
+    MPI_Allreduce(x, y, 5, MPI_INT, usum, MPI_COMM_WORLD);
+    CHECK(y[0] == n * (n - 1) / 2 && y[1] == n && y[4] == n * (n - 1), "user op allreduce wrong: %d %d %d", y[0],
+          y[1], y[4]);
+
+    /* 2. a non-commutative op: the product must keep rank order */
+    MPI_Op_create(matmul, 0, &mm);
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_INT, &mat);
+    MPI_Type_commit(&mat);
+    int m[4] = {1, rank, 0, 1}, p[4]; /* [[1 r][0 1]]: the product is [[1 sum r][0 1]] */
+    MPI_Allreduce(m, p, 1, mat, mm, MPI_COMM_WORLD);
+    CHECK(p[0] == 1 && p[1] == n * (n - 1) / 2 && p[2] == 0 && p[3] == 1, "non-commutative allreduce wrong");
+    int rcounts[256];
+    for (int i = 0; i < n; i++) rcounts[i] = 1;
+    int *mv = malloc(sizeof(int) * 4 * (size_t)n);
+    for (int i = 0; i < n; i++) memcpy(mv + 4 * i, m, sizeof(m));
+    MPI_Reduce_scatter(mv, p, rcounts, mat, mm, MPI_COMM_WORLD);
+    CHECK(p[1] == n * (n - 1) / 2, "non-commutative reduce_scatter wrong");
+    MPI_Reduce_scatter_block(mv, p, 1, mat, mm, MPI_COMM_WORLD);
+    CHECK(p[1] == n * (n - 1) / 2, "non-commutative reduce_scatter_block wrong");
+
+    /* 3. a non-contiguous datatype in allgather */
+    MPI_Datatype vec;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &vec); /* ints 0, 2, 4 of a 5-int span */
+    MPI_Type_commit(&vec);
+    int sv[5] = {rank, -1, rank + 100, -1, rank + 200}, *rv = calloc((size_t)n * 3, sizeof(int));
+    MPI_Allgather(sv, 1, vec, rv, 3, MPI_INT, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++)
+        CHECK(rv[3 * i] == i && rv[3 * i + 1] == i + 100 && rv[3 * i + 2] == i + 200, "vector allgather wrong");
+
+    check_pvars_read(&c1);
+    CHECK(reason(&c0, &c1, 0, "fallback_op") == 2, "allreduce: %lu calls counted as fallback:op, expected 2",
+          reason(&c0, &c1, 0, "fallback_op"));
+    CHECK(reason(&c0, &c1, 2, "fallback_op") == 1, "reduce_scatter: fallback:op not counted");
+    CHECK(reason(&c0, &c1, 3, "fallback_op") == 1, "reduce_scatter_block: fallback:op not counted");
+    CHECK(reason(&c0, &c1, 1, "fallback_datatype") == 1, "allgather: fallback:datatype not counted");
+    CHECK(c1.served[0] == c0.served[0] && c1.served[1] == c0.served[1], "hier served a call it must not");
+
+    /* 4. an intercommunicator between the two halves */
+    if (n >= 2) {
+        MPI_Comm local, inter;
+        int color = rank < n / 2;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &local);
+        MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color ? n / 2 : 0, 7, &inter);
+        int v = rank + 1, w = 0, remote_sum = 0;
+        for (int i = 0; i < n; i++)
+            if ((i < n / 2) != color) remote_sum += i + 1;
+        check_pvars_read(&c0);
+        MPI_Allreduce(&v, &w, 1, MPI_INT, MPI_SUM, inter);
+        check_pvars_read(&c1);
+        CHECK(w == remote_sum, "intercomm allreduce: %d, expected %d", w, remote_sum);
+        CHECK(reason(&c0, &c1, 0, "fallback_intercomm") == 1, "intercomm allreduce not counted as fallback");
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&local);
+    }
+
+    MPI_Type_free(&vec);
+    MPI_Type_free(&mat);
+    MPI_Op_free(&usum);
+    MPI_Op_free(&mm);
+    free(mv);
+    free(rv);
+    check_pvars_close();
+    long failures = check_failures, total = 0;
+    MPI_Reduce(&failures, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_fallback np=%d: %s (%ld failures)\n", n, total ? "FAIL" : "ok", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
