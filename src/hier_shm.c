@@ -211,10 +211,22 @@ size_t hier_shm_parity_stride(const hier_shm_t *shm)
     return ((const hier_shm_header_t *)shm->base)->chunk_bytes;
 }
 
+/* A peer is gone when its pid no longer exists or is a zombie (its parent,
+ * usually the MPI launcher's daemon, has not reaped it yet). */
 static int hier_shm_peer_alive(hier_shm_t *shm, int rank)
 {
     pid_t pid = hier_shm_ctl(shm, rank)->pid;
-    return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
+    char path[64], stat[256];
+    if (pid <= 0) return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1; /* no procfs: trust kill() */
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *paren = strrchr(stat, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
 static inline void hier_shm_cpu_relax(void)

@@ -1,0 +1,10 @@
+/* Prints the README's parameter table from the one parameter table. */
+#include <stdio.h>
+
+#include "hier_params.h"
+
+int main(void)
+{
+    hier_params_print_markdown(stdout);
+    return 0;
+}

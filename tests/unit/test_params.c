@@ -1,0 +1,71 @@
+/* The parameter table: one entry per parameter, defaults that parse, and the
+ * README's table generated from it (so the documentation cannot drift). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier_params.h"
+
+Test(params, names_unique_and_defaults_parse)
+{
+    size_t n;
+    const hier_param_desc_t *t = hier_params_table(&n);
+    cr_assert_gt(n, 8);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(t[i].help && strlen(t[i].help) > 20, "%s has no help text", t[i].name);
+        for (size_t j = i + 1; j < n; j++) cr_assert_str_neq(t[i].name, t[j].name);
+        if (t[i].type == HIER_PARAM_SIZE) {
+            size_t v;
+            cr_assert_eq(hier_params_parse_size(t[i].defval, &v), 0, "%s default %s", t[i].name, t[i].defval);
+        }
+        if (t[i].type == HIER_PARAM_ALGO) cr_assert(t[i].algo_mask & 1u, "%s: auto must be valid", t[i].name);
+    }
+}
+
+Test(params, defaults_fill_the_struct)
+{
+    hier_params_t p;
+    hier_params_defaults(&p);
+    cr_assert_eq(p.priority, 0);
+    cr_assert_eq(p.shm_chunk_size, 256 * 1024);
+    cr_assert_eq(p.allreduce_flat_max, 8 * 1024);
+    cr_assert_eq(p.allreduce_algorithm, HIER_ALGO_AUTO);
+    cr_assert_str_eq(p.shm_dir, "");
+}
+
+Test(params, size_parser)
+{
+    size_t v;
+    cr_assert(hier_params_parse_size("64K", &v) == 0 && v == 65536);
+    cr_assert(hier_params_parse_size("3m", &v) == 0 && v == 3u << 20);
+    cr_assert(hier_params_parse_size("1G", &v) == 0 && v == 1u << 30);
+    cr_assert(hier_params_parse_size("123", &v) == 0 && v == 123);
+    cr_assert_eq(hier_params_parse_size("12Q", &v), -1);
+    cr_assert_eq(hier_params_parse_size("", &v), -1);
+    cr_assert_eq(hier_params_parse_size("K", &v), -1);
+}
+
+Test(params, readme_table_is_generated_from_the_table)
+{
+    const char *src = getenv("HIER_SRCDIR");
+    char path[4096], *readme, *table;
+    size_t len;
+    if (!src) cr_skip_test("HIER_SRCDIR not set (run through make check)");
+    snprintf(path, sizeof(path), "%s/README.md", src);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    len = (size_t)ftell(f);
+    rewind(f);
+    readme = calloc(1, len + 1);
+    cr_assert_eq(fread(readme, 1, len, f), len);
+    fclose(f);
+    FILE *m = open_memstream(&table, &len);
+    hier_params_print_markdown(m);
+    fclose(m);
+    cr_assert(strstr(readme, table), "README.md's parameter table is stale: regenerate it with "
+                                     "tests/unit/params_md and paste it");
+    free(table);
+    free(readme);
+}
