@@ -21,15 +21,17 @@ static int hier_exec_overlaps(const uint8_t *a, const uint8_t *b, size_t len)
     return a < b + len && b < a + len;
 }
 
-/* dst[0..count) = fold over ops[0..n) of the operands, in order. */
-static void hier_exec_fold(const hier_exec_bufs_t *bufs, uint8_t *dst, const uint8_t *const *ops, int n,
-                           size_t count)
+/* dst[0..count) = fold over ops[0..n) of the operands, in order; the same
+ * result also goes to dst2 unless it is NULL. */
+static void hier_exec_fold(const hier_exec_bufs_t *bufs, uint8_t *dst, uint8_t *dst2, const uint8_t *const *ops,
+                           int n, size_t count)
 {
     size_t es = bufs->esize, bytes = count * es;
     int alias = 0;
 
     if (n == 1) {
         if (dst != ops[0]) memcpy(dst, ops[0], bytes);
+        if (dst2) memcpy(dst2, ops[0], bytes);
         return;
     }
     for (int i = 0; i < n; i++) alias |= hier_exec_overlaps(dst, ops[i], bytes);
@@ -43,6 +45,7 @@ static void hier_exec_fold(const hier_exec_bufs_t *bufs, uint8_t *dst, const uin
         bufs->kernel.comb(out, ops[0] + o, ops[1] + o, c);
         for (int i = 2; i < n; i++) bufs->kernel.acc(out, ops[i] + o, c);
         if (alias) memcpy(dst + o, tmp, c * es);
+        if (dst2) memcpy(dst2 + o, out, c * es);
     }
 }
 
@@ -57,9 +60,10 @@ void hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *step)
         for (int i = 0; i < step->nranks; i++) {
             hier_ref_t r = step->src;
             r.rank = step->ranks[i];
-            ops[i] = hier_exec_ref(bufs, r);
+            ops[i] = hier_exec_ref(bufs, r.rank == step->self_rank ? step->self_src : r);
         }
-        hier_exec_fold(bufs, hier_exec_ref(bufs, step->dst), ops, step->nranks, step->len);
+        hier_exec_fold(bufs, hier_exec_ref(bufs, step->dst), step->has_dst2 ? hier_exec_ref(bufs, step->dst2) : NULL,
+                       ops, step->nranks, step->len);
         break;
     }
     case HIER_STEP_BARRIER: break;

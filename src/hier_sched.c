@@ -33,12 +33,8 @@ static void hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t 
 {
     if (!count) return;
     out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
-                                         .ranks = ranks, .nranks = (uint16_t)nranks};
-}
-
-static void hier_sched_barrier(hier_sched_out_t *out)
-{
-    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
+                                         .ranks = ranks, .nranks = (uint16_t)nranks,
+                                         .self_rank = HIER_SCHED_NO_RANK};
 }
 
 /* Where this rank's contribution comes from: its send buffer, or (in place)
@@ -46,6 +42,33 @@ static void hier_sched_barrier(hier_sched_out_t *out)
 static hier_ref_t hier_sched_input(const hier_sched_args_t *a, size_t off, size_t in_place_off)
 {
     return a->in_place ? hier_ref(HIER_BUF_RECV, 0, 0, in_place_off) : hier_ref(HIER_BUF_SEND, 0, 0, off);
+}
+
+/* The last reduce reads rank `me`'s operand from its own input buffer. */
+static void hier_sched_reduce_self(hier_sched_out_t *out, int me, hier_ref_t self_src)
+{
+    if (!out->n || out->steps[out->n - 1].op != HIER_STEP_REDUCE) return;
+    out->steps[out->n - 1].self_rank = (uint16_t)me;
+    out->steps[out->n - 1].self_src = self_src;
+}
+
+/* Copy [first, first + len) of my input into my slot, except the part
+ * [skip, skip + skip_len) that only I read (straight from my input). */
+static void hier_sched_copy_in_except(const hier_sched_args_t *a, size_t first, size_t len, size_t skip,
+                                      size_t skip_len, int p, hier_sched_out_t *out)
+{
+    size_t es = a->esize;
+    if (!skip_len) skip = first + len;
+    size_t head = skip > first ? skip - first : 0, tail_from = skip + skip_len;
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, first * es, first * es), head * es);
+    if (tail_from < first + len)
+        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, (tail_from - first) * es),
+                        hier_sched_input(a, tail_from * es, tail_from * es), (first + len - tail_from) * es);
+}
+
+static void hier_sched_barrier(hier_sched_out_t *out)
+{
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
 }
 
 size_t hier_sched_chunk_units(const hier_sched_args_t *a)
@@ -105,22 +128,28 @@ static void hier_sched_allreduce_numa(const hier_sched_args_t *a, size_t first, 
 }
 
 /* Reduce-scatter + allgather allreduce, one chunk, split into one piece per rank:
- * 1. copy my input into my slot;  2. barrier;
- * 3. fold my piece of every slot, in rank order, into my own slot;  4. barrier;
- * 5. copy every rank's reduced piece from its slot into my receive buffer,
- *    starting after my own rank so readers spread over the slots. */
+ * 1. copy my input into my slot, except my own piece, which only I read;  2. barrier;
+ * 3. fold my piece of every slot (mine straight from my input), in rank
+ *    order, into my receive buffer and, for the others, into my slot;  4. barrier;
+ * 5. copy every other rank's reduced piece from its slot into my receive
+ *    buffer, starting after my own rank so readers spread over the slots. */
 static void hier_sched_allreduce_rsag(const hier_sched_args_t *a, size_t first, size_t len, int p,
                                       hier_sched_out_t *out)
 {
     size_t off = first * a->esize, align = hier_part_align(a->esize), poff, plen;
 
-    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_part_range(len, a->nranks, a->me, align, &poff, &plen);
+    hier_sched_copy_in_except(a, first, len, first + poff, plen, p, out);                             /* 1 */
     hier_sched_barrier(out);                                                                          /* 2 */
-    hier_part_range(len, a->nranks, a->me, align, &poff, &plen);                                      /* 3 */
-    hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * a->esize),
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * a->esize),                      /* 3 */
                       hier_ref(HIER_BUF_SLOT, 0, p, poff * a->esize), plen, a->order, a->nranks);
+    hier_sched_reduce_self(out, a->me, hier_sched_input(a, off + poff * a->esize, off + poff * a->esize));
+    if (plen) {
+        out->steps[out->n - 1].has_dst2 = 1;
+        out->steps[out->n - 1].dst2 = hier_ref(HIER_BUF_SLOT, a->me, p, poff * a->esize);
+    }
     hier_sched_barrier(out);                                                                          /* 4 */
-    for (int i = 1; i <= a->nranks; i++) {                                                            /* 5 */
+    for (int i = 1; i < a->nranks; i++) {                                                             /* 5 */
         int j = (a->me + i) % a->nranks;
         hier_part_range(len, a->nranks, j, align, &poff, &plen);
         hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * a->esize),
@@ -150,20 +179,23 @@ static void hier_sched_allgather(const hier_sched_args_t *a, size_t first, size_
 }
 
 /* Reduce_scatter, one chunk of the whole input vector:
- * 1. copy the chunk of my input into my slot;  2. barrier;
+ * 1. copy the chunk of my input into my slot, except what falls in my own
+ *    result block: only I read that, straight from my input;  2. barrier;
  * 3. fold the part of the chunk that falls in my result block, over every
  *    slot in rank order, into my receive buffer. In place, the result lands
- *    at or before input this rank has already copied, so nothing is lost. */
+ *    at or before input already consumed (the executor stages a reduction
+ *    whose output overlaps an operand), so nothing is lost. */
 static void hier_sched_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
                                       hier_sched_out_t *out)
 {
-    size_t mine, mlen, off = first * a->esize;
+    size_t mine, mlen, es = a->esize;
 
-    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, off, off), len * a->esize); /* 1 */
+    hier_part_intersect(first, len, a->rdispls[a->me], a->rcounts[a->me], &mine, &mlen);
+    hier_sched_copy_in_except(a, first, len, mine, mlen, p, out);                                     /* 1 */
     hier_sched_barrier(out);                                                                          /* 2 */
-    hier_part_intersect(first, len, a->rdispls[a->me], a->rcounts[a->me], &mine, &mlen);              /* 3 */
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, (mine - a->rdispls[a->me]) * a->esize),
-                      hier_ref(HIER_BUF_SLOT, 0, p, (mine - first) * a->esize), mlen, a->order, a->nranks);
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, (mine - a->rdispls[a->me]) * es),            /* 3 */
+                      hier_ref(HIER_BUF_SLOT, 0, p, (mine - first) * es), mlen, a->order, a->nranks);
+    hier_sched_reduce_self(out, a->me, hier_sched_input(a, mine * es, mine * es));
 }
 
 size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)

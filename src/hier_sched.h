@@ -33,6 +33,8 @@ typedef struct {
 
 typedef enum { HIER_STEP_COPY, HIER_STEP_REDUCE, HIER_STEP_BARRIER } hier_step_op_t;
 
+#define HIER_SCHED_NO_RANK 0xffffu
+
 typedef struct {
     hier_step_op_t op;
     hier_ref_t dst;
@@ -40,6 +42,10 @@ typedef struct {
     size_t len;         /* COPY: bytes. REDUCE: elements */
     const uint16_t *ranks; /* REDUCE: dst = src[ranks[0]] op src[ranks[1]] op ... in this order */
     uint16_t nranks;
+    uint16_t self_rank; /* REDUCE: this operand is read from self_src instead of its slot */
+    uint8_t has_dst2;    /* REDUCE: the result is also stored at dst2 (while still in L1) */
+    hier_ref_t self_src; /* (the rank's own input, never copied into its slot) */
+    hier_ref_t dst2;
 } hier_step_t;
 
 typedef enum {
