@@ -102,7 +102,10 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
 {
     char name[HIER_SHM_NAME_MAX] = "";
     hier_status_t st = HIER_OK;
-    size_t chunk = hier_params.shm_chunk_size < HIER_COMM_MIN_CHUNK ? HIER_COMM_MIN_CHUNK : hier_params.shm_chunk_size;
+    /* at least a page, and a 64-byte piece per rank for reduce_scatter's blocks */
+    size_t chunk = hier_params.shm_chunk_size, least = (size_t)c->nranks * 64;
+    if (chunk < HIER_COMM_MIN_CHUNK) chunk = HIER_COMM_MIN_CHUNK;
+    if (chunk < least) chunk = least;
     chunk = (chunk + 63) & ~(size_t)63;
 
     if (c->me == 0) { /* 1 */

@@ -76,6 +76,7 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *a)
     switch (a->kind) {
     case HIER_SCHED_ALLGATHER: return a->chunk_bytes;
     case HIER_SCHED_ALLREDUCE_NUMA: return a->chunk_bytes / 2 / a->esize;
+    case HIER_SCHED_REDUCE_SCATTER: return a->chunk_bytes / a->esize / (size_t)a->nranks; /* per block */
     default: return a->chunk_bytes / a->esize;
     }
 }
@@ -83,6 +84,10 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *a)
 size_t hier_sched_nchunks(const hier_sched_args_t *a)
 {
     size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    if (a->kind == HIER_SCHED_REDUCE_SCATTER) { /* the largest block sets the pace */
+        total = 0;
+        for (int r = 0; r < a->nranks; r++) total = a->rcounts[r] > total ? a->rcounts[r] : total;
+    }
     return hier_part_nchunks(total, hier_sched_chunk_units(a));
 }
 
@@ -178,24 +183,30 @@ static void hier_sched_allgather(const hier_sched_args_t *a, size_t first, size_
     }
 }
 
-/* Reduce_scatter, one chunk of the whole input vector:
- * 1. copy the chunk of my input into my slot, except what falls in my own
- *    result block: only I read that, straight from my input;  2. barrier;
- * 3. fold the part of the chunk that falls in my result block, over every
- *    slot in rank order, into my receive buffer. In place, the result lands
- *    at or before input already consumed (the executor stages a reduction
- *    whose output overlaps an operand), so nothing is lost. */
-static void hier_sched_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
-                                      hier_sched_out_t *out)
+/* Reduce_scatter, step k of every rank's result block at once (each block is
+ * cut into pieces of chunk_units elements; my slot holds one piece per rank):
+ * 1. copy piece k of every other rank's block of my input into that rank's
+ *    place in my slot (my own block is read by me alone, from my input);
+ * 2. barrier;
+ * 3. fold piece k of my block over every slot (mine from my input), in rank
+ *    order, into my receive buffer. In place, the result lands below every
+ *    piece still to be copied (all start at (k+1) pieces or later), and the
+ *    executor stages a reduction whose output overlaps an operand. */
+static void hier_sched_reduce_scatter(const hier_sched_args_t *a, size_t k, int p, hier_sched_out_t *out)
 {
-    size_t mine, mlen, es = a->esize;
+    size_t es = a->esize, u = hier_sched_chunk_units(a), first, len;
 
-    hier_part_intersect(first, len, a->rdispls[a->me], a->rcounts[a->me], &mine, &mlen);
-    hier_sched_copy_in_except(a, first, len, mine, mlen, p, out);                                     /* 1 */
+    for (int i = 1; i < a->nranks; i++) {                                                            /* 1 */
+        int j = (a->me + i) % a->nranks;
+        hier_part_intersect(a->rdispls[j] + k * u, u, a->rdispls[j], a->rcounts[j], &first, &len);
+        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, (size_t)j * u * es),
+                        hier_sched_input(a, first * es, first * es), len * es);
+    }
     hier_sched_barrier(out);                                                                          /* 2 */
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, (mine - a->rdispls[a->me]) * es),            /* 3 */
-                      hier_ref(HIER_BUF_SLOT, 0, p, (mine - first) * es), mlen, a->order, a->nranks);
-    hier_sched_reduce_self(out, a->me, hier_sched_input(a, mine * es, mine * es));
+    hier_part_intersect(a->rdispls[a->me] + k * u, u, a->rdispls[a->me], a->rcounts[a->me], &first, &len);
+    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, k * u * es),                                 /* 3 */
+                      hier_ref(HIER_BUF_SLOT, 0, p, (size_t)a->me * u * es), len, a->order, a->nranks);
+    hier_sched_reduce_self(out, a->me, hier_sched_input(a, first * es, first * es));
 }
 
 size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)
@@ -211,7 +222,7 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     case HIER_SCHED_ALLREDUCE_NUMA: hier_sched_allreduce_numa(a, first, len, parity, &out); break;
     case HIER_SCHED_ALLREDUCE_RSAG: hier_sched_allreduce_rsag(a, first, len, parity, &out); break;
     case HIER_SCHED_ALLGATHER: hier_sched_allgather(a, first, len, parity, &out); break;
-    case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, first, len, parity, &out); break;
+    case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, k, parity, &out); break;
     }
     return out.n;
 }

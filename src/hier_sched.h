@@ -67,7 +67,7 @@ typedef struct {
     const size_t *rcounts; /* reduce_scatter: elements each rank receives */
     const size_t *rdispls; /* reduce_scatter: prefix sums of rcounts */
     bool in_place;
-    size_t chunk_bytes;  /* capacity of one pipeline buffer */
+    size_t chunk_bytes;  /* capacity of one pipeline buffer; at least nranks x esize */
     const uint16_t *order;  /* 0..nranks-1, the fold order of flat and rsag reductions */
     const hier_topo_groups_t *groups; /* NUMA: groups (CSR in groups->first) */
     const uint16_t *members;          /* NUMA: groups->members as uint16_t */

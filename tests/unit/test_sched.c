@@ -232,7 +232,8 @@ Test(sched, reduce_scatter_uneven_and_zero_counts)
                 }
             }
             for (size_t hi = 0; hi < sizeof(chunks) / sizeof(chunks[0]); hi++)
-                for (int ip = 0; ip < 2; ip++) run_reduce_scatter(n, rc, chunks[hi], ip);
+                for (int ip = 0; ip < 2; ip++) /* a chunk holds one piece per rank */
+                    run_reduce_scatter(n, rc, chunks[hi] < (size_t)n * 8 ? (size_t)n * 8 : chunks[hi], ip);
         }
 }
 
