@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hier_cma.h"
 #include "hier_exec.h"
 #include "hier_log.h"
 #include "hier_params.h"
@@ -32,6 +33,8 @@ struct hier_comm {
     uint16_t members[HIER_SCHED_MAX_RANKS];
     uint16_t leaders[HIER_SCHED_MAX_RANKS];
     uint8_t *slots[HIER_SCHED_MAX_RANKS];
+    int cma;                    /* every rank can read every other's memory */
+    uint8_t *stage;             /* staging blocks of single-copy reductions */
 };
 
 static hier_topo_t *hier_core_topo;
@@ -61,6 +64,7 @@ void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
     hier_shm_detach(c->shm);
+    free(c->stage);
     free(c);
 }
 
@@ -91,13 +95,29 @@ static hier_status_t hier_comm_build_groups(hier_comm_t *c)
     return HIER_OK;
 }
 
+/* Whether every rank can read its right neighbour (and so, with the same
+ * permissions everywhere, every rank): collective, after the segment exists. */
+static hier_status_t hier_comm_setup_cma(hier_comm_t *c)
+{
+    int ok = 0;
+    if (hier_params.cma) {
+        hier_shm_ctl_t *right = hier_shm_ctl(c->shm, (c->me + 1) % c->nranks);
+        ok = hier_cma_probe(right->pid, right->cma_probe_addr) == HIER_OK;
+        if (ok && !(c->stage = malloc(HIER_EXEC_STAGE_BYTES))) ok = 0;
+    }
+    if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL;
+    c->cma = ok;
+    return HIER_OK;
+}
+
 /* Segment set-up, collective over the communicator, run at the first call that needs it:
  * 1. rank 0 creates the segment under a fresh name;
  * 2. it broadcasts the name (empty if creation failed);
  * 3. the others attach; everyone reserves its own slot and publishes its NUMA domain;
  * 4. everyone agrees (minimum) on success;
  * 5. rank 0 unlinks the name: from here on nothing is left behind even after a crash;
- * 6. on failure everyone detaches and the communicator falls back for good. */
+ * 6. on failure everyone detaches and the communicator falls back for good;
+ * 7. each rank probes single copy from its right neighbour, and all agree on it. */
 static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
 {
     char name[HIER_SHM_NAME_MAX] = "";
@@ -133,8 +153,9 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
     c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_params.spin_count,
                                 .progress = c->ops.progress};
     c->shm_state = HIER_SHM_STATE_READY;
-    HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s)", c->nranks, chunk,
-             c->groups.ngroups);
+    if (hier_comm_setup_cma(c) != HIER_OK) return HIER_ERR_INTERNAL; /* 7 */
+    HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s), single copy %s", c->nranks,
+             chunk, c->groups.ngroups, c->cma ? "on" : "off");
     return HIER_OK;
 }
 
@@ -148,6 +169,15 @@ static hier_status_t hier_comm_ensure_shm(hier_comm_t *c)
     return hier_comm_setup_shm(c);
 }
 
+/* Single copy: read another rank's published buffer through the kernel. */
+static hier_status_t hier_comm_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t len)
+{
+    hier_comm_t *c = ctx;
+    const hier_shm_ctl_t *peer = hier_shm_ctl(c->shm, ref.rank);
+    uint64_t base = ref.kind == HIER_BUF_PEER_INPUT ? peer->input_addr : peer->recv_addr;
+    return hier_cma_read(peer->pid, base + ref.off, dst, len);
+}
+
 /* Feed every chunk's steps to the executor; barriers go to the segment. */
 static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                                    hier_reduce_kernel_t kernel)
@@ -155,7 +185,8 @@ static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, cons
     hier_step_t steps[HIER_SCHED_MAX_STEPS];
     hier_exec_bufs_t bufs = {.sbuf = sbuf, .rbuf = rbuf, .slots = c->slots,
                              .parity_stride = hier_shm_parity_stride(c->shm), .esize = args->esize,
-                             .kernel = kernel};
+                             .kernel = kernel, .peer_read = hier_comm_peer_read, .peer_ctx = c,
+                             .stage = c->stage};
 
     args->nranks = c->nranks;
     args->me = c->me;
@@ -164,15 +195,18 @@ static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, cons
     args->groups = &c->groups;
     args->members = c->members;
     args->leaders = c->leaders;
+    if (hier_sched_is_cma(args->kind)) { /* published before the first barrier, which makes them visible */
+        hier_shm_ctl_t *mine = hier_shm_ctl(c->shm, c->me);
+        mine->input_addr = (uint64_t)(uintptr_t)(args->in_place ? (const uint8_t *)rbuf + hier_sched_input_offset(args, c->me)
+                                                                 : (const uint8_t *)sbuf);
+        mine->recv_addr = (uint64_t)(uintptr_t)rbuf;
+    }
     size_t nchunks = hier_sched_nchunks(args);
     for (size_t k = 0; k < nchunks; k++) {
         size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), steps);
         for (size_t i = 0; i < n; i++) {
-            if (steps[i].op != HIER_STEP_BARRIER) {
-                hier_exec_step(&bufs, &steps[i]);
-                continue;
-            }
-            hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
+            hier_status_t st = steps[i].op == HIER_STEP_BARRIER ? hier_shm_barrier(c->shm, &c->wait)
+                                                                : hier_exec_step(&bufs, &steps[i]);
             if (st != HIER_OK) return st;
         }
     }
@@ -201,22 +235,33 @@ static hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *pa
     return HIER_OK;
 }
 
+/* Allreduce: flat or NUMA tree when small, then the segment's pipelined
+ * reduce-scatter + allgather, then single copy from allreduce_cma_min up. */
 static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t bytes, hier_path_t *path_p)
 {
     int algo = hier_params.allreduce_algorithm;
     if (algo == HIER_ALGO_AUTO) {
         if (bytes > hier_params.allreduce_flat_max)
-            algo = HIER_ALGO_RSAG;
+            algo = c->cma && bytes >= hier_params.allreduce_cma_min ? HIER_ALGO_CMA : HIER_ALGO_RSAG;
         else if (c->groups.ngroups > 1 && (size_t)c->nranks >= hier_params.allreduce_numa_min_ranks)
             algo = HIER_ALGO_NUMA;
         else
             algo = HIER_ALGO_FLAT;
     }
+    if (algo == HIER_ALGO_CMA && !c->cma) algo = HIER_ALGO_RSAG; /* forced, but the kernel said no */
     switch (algo) {
     case HIER_ALGO_NUMA: *path_p = HIER_PATH_SHM_NUMA; return HIER_SCHED_ALLREDUCE_NUMA;
     case HIER_ALGO_RSAG: *path_p = HIER_PATH_SHM_RSAG; return HIER_SCHED_ALLREDUCE_RSAG;
+    case HIER_ALGO_CMA: *path_p = HIER_PATH_CMA_RSAG; return HIER_SCHED_CMA_ALLREDUCE;
     default: *path_p = HIER_PATH_SHM_FLAT; return HIER_SCHED_ALLREDUCE_FLAT;
     }
+}
+
+/* Allgather and reduce_scatter: the segment, or single copy from `cma_min` up. */
+static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_t cma_min, int allowed)
+{
+    if (!c->cma || !allowed) return 0;
+    return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
 }
 
 hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
@@ -261,10 +306,11 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
         *path_p = path;
         return st;
     }
-    hier_sched_args_t args = {.kind = HIER_SCHED_ALLGATHER, .esize = 1, .count = block_bytes,
-                              .in_place = sbuf == NULL};
+    int cma = hier_comm_use_cma(c, hier_params.allgather_algorithm, block_bytes, hier_params.allgather_cma_min, 1);
+    hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_ALLGATHER : HIER_SCHED_ALLGATHER, .esize = 1,
+                              .count = block_bytes, .in_place = sbuf == NULL};
     st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
-    if (st == HIER_OK) *path_p = HIER_PATH_SHM_COPY;
+    if (st == HIER_OK) *path_p = cma ? HIER_PATH_CMA_COPY : HIER_PATH_SHM_COPY;
     return st;
 }
 
@@ -293,9 +339,12 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
         displs[r] = total;
         total += rcounts[r];
     }
-    hier_sched_args_t args = {.kind = HIER_SCHED_REDUCE_SCATTER, .esize = esize, .count = total,
-                              .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL};
+    int cma = hier_comm_use_cma(c, hier_params.reduce_scatter_algorithm, total * esize,
+                                hier_params.reduce_scatter_cma_min, sbuf != NULL);
+    hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_REDUCE_SCATTER : HIER_SCHED_REDUCE_SCATTER,
+                              .esize = esize, .count = total, .rcounts = rcounts, .rdispls = displs,
+                              .in_place = sbuf == NULL};
     st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
-    if (st == HIER_OK) *path_p = HIER_PATH_SHM_RS;
+    if (st == HIER_OK) *path_p = cma ? HIER_PATH_CMA_RS : HIER_PATH_SHM_RS;
     return st;
 }

@@ -11,6 +11,13 @@
 #include "hier_sched.h"
 #include "hier_status.h"
 
+/* Read len bytes at `off` of another rank's buffer (HIER_BUF_PEER_*) into dst. */
+typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, void *dst, size_t len);
+
+/* Staging for reductions over other ranks' buffers: three blocks. */
+#define HIER_EXEC_STAGE_BLOCK (128 * 1024)
+#define HIER_EXEC_STAGE_BYTES (3 * HIER_EXEC_STAGE_BLOCK)
+
 typedef struct {
     const uint8_t *sbuf;
     uint8_t *rbuf;
@@ -18,12 +25,16 @@ typedef struct {
     size_t parity_stride;   /* bytes from parity 0 to parity 1 in a slot */
     size_t esize;
     hier_reduce_kernel_t kernel;
+    hier_exec_peer_read_fn_t peer_read; /* single-copy steps only */
+    void *peer_ctx;
+    uint8_t *stage;         /* HIER_EXEC_STAGE_BYTES, single-copy reductions only */
 } hier_exec_bufs_t;
 
-/* Resolve a buffer reference to an address. */
+/* Resolve a local buffer reference to an address (NULL for another rank's). */
 void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref);
 
-/* Run one COPY or REDUCE step (BARRIER steps belong to the caller). */
-void hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *step);
+/* Run one COPY or REDUCE step (BARRIER steps belong to the caller). Fails
+ * only when reading another rank's buffer fails. */
+hier_status_t hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *step);
 
 #endif

@@ -19,16 +19,22 @@ static const hier_param_desc_t hier_param_table[] = {
      HIER_PARAM_OFF(stats), 0},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allreduce algorithm: auto, flat (every rank reduces all slots), numa (two-level NUMA tree), "
-     "rsag (pipelined reduce-scatter + allgather) or fallback (previous component)",
+     "rsag (pipelined reduce-scatter + allgather through the segment), cma (the same with single copies "
+     "between processes) or fallback (previous component)",
      HIER_PARAM_OFF(allreduce_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FLAT) | HIER_ALGO_BIT(HIER_ALGO_NUMA) |
-         HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+         HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
     {"allgather_algorithm", HIER_PARAM_ALGO, "auto",
-     "Force the allgather algorithm: auto (shared-memory copy) or fallback (previous component)",
-     HIER_PARAM_OFF(allgather_algorithm), HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+     "Force the allgather algorithm: auto, shm (copy through the segment), cma (single copy) or fallback",
+     HIER_PARAM_OFF(allgather_algorithm),
+     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_SHM) | HIER_ALGO_BIT(HIER_ALGO_CMA) |
+         HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
     {"reduce_scatter_algorithm", HIER_PARAM_ALGO, "auto",
-     "Force the reduce_scatter(_block) algorithm: auto (shared-memory reduce-scatter) or fallback",
-     HIER_PARAM_OFF(reduce_scatter_algorithm), HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
+     "Force the reduce_scatter(_block) algorithm: auto, shm (through the segment), cma (single copy; "
+     "in-place calls use shm) or fallback",
+     HIER_PARAM_OFF(reduce_scatter_algorithm),
+     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_SHM) | HIER_ALGO_BIT(HIER_ALGO_CMA) |
+         HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
     {"allreduce_flat_max", HIER_PARAM_SIZE, "8K",
      "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto; larger ones use rsag",
      HIER_PARAM_OFF(allreduce_flat_max), 0},
@@ -50,18 +56,33 @@ static const hier_param_desc_t hier_param_table[] = {
      "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
      "NUMA domain (testing and simulation of multi-socket nodes)",
      HIER_PARAM_OFF(numa_ranks_per_domain), 0},
+    {"cma", HIER_PARAM_INT, "1",
+     "1 = let ranks read each other's buffers directly (process_vm_readv) when the kernel allows it, probed "
+     "once per communicator; 0 = always copy through the shared-memory segment",
+     HIER_PARAM_OFF(cma), 0},
+    {"allreduce_cma_min", HIER_PARAM_SIZE, "256K",
+     "Under auto, allreduces from this many bytes per rank use single copy (when available)",
+     HIER_PARAM_OFF(allreduce_cma_min), 0},
+    {"allgather_cma_min", HIER_PARAM_SIZE, "1M",
+     "Under auto, allgathers from this many bytes per rank use single copy (when available)",
+     HIER_PARAM_OFF(allgather_cma_min), 0},
+    {"reduce_scatter_cma_min", HIER_PARAM_SIZE, "256K",
+     "Under auto, reduce_scatters from this many bytes of send buffer use single copy (when available and "
+     "not in place)",
+     HIER_PARAM_OFF(reduce_scatter_cma_min), 0},
 };
 
 hier_params_t hier_params;
 
-static const char *const hier_algo_names[] = {
+static const char *const hier_algo_names[HIER_ALGO_COUNT] = {
     [HIER_ALGO_AUTO] = "auto", [HIER_ALGO_FLAT] = "flat", [HIER_ALGO_NUMA] = "numa",
-    [HIER_ALGO_RSAG] = "rsag", [HIER_ALGO_FALLBACK] = "fallback",
+    [HIER_ALGO_RSAG] = "rsag", [HIER_ALGO_FALLBACK] = "fallback", [HIER_ALGO_SHM] = "shm",
+    [HIER_ALGO_CMA] = "cma",
 };
 
 const char *hier_algo_name(hier_algo_t algo)
 {
-    return (unsigned)algo <= HIER_ALGO_FALLBACK ? hier_algo_names[algo] : "unknown";
+    return (unsigned)algo < HIER_ALGO_COUNT ? hier_algo_names[algo] : "unknown";
 }
 
 const hier_param_desc_t *hier_params_table(size_t *count_p)
@@ -89,7 +110,7 @@ int hier_params_parse_size(const char *text, size_t *value_p)
 
 static int hier_params_parse_algo(const char *text)
 {
-    for (unsigned a = 0; a <= HIER_ALGO_FALLBACK; a++)
+    for (unsigned a = 0; a < HIER_ALGO_COUNT; a++)
         if (!strcmp(text, hier_algo_names[a])) return (int)a;
     return -1;
 }

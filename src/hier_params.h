@@ -12,8 +12,11 @@ typedef enum {
     HIER_ALGO_AUTO = 0,
     HIER_ALGO_FLAT,    /* allreduce: every rank reduces every slot */
     HIER_ALGO_NUMA,    /* allreduce: two-level NUMA tree */
-    HIER_ALGO_RSAG,    /* allreduce: reduce-scatter + allgather */
-    HIER_ALGO_FALLBACK /* always use the previous module (for comparisons) */
+    HIER_ALGO_RSAG,    /* allreduce: reduce-scatter + allgather through the segment */
+    HIER_ALGO_FALLBACK,/* always use the previous module (for comparisons) */
+    HIER_ALGO_SHM,     /* allgather, reduce_scatter: through the segment */
+    HIER_ALGO_CMA,     /* any: single copy between processes (process_vm_readv) */
+    HIER_ALGO_COUNT
 } hier_algo_t;
 
 typedef struct {
@@ -21,14 +24,18 @@ typedef struct {
     int verbose;
     int stats;
     int allreduce_algorithm;      /* hier_algo_t */
-    int allgather_algorithm;      /* HIER_ALGO_AUTO or HIER_ALGO_FALLBACK */
-    int reduce_scatter_algorithm; /* HIER_ALGO_AUTO or HIER_ALGO_FALLBACK */
+    int allgather_algorithm;      /* AUTO, SHM, CMA or FALLBACK */
+    int reduce_scatter_algorithm; /* AUTO, SHM, CMA or FALLBACK */
     size_t allreduce_flat_max;    /* bytes: flat (or NUMA) up to here, RSAG above */
     size_t allreduce_numa_min_ranks;
     size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */
     int spin_count;
     char *shm_dir;
     int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */
+    int cma;                      /* use single copy where the kernel allows it */
+    size_t allreduce_cma_min;     /* bytes per rank from which auto picks single copy */
+    size_t allgather_cma_min;     /* bytes per rank */
+    size_t reduce_scatter_cma_min;/* bytes of the whole send buffer */
 } hier_params_t;
 
 typedef enum { HIER_PARAM_INT, HIER_PARAM_SIZE, HIER_PARAM_STRING, HIER_PARAM_ALGO } hier_param_type_t;

@@ -11,46 +11,7 @@
 #include "hier_sched.h"
 
 #include "hier_part.h"
-
-typedef struct {
-    hier_step_t *steps;
-    size_t n;
-} hier_sched_out_t;
-
-static hier_ref_t hier_ref(hier_buf_kind_t kind, int rank, int parity, size_t off)
-{
-    return (hier_ref_t){.kind = (uint8_t)kind, .parity = (uint8_t)parity, .rank = (uint16_t)rank, .off = off};
-}
-
-static void hier_sched_copy(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t bytes)
-{
-    if (!bytes) return;
-    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_COPY, .dst = dst, .src = src, .len = bytes};
-}
-
-static void hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t count,
-                              const uint16_t *ranks, int nranks)
-{
-    if (!count) return;
-    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
-                                         .ranks = ranks, .nranks = (uint16_t)nranks,
-                                         .self_rank = HIER_SCHED_NO_RANK};
-}
-
-/* Where this rank's contribution comes from: its send buffer, or (in place)
- * the receive buffer at `in_place_off`. */
-static hier_ref_t hier_sched_input(const hier_sched_args_t *a, size_t off, size_t in_place_off)
-{
-    return a->in_place ? hier_ref(HIER_BUF_RECV, 0, 0, in_place_off) : hier_ref(HIER_BUF_SEND, 0, 0, off);
-}
-
-/* The last reduce reads rank `me`'s operand from its own input buffer. */
-static void hier_sched_reduce_self(hier_sched_out_t *out, int me, hier_ref_t self_src)
-{
-    if (!out->n || out->steps[out->n - 1].op != HIER_STEP_REDUCE) return;
-    out->steps[out->n - 1].self_rank = (uint16_t)me;
-    out->steps[out->n - 1].self_src = self_src;
-}
+#include "hier_sched_impl.h"
 
 /* Copy [first, first + len) of my input into my slot, except the part
  * [skip, skip + skip_len) that only I read (straight from my input). */
@@ -66,10 +27,6 @@ static void hier_sched_copy_in_except(const hier_sched_args_t *a, size_t first, 
                         hier_sched_input(a, tail_from * es, tail_from * es), (first + len - tail_from) * es);
 }
 
-static void hier_sched_barrier(hier_sched_out_t *out)
-{
-    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
-}
 
 size_t hier_sched_chunk_units(const hier_sched_args_t *a)
 {
@@ -84,6 +41,7 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *a)
 size_t hier_sched_nchunks(const hier_sched_args_t *a)
 {
     size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    if (hier_sched_is_cma(a->kind)) return total ? 1 : 0; /* no slots: one step list per call */
     if (a->kind == HIER_SCHED_REDUCE_SCATTER) { /* the largest block sets the pace */
         total = 0;
         for (int r = 0; r < a->nranks; r++) total = a->rcounts[r] > total ? a->rcounts[r] : total;
@@ -91,9 +49,9 @@ size_t hier_sched_nchunks(const hier_sched_args_t *a)
     return hier_part_nchunks(total, hier_sched_chunk_units(a));
 }
 
-int hier_sched_barriers_per_chunk(hier_sched_kind_t kind)
+size_t hier_sched_input_offset(const hier_sched_args_t *a, int rank)
 {
-    return kind == HIER_SCHED_ALLREDUCE_NUMA || kind == HIER_SCHED_ALLREDUCE_RSAG ? 2 : 1;
+    return a->in_place && a->kind == HIER_SCHED_CMA_ALLGATHER ? (size_t)rank * a->count * a->esize : 0;
 }
 
 /* Flat allreduce, one chunk:
@@ -223,6 +181,7 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     case HIER_SCHED_ALLREDUCE_RSAG: hier_sched_allreduce_rsag(a, first, len, parity, &out); break;
     case HIER_SCHED_ALLGATHER: hier_sched_allgather(a, first, len, parity, &out); break;
     case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, k, parity, &out); break;
+    default: hier_sched_cma_build(a, &out); break;
     }
     return out.n;
 }

@@ -22,7 +22,14 @@
 
 #define HIER_SCHED_MAX_RANKS HIER_TOPO_MAX_RANKS
 
-typedef enum { HIER_BUF_SEND, HIER_BUF_RECV, HIER_BUF_SLOT } hier_buf_kind_t;
+typedef enum {
+    HIER_BUF_SEND,
+    HIER_BUF_RECV,
+    HIER_BUF_SLOT,
+    /* single copy: another rank's buffers, read through the kernel (CMA) */
+    HIER_BUF_PEER_INPUT, /* where rank `rank`'s contribution starts (see hier_sched_input_offset) */
+    HIER_BUF_PEER_RECV,  /* rank `rank`'s receive buffer */
+} hier_buf_kind_t;
 
 typedef struct {
     uint8_t kind;   /* hier_buf_kind_t */
@@ -54,6 +61,10 @@ typedef enum {
     HIER_SCHED_ALLREDUCE_RSAG,
     HIER_SCHED_ALLGATHER,
     HIER_SCHED_REDUCE_SCATTER,
+    /* single copy: one step list per call, no segment slots (hier_sched_cma.c) */
+    HIER_SCHED_CMA_ALLREDUCE,
+    HIER_SCHED_CMA_ALLGATHER,
+    HIER_SCHED_CMA_REDUCE_SCATTER, /* not in place: results would overwrite input peers still read */
 } hier_sched_kind_t;
 
 /* The shape of one collective as seen by one rank. */
@@ -84,7 +95,12 @@ size_t hier_sched_nchunks(const hier_sched_args_t *args);
 /* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`.
  * Returns the number of steps written to `steps` (at most HIER_SCHED_MAX_STEPS). */
 size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);
-/* Barriers per chunk of this kind (the executor's parity bookkeeping needs it). */
-int hier_sched_barriers_per_chunk(hier_sched_kind_t kind);
+/* Single-copy kinds publish where their input starts: the send buffer, or
+ * (in place) the receive buffer plus this offset. */
+size_t hier_sched_input_offset(const hier_sched_args_t *args, int rank);
+static inline int hier_sched_is_cma(hier_sched_kind_t kind)
+{
+    return kind >= HIER_SCHED_CMA_ALLREDUCE;
+}
 
 #endif

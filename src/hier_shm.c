@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hier_cma.h"
 #include "hier_log.h"
 
 #define HIER_SHM_PAGE 4096
@@ -49,7 +50,7 @@ size_t hier_shm_segment_size(int nranks, size_t chunk_bytes)
     return hier_shm_data_off(nranks) + (size_t)nranks * hier_shm_slot_stride(chunk_bytes);
 }
 
-static hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
+hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
 {
     return (hier_shm_ctl_t *)(shm->base + sizeof(hier_shm_header_t)) + rank;
 }
@@ -174,6 +175,7 @@ hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
     memset(shm->base + off, 0, h->slot_stride);
     hier_shm_ctl(shm, me)->pid = (int32_t)getpid();
     hier_shm_ctl(shm, me)->numa = numa;
+    hier_shm_ctl(shm, me)->cma_probe_addr = hier_cma_probe_addr();
     return HIER_OK;
 }
 

@@ -45,7 +45,12 @@ typedef struct {
     int32_t pid;
     /* The owner's NUMA domain (-1 unknown), written before the attach agreement. */
     int32_t numa;
-    uint8_t pad[HIER_SHM_LINE - 16];
+    /* Single copy: a word to probe with, then per call where the owner's input
+     * and receive buffers are (published before the call's first barrier). */
+    uint64_t cma_probe_addr;
+    uint64_t input_addr;
+    uint64_t recv_addr;
+    uint8_t pad[HIER_SHM_LINE - 40];
 } hier_shm_ctl_t;
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
 
@@ -75,6 +80,8 @@ hier_status_t hier_shm_attach(const char *dir, const char *name, int nranks, int
 hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa);
 /* NUMA domain a rank published in hier_shm_claim (valid after the agreement). */
 int hier_shm_peer_numa(hier_shm_t *shm, int rank);
+/* The control line of a rank, for the single-copy fields. */
+hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
 /* Remove the name; the mapping stays valid. Called once every rank has attached. */
 void hier_shm_unlink(hier_shm_t *shm);
 void hier_shm_detach(hier_shm_t *shm);

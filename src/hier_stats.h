@@ -23,6 +23,9 @@ typedef enum {
     HIER_PATH_SHM_RSAG,          /* reduce-scatter then allgather, pipelined */
     HIER_PATH_SHM_COPY,          /* allgather through slots */
     HIER_PATH_SHM_RS,            /* reduce_scatter through slots */
+    HIER_PATH_CMA_RSAG,          /* allreduce, single copy between processes */
+    HIER_PATH_CMA_COPY,          /* allgather, single copy */
+    HIER_PATH_CMA_RS,            /* reduce_scatter, single copy */
     HIER_PATH_FIRST_FALLBACK,
     HIER_PATH_FALLBACK_OP = HIER_PATH_FIRST_FALLBACK, /* user-defined, non-commutative or invalid op */
     HIER_PATH_FALLBACK_DATATYPE, /* non-contiguous or non-predefined base type */

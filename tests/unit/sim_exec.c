@@ -46,9 +46,27 @@ static int sim_ready(const sim_prog_t *p)
     return p->pos < p->n && p->steps[p->pos].op != HIER_STEP_BARRIER;
 }
 
+typedef struct {
+    const hier_sched_args_t *args;
+    uint8_t *const *sbufs, *const *rbufs;
+} sim_peers_t;
+
+/* Single-copy reads: every rank's buffers are in this process. */
+static hier_status_t sim_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t len)
+{
+    const sim_peers_t *p = ctx;
+    const uint8_t *base = ref.kind == HIER_BUF_PEER_RECV ? p->rbufs[ref.rank]
+                          : p->args->in_place ? p->rbufs[ref.rank] + hier_sched_input_offset(p->args, ref.rank)
+                                              : p->sbufs[ref.rank];
+    memcpy(dst, base + ref.off, len);
+    return HIER_OK;
+}
+
 int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
             hier_reduce_kernel_t kernel, unsigned seed)
 {
+    static uint8_t stage[HIER_EXEC_STAGE_BYTES];
+    sim_peers_t peers = {.args = tmpl, .sbufs = sbufs, .rbufs = rbufs};
     int n = sim->nranks, rc = 0;
     sim_prog_t *progs = calloc((size_t)n, sizeof(*progs));
     hier_step_t steps[HIER_SCHED_MAX_STEPS];
@@ -75,8 +93,9 @@ int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, ui
             if (!nready) break;
             int r = ready[rand_r(&seed) % (unsigned)nready];
             hier_exec_bufs_t bufs = {.sbuf = sbufs[r], .rbuf = rbufs[r], .slots = sim->slots,
-                                     .parity_stride = sim->chunk_bytes, .esize = args.esize, .kernel = kernel};
-            hier_exec_step(&bufs, &progs[r].steps[progs[r].pos++]);
+                                     .parity_stride = sim->chunk_bytes, .esize = args.esize, .kernel = kernel,
+                                     .peer_read = sim_peer_read, .peer_ctx = &peers, .stage = stage};
+            if (hier_exec_step(&bufs, &progs[r].steps[progs[r].pos++]) != HIER_OK) rc = -1;
         } while (nready);
         for (int r = 0; r < n; r++) /* everyone passes the barrier */
             if (progs[r].pos < progs[r].n) progs[r].pos++;

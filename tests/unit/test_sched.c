@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hier_exec.h"
 #include "hier_part.h"
 #include "hier_reduce.h"
 #include "sim_exec.h"
@@ -68,7 +69,7 @@ static double fold(const int *ord, int k, size_t i)
 static double expect_allreduce(hier_sched_kind_t kind, int n, size_t i)
 {
     int ord[MAXR];
-    if (kind != HIER_SCHED_ALLREDUCE_NUMA) {
+    if (kind != HIER_SCHED_ALLREDUCE_NUMA) { /* flat, rsag and single copy fold in rank order */
         for (int r = 0; r < n; r++) ord[r] = r;
         return fold(ord, n, i);
     }
@@ -117,8 +118,9 @@ static const size_t chunks[] = {64, 192, 1024, 8192};
 
 Test(sched, allreduce_flat_rsag_numa_sweep)
 {
-    hier_sched_kind_t kinds[] = {HIER_SCHED_ALLREDUCE_FLAT, HIER_SCHED_ALLREDUCE_RSAG, HIER_SCHED_ALLREDUCE_NUMA};
-    for (int ki = 0; ki < 3; ki++)
+    hier_sched_kind_t kinds[] = {HIER_SCHED_ALLREDUCE_FLAT, HIER_SCHED_ALLREDUCE_RSAG, HIER_SCHED_ALLREDUCE_NUMA,
+                                 HIER_SCHED_CMA_ALLREDUCE};
+    for (int ki = 0; ki < 4; ki++)
         for (int n = 1; n <= 9; n++)
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                 for (size_t hi = 0; hi < sizeof(chunks) / sizeof(chunks[0]); hi++)
@@ -130,9 +132,19 @@ Test(sched, allreduce_sixteen_ranks)
 {
     run_allreduce(HIER_SCHED_ALLREDUCE_RSAG, 16, 5000, 1024, 0, 7);
     run_allreduce(HIER_SCHED_ALLREDUCE_NUMA, 16, 700, 512, 1, 8);
+    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 16, 5000, 1024, 1, 9);
 }
 
-static void run_allgather(int n, size_t block, size_t chunk, int in_place, int break_parity, int *bad_p)
+/* Single-copy reductions stage remote operands block by block: cross several blocks. */
+Test(sched, single_copy_allreduce_spans_staging_blocks)
+{
+    size_t count = 3 * HIER_EXEC_STAGE_BLOCK / sizeof(double) + 77;
+    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 2, count * 2, 4096, 0, 3);
+    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 3, count * 3, 4096, 1, 4);
+}
+
+static void run_allgather_kind(hier_sched_kind_t kind, int n, size_t block, size_t chunk, int in_place, int break_parity,
+                               int *bad_p)
 {
     sim_t sim;
     bufs_t b;
@@ -145,7 +157,7 @@ static void run_allgather(int n, size_t block, size_t chunk, int in_place, int b
         uint8_t *src = in_place ? b.r[r] + (size_t)r * block : b.s[r];
         for (size_t i = 0; i < block; i++) src[i] = (uint8_t)(r * 37 + i * 11 + 1);
     }
-    hier_sched_args_t a = {.kind = HIER_SCHED_ALLGATHER, .nranks = n, .esize = 1, .count = block,
+    hier_sched_args_t a = {.kind = kind, .nranks = n, .esize = 1, .count = block,
                            .in_place = in_place, .chunk_bytes = chunk, .order = order};
     cr_assert_eq(sim_run(&sim, &a, b.s, b.r, (hier_reduce_kernel_t){0}, (unsigned)(n + block)), 0);
     for (int r = 0; r < n; r++)
@@ -169,6 +181,12 @@ out:
     sim_close(&sim);
 }
 
+static void run_allgather(int n, size_t block, size_t chunk, int in_place, int break_parity, int *bad_p)
+{
+    run_allgather_kind(HIER_SCHED_ALLGATHER, n, block, chunk, in_place, break_parity, bad_p);
+    if (!break_parity) run_allgather_kind(HIER_SCHED_CMA_ALLGATHER, n, block, chunk, in_place, 0, bad_p);
+}
+
 Test(sched, allgather_sweep)
 {
     static const size_t blocks[] = {0, 1, 5, 64, 100, 1000, 4097};
@@ -187,7 +205,8 @@ Test(sched, simulator_detects_parity_race)
     cr_assert(bad, "a broken pipeline went unnoticed: the simulator proves nothing");
 }
 
-static void run_reduce_scatter(int n, const size_t *rcounts, size_t chunk, int in_place)
+static void run_reduce_scatter_kind(hier_sched_kind_t kind, int n, const size_t *rcounts, size_t chunk,
+                                    int in_place)
 {
     sim_t sim;
     bufs_t b;
@@ -203,7 +222,7 @@ static void run_reduce_scatter(int n, const size_t *rcounts, size_t chunk, int i
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &k), HIER_OK);
     cr_assert_eq(sim_open(&sim, n, chunk), 0);
     fill(&b, n, total, total, in_place);
-    hier_sched_args_t a = {.kind = HIER_SCHED_REDUCE_SCATTER, .nranks = n, .esize = sizeof(double),
+    hier_sched_args_t a = {.kind = kind, .nranks = n, .esize = sizeof(double),
                            .count = total, .rcounts = rcounts, .rdispls = displs, .in_place = in_place,
                            .chunk_bytes = chunk, .order = order};
     cr_assert_eq(sim_run(&sim, &a, b.s, b.r, k, (unsigned)(total + n)), 0);
@@ -215,6 +234,12 @@ static void run_reduce_scatter(int n, const size_t *rcounts, size_t chunk, int i
         }
     release(&b, n);
     sim_close(&sim);
+}
+
+static void run_reduce_scatter(int n, const size_t *rcounts, size_t chunk, int in_place)
+{
+    run_reduce_scatter_kind(HIER_SCHED_REDUCE_SCATTER, n, rcounts, chunk, in_place);
+    if (!in_place) run_reduce_scatter_kind(HIER_SCHED_CMA_REDUCE_SCATTER, n, rcounts, chunk, 0);
 }
 
 Test(sched, reduce_scatter_uneven_and_zero_counts)
@@ -237,9 +262,3 @@ Test(sched, reduce_scatter_uneven_and_zero_counts)
         }
 }
 
-Test(sched, barrier_counts)
-{
-    cr_assert_eq(hier_sched_barriers_per_chunk(HIER_SCHED_ALLREDUCE_RSAG), 2);
-    cr_assert_eq(hier_sched_barriers_per_chunk(HIER_SCHED_ALLREDUCE_FLAT), 1);
-    cr_assert_eq(hier_sched_barriers_per_chunk(HIER_SCHED_ALLGATHER), 1);
-}

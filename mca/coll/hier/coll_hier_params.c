@@ -10,11 +10,11 @@
 /* One enumerator per algorithm parameter: only the values it accepts. */
 static int mca_coll_hier_algo_enum(const hier_param_desc_t *d, mca_base_var_enum_t **enum_p)
 {
-    mca_base_var_enum_value_t values[HIER_ALGO_FALLBACK + 2];
+    mca_base_var_enum_value_t values[HIER_ALGO_COUNT + 1];
     int n = 0;
     char name[64];
 
-    for (int a = 0; a <= HIER_ALGO_FALLBACK; a++)
+    for (int a = 0; a < HIER_ALGO_COUNT; a++)
         if (d->algo_mask & (1u << a)) values[n++] = (mca_base_var_enum_value_t){a, hier_algo_name(a)};
     values[n] = (mca_base_var_enum_value_t){0, NULL};
     snprintf(name, sizeof(name), "coll_hier_%s", d->name);

@@ -1,0 +1,55 @@
+/* hier_sched_impl.h: helpers shared by the schedule builders (internal). */
+#ifndef HIER_SCHED_IMPL_H
+#define HIER_SCHED_IMPL_H
+
+#include "hier_sched.h"
+
+typedef struct {
+    hier_step_t *steps;
+    size_t n;
+} hier_sched_out_t;
+
+static inline hier_ref_t hier_ref(hier_buf_kind_t kind, int rank, int parity, size_t off)
+{
+    return (hier_ref_t){.kind = (uint8_t)kind, .parity = (uint8_t)parity, .rank = (uint16_t)rank, .off = off};
+}
+
+static inline void hier_sched_copy(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t bytes)
+{
+    if (!bytes) return;
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_COPY, .dst = dst, .src = src, .len = bytes};
+}
+
+static inline void hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t count,
+                              const uint16_t *ranks, int nranks)
+{
+    if (!count) return;
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
+                                         .ranks = ranks, .nranks = (uint16_t)nranks,
+                                         .self_rank = HIER_SCHED_NO_RANK};
+}
+
+/* Where this rank's contribution comes from: its send buffer, or (in place)
+ * the receive buffer at `in_place_off`. */
+static inline hier_ref_t hier_sched_input(const hier_sched_args_t *a, size_t off, size_t in_place_off)
+{
+    return a->in_place ? hier_ref(HIER_BUF_RECV, 0, 0, in_place_off) : hier_ref(HIER_BUF_SEND, 0, 0, off);
+}
+
+static inline void hier_sched_barrier(hier_sched_out_t *out)
+{
+    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
+}
+
+/* The last reduce reads rank `me`'s operand from its own input buffer. */
+static inline void hier_sched_reduce_self(hier_sched_out_t *out, int me, hier_ref_t self_src)
+{
+    if (!out->n || out->steps[out->n - 1].op != HIER_STEP_REDUCE) return;
+    out->steps[out->n - 1].self_rank = (uint16_t)me;
+    out->steps[out->n - 1].self_src = self_src;
+}
+
+/* Builders living in their own files. */
+void hier_sched_cma_build(const hier_sched_args_t *a, hier_sched_out_t *out);
+
+#endif
