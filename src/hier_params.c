@@ -56,9 +56,10 @@ static const hier_param_desc_t hier_param_table[] = {
      "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
      "NUMA domain (testing and simulation of multi-socket nodes)",
      HIER_PARAM_OFF(numa_ranks_per_domain), 0},
-    {"cma", HIER_PARAM_INT, "1",
+    {"cma", HIER_PARAM_INT, "0",
      "1 = let ranks read each other's buffers directly (process_vm_readv) when the kernel allows it, probed "
-     "once per communicator; 0 = always copy through the shared-memory segment",
+     "once per communicator; 0 = always copy through the shared-memory segment (the default: on the "
+     "development machines page pinning makes single copy slower than the segment)",
      HIER_PARAM_OFF(cma), 0},
     {"allreduce_cma_min", HIER_PARAM_SIZE, "256K",
      "Under auto, allreduces from this many bytes per rank use single copy (when available)",

@@ -56,9 +56,9 @@ case_run np4_flat 4 --mca coll_hier_allreduce_algorithm flat $TC --allreduce-pat
 case_run np4_numa 4 --mca coll_hier_allreduce_algorithm numa --mca coll_hier_numa_ranks_per_domain 2 \
     $TC --allreduce-path shm_numa
 case_run np5_auto 5 $TC
-case_run np3_cma 3 --mca coll_hier_allreduce_algorithm cma --mca coll_hier_allgather_algorithm cma \
+case_run np3_cma 3 --mca coll_hier_cma 1 --mca coll_hier_allreduce_algorithm cma --mca coll_hier_allgather_algorithm cma \
     --mca coll_hier_reduce_scatter_algorithm cma $TC --allreduce-path cma_rsag
-case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_allreduce_cma_min 1K --mca coll_hier_allgather_cma_min 1K \
+case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_cma 1 --mca coll_hier_allreduce_cma_min 1K --mca coll_hier_allgather_cma_min 1K \
     --mca coll_hier_reduce_scatter_cma_min 1K --mca coll_hier_allreduce_flat_max 512 $TC
 case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 $TC
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
@@ -72,6 +72,7 @@ case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorith
     --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
     $TC --quick --skip-ompi-bugs --expect fallback:forced
 case_run np3_fallbacks 3 "$B/tests/mpi/test_fallback"
+CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
 EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')

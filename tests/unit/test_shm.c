@@ -112,6 +112,7 @@ static void setup(void)
     hier_params_defaults(&hier_params);
     hier_params.shm_chunk_size = 4096;
     hier_params.spin_count = 50;
+    hier_params.cma = 1; /* forked siblings may read each other: exercise single copy too */
 }
 
 TestSuite(shm, .init = setup, .timeout = 60);
@@ -123,11 +124,14 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
     (void)w;
     static int64_t s[6000], r[6000 * 8];
     size_t rcounts[64];
+    int single_copies = 0;
     for (int it = 0; it < 3000; it++) {
         size_t count = 1 + (size_t)(it * 7919 % 5000);
         hier_path_t path;
-        hier_params.allreduce_algorithm = it % 4 == 0 ? HIER_ALGO_AUTO : it % 4 == 1 ? HIER_ALGO_FLAT
-                                        : it % 4 == 2 ? HIER_ALGO_RSAG : HIER_ALGO_NUMA;
+        static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_CMA};
+        hier_params.allreduce_algorithm = algos[it % 5];
+        hier_params.allgather_algorithm = it % 7 < 3 ? HIER_ALGO_CMA : HIER_ALGO_SHM;
+        hier_params.reduce_scatter_algorithm = it % 11 < 5 ? HIER_ALGO_CMA : HIER_ALGO_AUTO;
         for (size_t i = 0; i < count; i++) s[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
         switch (it % 3) {
         case 0:
@@ -155,8 +159,9 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
                 if (r[i] != (int64_t)n * (n + 1) / 2 * (it + (int)(mine + i))) return 31;
         }
         }
+        single_copies += path == HIER_PATH_CMA_RSAG || path == HIER_PATH_CMA_COPY || path == HIER_PATH_CMA_RS;
     }
-    return 0;
+    return single_copies > 500 ? 0 : 40; /* the single-copy schedules ran too */
 }
 
 Test(shm, thousands_of_collectives_exact_and_nothing_left)
