@@ -34,7 +34,7 @@ struct hier_comm {
     uint16_t leaders[HIER_SCHED_MAX_RANKS];
     uint8_t *slots[HIER_SCHED_MAX_RANKS];
     int cma;                    /* every rank can read every other's memory */
-    uint8_t *stage;             /* staging blocks of single-copy reductions */
+    uint8_t *stage;             /* the executor's staging blocks */
 };
 
 static hier_topo_t *hier_core_topo;
@@ -103,7 +103,6 @@ static hier_status_t hier_comm_setup_cma(hier_comm_t *c)
     if (hier_params.cma) {
         hier_shm_ctl_t *right = hier_shm_ctl(c->shm, (c->me + 1) % c->nranks);
         ok = hier_cma_probe(right->pid, right->cma_probe_addr) == HIER_OK;
-        if (ok && !(c->stage = malloc(HIER_EXEC_STAGE_BYTES))) ok = 0;
     }
     if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL;
     c->cma = ok;
@@ -137,6 +136,7 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
     if (st == HIER_OK && c->me != 0)
         st = hier_shm_attach(hier_params.shm_dir, name, c->nranks, c->me, chunk, &c->shm);
     if (st == HIER_OK) st = hier_shm_claim(c->shm, c->me, hier_comm_my_numa(c));
+    if (st == HIER_OK && !(c->stage = malloc(HIER_EXEC_STAGE_BYTES))) st = HIER_ERR_NO_MEMORY;
     int ok = st == HIER_OK;
     if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL; /* 4 */
     if (c->me == 0 && c->shm) hier_shm_unlink(c->shm);                  /* 5 */
@@ -146,6 +146,8 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
                  "component on this communicator", hier_shm_segment_size(c->nranks, chunk), c->nranks);
         hier_shm_detach(c->shm);
         c->shm = NULL;
+        free(c->stage);
+        c->stage = NULL;
         c->shm_state = HIER_SHM_STATE_FAILED;
         return HIER_ERR_SHM;
     }

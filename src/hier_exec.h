@@ -14,7 +14,8 @@
 /* Read len bytes at `off` of another rank's buffer (HIER_BUF_PEER_*) into dst. */
 typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, void *dst, size_t len);
 
-/* Staging for reductions over other ranks' buffers: three blocks. */
+/* Staging for reductions: an output that overlaps an operand, and the
+ * operands and result of reductions over other ranks' buffers: three blocks. */
 #define HIER_EXEC_STAGE_BLOCK (128 * 1024)
 #define HIER_EXEC_STAGE_BYTES (3 * HIER_EXEC_STAGE_BLOCK)
 
@@ -27,7 +28,7 @@ typedef struct {
     hier_reduce_kernel_t kernel;
     hier_exec_peer_read_fn_t peer_read; /* single-copy steps only */
     void *peer_ctx;
-    uint8_t *stage;         /* HIER_EXEC_STAGE_BYTES, single-copy reductions only */
+    uint8_t *stage;         /* HIER_EXEC_STAGE_BYTES */
 } hier_exec_bufs_t;
 
 /* Resolve a local buffer reference to an address (NULL for another rank's). */
