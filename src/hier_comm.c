@@ -1,6 +1,7 @@
 /* hier_comm.c: per-communicator state, lazy segment set-up, algorithm choice
  * and the loop that feeds schedules to the executor. */
 #include "hier_comm.h"
+#include "hier_comm_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,28 +15,6 @@
 #include "hier_reduce.h"
 #include "hier_sched.h"
 #include "hier_topo.h"
-
-#define HIER_COMM_MIN_CHUNK 4096
-
-typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
-
-struct hier_comm {
-    int nranks;
-    int me;
-    hier_comm_ops_t ops;
-    hier_shm_state_t shm_state;
-    hier_shm_t *shm;
-    size_t chunk_bytes;
-    uint64_t chunk_seq;         /* chunks run so far: picks the pipeline parity */
-    hier_shm_wait_t wait;
-    hier_topo_groups_t groups;
-    uint16_t order[HIER_SCHED_MAX_RANKS];
-    uint16_t members[HIER_SCHED_MAX_RANKS];
-    uint16_t leaders[HIER_SCHED_MAX_RANKS];
-    uint8_t *slots[HIER_SCHED_MAX_RANKS];
-    int cma;                    /* every rank can read every other's memory */
-    uint8_t *stage;             /* the executor's staging blocks */
-};
 
 static hier_topo_t *hier_core_topo;
 static int hier_core_topo_failed;
@@ -181,7 +160,7 @@ static hier_status_t hier_comm_peer_read(void *ctx, hier_ref_t ref, void *dst, s
 }
 
 /* Feed every chunk's steps to the executor; barriers go to the segment. */
-static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                                    hier_reduce_kernel_t kernel)
 {
     hier_step_t steps[HIER_SCHED_MAX_STEPS];
@@ -216,7 +195,7 @@ static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, cons
 }
 
 /* Common entry: nothing to do, single rank, forced fallback or no segment. */
-static hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
 {
     if (algo == HIER_ALGO_FALLBACK) {
         *path_p = HIER_PATH_FALLBACK_FORCED;
@@ -237,116 +216,3 @@ static hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *pa
     return HIER_OK;
 }
 
-/* Allreduce: flat or NUMA tree when small, then the segment's pipelined
- * reduce-scatter + allgather, then single copy from allreduce_cma_min up. */
-static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t bytes, hier_path_t *path_p)
-{
-    int algo = hier_params.allreduce_algorithm;
-    if (algo == HIER_ALGO_AUTO) {
-        if (bytes > hier_params.allreduce_flat_max)
-            algo = c->cma && bytes >= hier_params.allreduce_cma_min ? HIER_ALGO_CMA : HIER_ALGO_RSAG;
-        else if (c->groups.ngroups > 1 && (size_t)c->nranks >= hier_params.allreduce_numa_min_ranks)
-            algo = HIER_ALGO_NUMA;
-        else
-            algo = HIER_ALGO_FLAT;
-    }
-    if (algo == HIER_ALGO_CMA && !c->cma) algo = HIER_ALGO_RSAG; /* forced, but the kernel said no */
-    switch (algo) {
-    case HIER_ALGO_NUMA: *path_p = HIER_PATH_SHM_NUMA; return HIER_SCHED_ALLREDUCE_NUMA;
-    case HIER_ALGO_RSAG: *path_p = HIER_PATH_SHM_RSAG; return HIER_SCHED_ALLREDUCE_RSAG;
-    case HIER_ALGO_CMA: *path_p = HIER_PATH_CMA_RSAG; return HIER_SCHED_CMA_ALLREDUCE;
-    default: *path_p = HIER_PATH_SHM_FLAT; return HIER_SCHED_ALLREDUCE_FLAT;
-    }
-}
-
-/* Allgather and reduce_scatter: the segment, or single copy from `cma_min` up. */
-static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_t cma_min, int allowed)
-{
-    if (!c->cma || !allowed) return 0;
-    return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
-}
-
-hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                  hier_op_t op, hier_path_t *path_p)
-{
-    hier_reduce_kernel_t kernel;
-    size_t esize = hier_dtype_size(dt);
-    hier_path_t path;
-
-    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
-        *path_p = HIER_PATH_FALLBACK_OP;
-        return HIER_ERR_NOT_SUPPORTED;
-    }
-    hier_status_t st = hier_comm_prepare(c, hier_params.allreduce_algorithm, &path);
-    if (st == HIER_IN_PROGRESS) {
-        if (sbuf) memcpy(rbuf, sbuf, count * esize);
-        *path_p = path;
-        return HIER_OK;
-    }
-    if (st != HIER_OK) {
-        *path_p = path;
-        return st;
-    }
-    hier_sched_args_t args = {.kind = hier_comm_pick_allreduce(c, count * esize, &path), .esize = esize,
-                              .count = count, .in_place = sbuf == NULL};
-    st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
-    if (st == HIER_OK) *path_p = path;
-    return st;
-}
-
-hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                  hier_path_t *path_p)
-{
-    hier_path_t path;
-    hier_status_t st = hier_comm_prepare(c, hier_params.allgather_algorithm, &path);
-    if (st == HIER_IN_PROGRESS) {
-        if (sbuf) memcpy(rbuf, sbuf, block_bytes);
-        *path_p = path;
-        return HIER_OK;
-    }
-    if (st != HIER_OK) {
-        *path_p = path;
-        return st;
-    }
-    int cma = hier_comm_use_cma(c, hier_params.allgather_algorithm, block_bytes, hier_params.allgather_cma_min, 1);
-    hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_ALLGATHER : HIER_SCHED_ALLGATHER, .esize = 1,
-                              .count = block_bytes, .in_place = sbuf == NULL};
-    st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
-    if (st == HIER_OK) *path_p = cma ? HIER_PATH_CMA_COPY : HIER_PATH_SHM_COPY;
-    return st;
-}
-
-hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
-{
-    hier_reduce_kernel_t kernel;
-    size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_RANKS], total = 0;
-    hier_path_t path;
-
-    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
-        *path_p = HIER_PATH_FALLBACK_OP;
-        return HIER_ERR_NOT_SUPPORTED;
-    }
-    hier_status_t st = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, &path);
-    if (st == HIER_IN_PROGRESS) {
-        if (sbuf) memcpy(rbuf, sbuf, rcounts[0] * esize);
-        *path_p = path;
-        return HIER_OK;
-    }
-    if (st != HIER_OK) {
-        *path_p = path;
-        return st;
-    }
-    for (int r = 0; r < c->nranks; r++) {
-        displs[r] = total;
-        total += rcounts[r];
-    }
-    int cma = hier_comm_use_cma(c, hier_params.reduce_scatter_algorithm, total * esize,
-                                hier_params.reduce_scatter_cma_min, sbuf != NULL);
-    hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_REDUCE_SCATTER : HIER_SCHED_REDUCE_SCATTER,
-                              .esize = esize, .count = total, .rcounts = rcounts, .rdispls = displs,
-                              .in_place = sbuf == NULL};
-    st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
-    if (st == HIER_OK) *path_p = cma ? HIER_PATH_CMA_RS : HIER_PATH_SHM_RS;
-    return st;
-}

@@ -16,6 +16,7 @@ typedef enum {
     HIER_ALGO_FALLBACK,/* always use the previous module (for comparisons) */
     HIER_ALGO_SHM,     /* allgather, reduce_scatter: through the segment */
     HIER_ALGO_CMA,     /* any: single copy between processes (process_vm_readv) */
+    HIER_ALGO_LL,      /* any, small messages: flags inside the data, no barrier */
     HIER_ALGO_COUNT
 } hier_algo_t;
 
@@ -26,6 +27,7 @@ typedef struct {
     int allreduce_algorithm;      /* hier_algo_t */
     int allgather_algorithm;      /* AUTO, SHM, CMA or FALLBACK */
     int reduce_scatter_algorithm; /* AUTO, SHM, CMA or FALLBACK */
+    size_t ll_max;                /* bytes: the low-latency path up to here */
     size_t allreduce_flat_max;    /* bytes: flat (or NUMA) up to here, RSAG above */
     size_t allreduce_numa_min_ranks;
     size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */

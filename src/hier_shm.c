@@ -35,9 +35,20 @@ static size_t hier_shm_round(size_t v, size_t to)
     return (v + to - 1) / to * to;
 }
 
+static size_t hier_shm_ll_off(int nranks)
+{
+    return sizeof(hier_shm_header_t) + (size_t)nranks * sizeof(hier_shm_ctl_t);
+}
+
 static size_t hier_shm_data_off(int nranks)
 {
-    return hier_shm_round(sizeof(hier_shm_header_t) + (size_t)nranks * sizeof(hier_shm_ctl_t), HIER_SHM_PAGE);
+    return hier_shm_round(hier_shm_ll_off(nranks) + (size_t)nranks * 2 * HIER_SHM_LL_AREA, HIER_SHM_PAGE);
+}
+
+_Atomic uint64_t *hier_shm_ll_area(hier_shm_t *shm, int rank, int parity)
+{
+    return (_Atomic uint64_t *)(shm->base + hier_shm_ll_off(shm->nranks) +
+                                ((size_t)rank * 2 + (size_t)parity) * HIER_SHM_LL_AREA);
 }
 
 static size_t hier_shm_slot_stride(size_t chunk_bytes)
@@ -240,16 +251,15 @@ static inline void hier_shm_cpu_relax(void)
 
 /* Spin briefly (the peer is usually running on another core), then yield so
  * an oversubscribed peer gets the CPU, driving the caller's progress engine. */
-static hier_status_t hier_shm_wait_phase(hier_shm_t *shm, int rank, uint64_t target, const hier_shm_wait_t *w)
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *w)
 {
-    _Atomic uint64_t *phase = &hier_shm_ctl(shm, rank)->phase;
-
     for (int i = 0; i < w->spin_count; i++) {
-        if (atomic_load_explicit(phase, memory_order_acquire) >= target) return HIER_OK;
+        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         hier_shm_cpu_relax();
     }
     for (unsigned long y = 1;; y++) {
-        if (atomic_load_explicit(phase, memory_order_acquire) >= target) return HIER_OK;
+        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         sched_yield();
         if (w->progress) w->progress();
         if (y % HIER_SHM_LIVENESS_YIELDS == 0 && !hier_shm_peer_alive(shm, rank)) {
@@ -260,6 +270,11 @@ static hier_status_t hier_shm_wait_phase(hier_shm_t *shm, int rank, uint64_t tar
     }
 }
 
+static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
+{
+    return phase >= target;
+}
+
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
 {
     uint64_t target = ++shm->my_phase;
@@ -267,7 +282,7 @@ hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
     atomic_store_explicit(&hier_shm_ctl(shm, w->me)->phase, target, memory_order_release);
     for (int i = 1; i < w->nranks; i++) {
         int r = (w->me + i) % w->nranks;
-        hier_status_t st = hier_shm_wait_phase(shm, r, target, w);
+        hier_status_t st = hier_shm_wait(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached, target, w);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;

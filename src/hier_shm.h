@@ -5,6 +5,7 @@
  *   [128, 128 + 128 n)            one hier_shm_ctl_t per local rank, each on its
  *                                 own 128-byte line pair (no false sharing, and
  *                                 clear of the adjacent-line prefetcher)
+ *   [ll_off + r * 2 * LL_AREA)    rank r's two low-latency areas (hier_ll.h)
  *   [data_off + r * slot_stride)  rank r's slot: two pipeline buffers of
  *                                 chunk_bytes each, page aligned, allocated
  *                                 (posix_fallocate) by rank r itself so the
@@ -22,7 +23,10 @@
 #include "hier_status.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 1u
+#define HIER_SHM_VERSION 2u
+/* Low-latency area: a header word and 256 words of 4 payload bytes each. */
+#define HIER_SHM_LL_WORDS 257
+#define HIER_SHM_LL_AREA (HIER_SHM_LL_WORDS * 8 + 120) /* rounded to a line pair: 2176 */
 #define HIER_SHM_LINE 128
 
 typedef struct {
@@ -53,6 +57,7 @@ typedef struct {
     uint8_t pad[HIER_SHM_LINE - 40];
 } hier_shm_ctl_t;
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
+static_assert(HIER_SHM_LL_AREA % HIER_SHM_LINE == 0, "low-latency areas start on line pairs");
 
 /* What waiting does once spinning stops paying: the glue passes opal_progress. */
 typedef void (*hier_progress_fn_t)(void);
@@ -92,5 +97,14 @@ size_t hier_shm_parity_stride(const hier_shm_t *shm);
 /* Enter the next barrier and wait until every local rank has entered it.
  * HIER_ERR_PEER_DEAD if a peer process has exited while we wait. */
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
+
+/* Wait until ready(word, arg) holds for a word that `rank` writes: spin, then
+ * yield and drive progress, checking now and then that `rank` is alive. */
+typedef int (*hier_shm_ready_fn_t)(uint64_t word, uint64_t arg);
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *wait);
+
+/* Rank's low-latency area of this parity: HIER_SHM_LL_WORDS words. */
+_Atomic uint64_t *hier_shm_ll_area(hier_shm_t *shm, int rank, int parity);
 
 #endif

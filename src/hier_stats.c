@@ -13,6 +13,7 @@ static const char *const hier_coll_names[HIER_COLL_COUNT] = {
 
 static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_SELF] = {"self", "self"},
+    [HIER_PATH_SHM_LL] = {"shm_ll", "shm_ll"},
     [HIER_PATH_SHM_FLAT] = {"shm_flat", "shm_flat"},
     [HIER_PATH_SHM_NUMA] = {"shm_numa", "shm_numa"},
     [HIER_PATH_SHM_RSAG] = {"shm_rsag", "shm_rsag"},

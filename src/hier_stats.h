@@ -18,6 +18,7 @@ typedef enum {
 /* Every way a call can be served. Names are what stats lines print. */
 typedef enum {
     HIER_PATH_SELF,              /* one rank: local copy */
+    HIER_PATH_SHM_LL,            /* small messages: flags inside the data, no barrier */
     HIER_PATH_SHM_FLAT,          /* every rank reduces every slot */
     HIER_PATH_SHM_NUMA,          /* NUMA leaders reduce their group, then everyone reduces leaders */
     HIER_PATH_SHM_RSAG,          /* reduce-scatter then allgather, pipelined */

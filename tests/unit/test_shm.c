@@ -124,13 +124,15 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
     (void)w;
     static int64_t s[6000], r[6000 * 8];
     size_t rcounts[64];
-    int single_copies = 0;
+    int single_copies = 0, low_latency = 0;
     for (int it = 0; it < 3000; it++) {
-        size_t count = 1 + (size_t)(it * 7919 % 5000);
+        /* every fourth call small enough for the low-latency path */
+        size_t count = it % 4 == 3 ? 1 + (size_t)(it % 100) : 1 + (size_t)(it * 7919 % 5000);
         hier_path_t path;
-        static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_CMA};
-        hier_params.allreduce_algorithm = algos[it % 5];
-        hier_params.allgather_algorithm = it % 7 < 3 ? HIER_ALGO_CMA : HIER_ALGO_SHM;
+        static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_CMA,
+                                    HIER_ALGO_LL};
+        hier_params.allreduce_algorithm = algos[it % 6];
+        hier_params.allgather_algorithm = it % 7 < 2 ? HIER_ALGO_CMA : it % 7 < 4 ? HIER_ALGO_LL : HIER_ALGO_SHM;
         hier_params.reduce_scatter_algorithm = it % 11 < 5 ? HIER_ALGO_CMA : HIER_ALGO_AUTO;
         for (size_t i = 0; i < count; i++) s[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
         switch (it % 3) {
@@ -160,8 +162,10 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
         }
         }
         single_copies += path == HIER_PATH_CMA_RSAG || path == HIER_PATH_CMA_COPY || path == HIER_PATH_CMA_RS;
+        low_latency += path == HIER_PATH_SHM_LL;
     }
-    return single_copies > 500 ? 0 : 40; /* the single-copy schedules ran too */
+    if (low_latency < 150) return 41;   /* the low-latency path ran too */
+    return single_copies > 300 ? 0 : 40; /* and the single-copy schedules */
 }
 
 Test(shm, thousands_of_collectives_exact_and_nothing_left)
@@ -257,6 +261,8 @@ Test(shm, layout_is_a_wire_format)
 {
     cr_assert_eq(sizeof(hier_shm_header_t), 128);
     cr_assert_eq(sizeof(hier_shm_ctl_t), 128);
-    cr_assert_eq(hier_shm_segment_size(2, 4096), 4096 + 2 * 8192);
-    cr_assert_eq(hier_shm_segment_size(40, 4096), 8192 + 40 * 8192, "control lines spill onto a second page");
+    cr_assert_eq(HIER_SHM_LL_AREA, 2176);
+    /* header, 2 control lines, 2 x 2 low-latency areas = 9088 bytes: 3 pages, then the slots */
+    cr_assert_eq(hier_shm_segment_size(2, 4096), 3 * 4096 + 2 * 8192);
+    cr_assert_eq(hier_shm_segment_size(40, 4096), 44 * 4096 + 40 * 8192); /* 179328 bytes before the slots */
 }

@@ -1,0 +1,142 @@
+/* hier_coll.c: the core's collectives: which algorithm serves a call, and
+ * the call itself. */
+#include <string.h>
+
+#include "hier_comm_impl.h"
+#include "hier_params.h"
+
+/* Small enough for the low-latency path (auto, or forced and it fits). */
+static int hier_coll_use_ll(int algo, size_t bytes)
+{
+    size_t max = hier_params.ll_max < hier_comm_ll_capacity() ? hier_params.ll_max : hier_comm_ll_capacity();
+    if (algo == HIER_ALGO_LL) return bytes <= hier_comm_ll_capacity();
+    return algo == HIER_ALGO_AUTO && bytes <= max;
+}
+
+/* Allreduce: flat or NUMA tree when small, then the segment's pipelined
+ * reduce-scatter + allgather, then single copy from allreduce_cma_min up. */
+static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t bytes, hier_path_t *path_p)
+{
+    int algo = hier_params.allreduce_algorithm;
+    if (algo == HIER_ALGO_AUTO || algo == HIER_ALGO_LL) {
+        if (bytes > hier_params.allreduce_flat_max)
+            algo = c->cma && bytes >= hier_params.allreduce_cma_min ? HIER_ALGO_CMA : HIER_ALGO_RSAG;
+        else if (c->groups.ngroups > 1 && (size_t)c->nranks >= hier_params.allreduce_numa_min_ranks)
+            algo = HIER_ALGO_NUMA;
+        else
+            algo = HIER_ALGO_FLAT;
+    }
+    if (algo == HIER_ALGO_CMA && !c->cma) algo = HIER_ALGO_RSAG; /* forced, but the kernel said no */
+    switch (algo) {
+    case HIER_ALGO_NUMA: *path_p = HIER_PATH_SHM_NUMA; return HIER_SCHED_ALLREDUCE_NUMA;
+    case HIER_ALGO_RSAG: *path_p = HIER_PATH_SHM_RSAG; return HIER_SCHED_ALLREDUCE_RSAG;
+    case HIER_ALGO_CMA: *path_p = HIER_PATH_CMA_RSAG; return HIER_SCHED_CMA_ALLREDUCE;
+    default: *path_p = HIER_PATH_SHM_FLAT; return HIER_SCHED_ALLREDUCE_FLAT;
+    }
+}
+
+/* Allgather and reduce_scatter: the segment, or single copy from `cma_min` up. */
+static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_t cma_min, int allowed)
+{
+    if (!c->cma || !allowed) return 0;
+    return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
+}
+
+/* A one-rank communicator: the result is the input. */
+static void hier_coll_self(const void *sbuf, void *rbuf, size_t bytes)
+{
+    if (sbuf) memcpy(rbuf, sbuf, bytes);
+}
+
+hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                  hier_op_t op, hier_path_t *path_p)
+{
+    hier_reduce_kernel_t kernel;
+    size_t esize = hier_dtype_size(dt), bytes = count * esize;
+    int algo = hier_params.allreduce_algorithm;
+    hier_path_t path;
+
+    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    hier_status_t st = hier_comm_prepare(c, algo, &path);
+    if (st == HIER_IN_PROGRESS) {
+        hier_coll_self(sbuf, rbuf, bytes);
+        st = HIER_OK;
+    } else if (st == HIER_OK && hier_coll_use_ll(algo, bytes)) {
+        path = HIER_PATH_SHM_LL;
+        st = hier_comm_ll_allreduce(c, sbuf, rbuf, count, esize, kernel);
+    } else if (st == HIER_OK) {
+        hier_sched_args_t args = {.kind = hier_comm_pick_allreduce(c, bytes, &path), .esize = esize,
+                                  .count = count, .in_place = sbuf == NULL};
+        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+    }
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
+    return st;
+}
+
+hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                  hier_path_t *path_p)
+{
+    int algo = hier_params.allgather_algorithm;
+    hier_path_t path;
+    hier_status_t st = hier_comm_prepare(c, algo, &path);
+
+    if (st == HIER_IN_PROGRESS) {
+        hier_coll_self(sbuf, rbuf, block_bytes);
+        st = HIER_OK;
+    } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes)) {
+        path = HIER_PATH_SHM_LL;
+        st = hier_comm_ll_allgather(c, sbuf, rbuf, block_bytes);
+    } else if (st == HIER_OK) {
+        int cma = hier_comm_use_cma(c, algo, block_bytes, hier_params.allgather_cma_min, 1);
+        hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_ALLGATHER : HIER_SCHED_ALLGATHER, .esize = 1,
+                                  .count = block_bytes, .in_place = sbuf == NULL};
+        path = cma ? HIER_PATH_CMA_COPY : HIER_PATH_SHM_COPY;
+        st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
+    }
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
+    return st;
+}
+
+hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+{
+    hier_reduce_kernel_t kernel;
+    size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_RANKS], total = 0;
+    int algo = hier_params.reduce_scatter_algorithm;
+    hier_path_t path;
+
+    if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    hier_status_t st = hier_comm_prepare(c, algo, &path);
+    if (st == HIER_IN_PROGRESS) {
+        hier_coll_self(sbuf, rbuf, rcounts[0] * esize);
+        *path_p = path;
+        return HIER_OK;
+    }
+    if (st != HIER_OK) {
+        *path_p = path;
+        return st;
+    }
+    for (int r = 0; r < c->nranks; r++) {
+        displs[r] = total;
+        total += rcounts[r];
+    }
+    if (hier_coll_use_ll(algo, total * esize)) {
+        path = HIER_PATH_SHM_LL;
+        st = hier_comm_ll_reduce_scatter(c, sbuf, rbuf, rcounts, displs, total, esize, kernel);
+    } else {
+        int cma = hier_comm_use_cma(c, algo, total * esize, hier_params.reduce_scatter_cma_min, sbuf != NULL);
+        hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_REDUCE_SCATTER : HIER_SCHED_REDUCE_SCATTER,
+                                  .esize = esize, .count = total, .rcounts = rcounts, .rdispls = displs,
+                                  .in_place = sbuf == NULL};
+        path = cma ? HIER_PATH_CMA_RS : HIER_PATH_SHM_RS;
+        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+    }
+    if (st == HIER_OK) *path_p = path;
+    return st;
+}

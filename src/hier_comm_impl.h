@@ -1,0 +1,51 @@
+/* hier_comm_impl.h: the communicator's state, shared by the files that
+ * implement its collectives (internal). */
+#ifndef HIER_COMM_IMPL_H
+#define HIER_COMM_IMPL_H
+
+#include "hier_comm.h"
+#include "hier_reduce.h"
+#include "hier_sched.h"
+#include "hier_shm.h"
+#include "hier_topo.h"
+
+#define HIER_COMM_MIN_CHUNK 4096
+
+typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
+
+struct hier_comm {
+    int nranks;
+    int me;
+    hier_comm_ops_t ops;
+    hier_shm_state_t shm_state;
+    hier_shm_t *shm;
+    size_t chunk_bytes;
+    uint64_t chunk_seq;         /* chunks run so far: picks the pipeline parity */
+    hier_shm_wait_t wait;
+    hier_topo_groups_t groups;
+    uint16_t order[HIER_SCHED_MAX_RANKS];
+    uint16_t members[HIER_SCHED_MAX_RANKS];
+    uint16_t leaders[HIER_SCHED_MAX_RANKS];
+    uint8_t *slots[HIER_SCHED_MAX_RANKS];
+    int cma;                    /* every rank can read every other's memory */
+    uint8_t *stage;             /* the executor's staging blocks */
+    uint64_t ll_seq;            /* low-latency calls so far (hier_comm_ll.c) */
+};
+
+/* Common entry of a collective: HIER_OK to go on, HIER_IN_PROGRESS for a
+ * one-rank communicator (the caller copies), or a fallback with its reason. */
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p);
+/* Run a schedule: every chunk's steps, barriers through the segment. */
+hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                            hier_reduce_kernel_t kernel);
+
+/* Low-latency path for small messages (hier_comm_ll.c); the segment exists. */
+size_t hier_comm_ll_capacity(void);
+hier_status_t hier_comm_ll_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, size_t esize,
+                                     hier_reduce_kernel_t kernel);
+hier_status_t hier_comm_ll_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block);
+hier_status_t hier_comm_ll_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                          const size_t *rdispls, size_t total, size_t esize,
+                                          hier_reduce_kernel_t kernel);
+
+#endif
