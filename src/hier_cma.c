@@ -2,18 +2,32 @@
 #include "hier_cma.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/uio.h>
 
 #include "hier_log.h"
 
-#define HIER_CMA_PROBE_MAGIC 0x68696572636d6121ull /* "hiercma!" */
+static _Atomic uint64_t hier_cma_cookie_word;
 
-static const volatile uint64_t hier_cma_probe_word = HIER_CMA_PROBE_MAGIC;
+uint64_t hier_cma_cookie(void)
+{
+    uint64_t v = atomic_load(&hier_cma_cookie_word);
+    if (!v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 40) ^ 0x9e3779b97f4a7c15ull;
+        uint64_t zero = 0;
+        if (!atomic_compare_exchange_strong(&hier_cma_cookie_word, &zero, v)) v = zero;
+    }
+    return v;
+}
 
 uint64_t hier_cma_probe_addr(void)
 {
-    return (uint64_t)(uintptr_t)&hier_cma_probe_word;
+    return (uint64_t)(uintptr_t)&hier_cma_cookie_word;
 }
 
 hier_status_t hier_cma_read(pid_t pid, uint64_t addr, void *dst, size_t len)
@@ -34,7 +48,7 @@ hier_status_t hier_cma_read(pid_t pid, uint64_t addr, void *dst, size_t len)
     return HIER_OK;
 }
 
-hier_status_t hier_cma_probe(pid_t pid, uint64_t addr)
+hier_status_t hier_cma_probe(pid_t pid, uint64_t addr, uint64_t cookie)
 {
     uint64_t word = 0;
     struct iovec local = {.iov_base = &word, .iov_len = sizeof(word)};
@@ -44,5 +58,5 @@ hier_status_t hier_cma_probe(pid_t pid, uint64_t addr)
                  "copies only", (int)pid, strerror(errno));
         return HIER_ERR_NOT_SUPPORTED;
     }
-    return word == HIER_CMA_PROBE_MAGIC ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
+    return word == cookie ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
 }

@@ -11,10 +11,13 @@
 
 #include "hier_status.h"
 
-/* Address of a word every process holds, for probing. */
+/* This process's probe word: where it is, and the random cookie it holds. */
 uint64_t hier_cma_probe_addr(void);
-/* Can this process read `pid`'s probe word at `addr`? */
-hier_status_t hier_cma_probe(pid_t pid, uint64_t addr);
+uint64_t hier_cma_cookie(void);
+/* Can this process read `pid`'s probe word at `addr`, and does it hold
+ * `cookie` (so `pid` is the process that published it, not a namesake in
+ * another PID namespace)? */
+hier_status_t hier_cma_probe(pid_t pid, uint64_t addr, uint64_t cookie);
 /* Read len bytes at remote address `addr` of process `pid` into `dst`. */
 hier_status_t hier_cma_read(pid_t pid, uint64_t addr, void *dst, size_t len);
 

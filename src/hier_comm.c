@@ -3,6 +3,8 @@
 #include "hier_comm.h"
 #include "hier_comm_impl.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +19,13 @@
 #include "hier_topo.h"
 
 static hier_topo_t *hier_core_topo;
-static int hier_core_topo_failed;
-static unsigned hier_core_segments;
+static _Atomic unsigned hier_core_segments;
+static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
 
 void hier_core_finalize(void)
 {
     hier_topo_close(hier_core_topo);
     hier_core_topo = NULL;
-    hier_core_topo_failed = 0;
 }
 
 hier_status_t hier_comm_create(int nranks, int me, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
@@ -47,14 +48,19 @@ void hier_comm_destroy(hier_comm_t *c)
     free(c);
 }
 
+/* The machine's topology, loaded once per process whatever the threads do. */
+static void hier_core_topo_load(void)
+{
+    if (hier_topo_open(NULL, &hier_core_topo) != HIER_OK) hier_core_topo = NULL;
+}
+
 /* This rank's NUMA domain: from the numa_ranks_per_domain simulation, or from
  * hwloc and the process binding (-1 when unbound or unknown). */
 static int hier_comm_my_numa(const hier_comm_t *c)
 {
     hier_locality_t loc;
     if (hier_params.numa_ranks_per_domain > 0) return c->me / hier_params.numa_ranks_per_domain;
-    if (!hier_core_topo && !hier_core_topo_failed && hier_topo_open(NULL, &hier_core_topo) != HIER_OK)
-        hier_core_topo_failed = 1;
+    pthread_once(&hier_core_topo_once, hier_core_topo_load);
     if (!hier_core_topo || hier_topo_self_locality(hier_core_topo, &loc) != HIER_OK) return -1;
     return loc.numa;
 }
@@ -74,70 +80,107 @@ static hier_status_t hier_comm_build_groups(hier_comm_t *c)
     return HIER_OK;
 }
 
-/* Whether every rank can read its right neighbour (and so, with the same
- * permissions everywhere, every rank): collective, after the segment exists. */
+/* Whether every rank can read every other rank's memory: each probes all
+ * its peers' cookies, then all agree. Collective, after the segment exists. */
 static hier_status_t hier_comm_setup_cma(hier_comm_t *c)
 {
-    int ok = 0;
-    if (hier_params.cma) {
-        hier_shm_ctl_t *right = hier_shm_ctl(c->shm, (c->me + 1) % c->nranks);
-        ok = hier_cma_probe(right->pid, right->cma_probe_addr) == HIER_OK;
+    int ok = hier_params.cma != 0;
+    for (int i = 1; ok && i < c->nranks; i++) {
+        const hier_shm_ctl_t *peer = hier_shm_ctl(c->shm, (c->me + i) % c->nranks);
+        ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
     }
     if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL;
     c->cma = ok;
     return HIER_OK;
 }
 
+/* Every parameter that decides which schedule a call runs, folded into one
+ * number: ranks with different settings would run different step lists and
+ * meet at the wrong barriers, so set-up refuses them. FNV-1a. */
+static uint64_t hier_comm_params_digest(size_t chunk)
+{
+    const uint64_t v[] = {(uint64_t)hier_params.allreduce_algorithm, (uint64_t)hier_params.allgather_algorithm,
+                          (uint64_t)hier_params.reduce_scatter_algorithm, hier_params.ll_max,
+                          hier_params.allreduce_flat_max, hier_params.allreduce_numa_min_ranks, chunk,
+                          (uint64_t)hier_params.cma, hier_params.allreduce_cma_min, hier_params.allgather_cma_min,
+                          hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain};
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) h = (h ^ v[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Pipeline buffer size: the parameter, kept within [4 KiB, 1 GiB], at least a
+ * 64-byte piece per rank (reduce_scatter's blocks), in whole lines. */
+static size_t hier_comm_chunk_bytes(int nranks)
+{
+    size_t chunk = hier_params.shm_chunk_size, least = (size_t)nranks * 64;
+    if (chunk < HIER_COMM_MIN_CHUNK) chunk = HIER_COMM_MIN_CHUNK;
+    if (chunk > HIER_COMM_MAX_CHUNK) chunk = HIER_COMM_MAX_CHUNK;
+    if (chunk < least) chunk = least;
+    return (chunk + 63) & ~(size_t)63;
+}
+
 /* Segment set-up, collective over the communicator, run at the first call that needs it:
  * 1. rank 0 creates the segment under a fresh name;
- * 2. it broadcasts the name (empty if creation failed);
- * 3. the others attach; everyone reserves its own slot and publishes its NUMA domain;
+ * 2. it broadcasts the name (empty if creation failed) and its parameters' digest;
+ * 3. the others check the digest and attach; everyone reserves its own slot
+ *    and publishes its pid and NUMA domain;
  * 4. everyone agrees (minimum) on success;
  * 5. rank 0 unlinks the name: from here on nothing is left behind even after a crash;
- * 6. on failure everyone detaches and the communicator falls back for good;
- * 7. each rank probes single copy from its right neighbour, and all agree on it. */
+ * 6. every rank probes single copy to every other, and all agree on it;
+ * on any failure everyone detaches and the communicator falls back for good. */
 static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
 {
-    char name[HIER_SHM_NAME_MAX] = "";
+    struct {
+        char name[HIER_SHM_NAME_MAX];
+        uint64_t digest;
+    } msg = {"", 0};
     hier_status_t st = HIER_OK;
-    /* at least a page, and a 64-byte piece per rank for reduce_scatter's blocks */
-    size_t chunk = hier_params.shm_chunk_size, least = (size_t)c->nranks * 64;
-    if (chunk < HIER_COMM_MIN_CHUNK) chunk = HIER_COMM_MIN_CHUNK;
-    if (chunk < least) chunk = least;
-    chunk = (chunk + 63) & ~(size_t)63;
+    size_t chunk = hier_comm_chunk_bytes(c->nranks);
+    uint64_t digest = hier_comm_params_digest(chunk);
+    int ok;
 
     if (c->me == 0) { /* 1 */
-        snprintf(name, sizeof(name), "coll-hier-%d-%u", (int)getpid(), hier_core_segments++);
-        if (hier_shm_create(hier_params.shm_dir, name, c->nranks, chunk, &c->shm) != HIER_OK) name[0] = '\0';
+        snprintf(msg.name, sizeof(msg.name), "coll-hier-%d-%u", (int)getpid(),
+                 atomic_fetch_add(&hier_core_segments, 1));
+        if (hier_shm_create(hier_params.shm_dir, msg.name, c->nranks, chunk, &c->shm) != HIER_OK) msg.name[0] = 0;
+        msg.digest = digest;
     }
-    if (c->ops.bcast(name, sizeof(name), 0, c->ops.arg) != 0) return HIER_ERR_INTERNAL; /* 2 */
-    if (!name[0]) st = HIER_ERR_SHM;                                                     /* 3 */
+    if (c->ops.bcast(&msg, sizeof(msg), 0, c->ops.arg) != 0) goto unlink_segment; /* 2 */
+    if (!msg.name[0]) st = HIER_ERR_SHM;                                           /* 3 */
+    if (st == HIER_OK && msg.digest != digest) {
+        HIER_ERROR("local rank %d: coll/hier parameters differ from rank 0's; not using hier on this communicator",
+                   c->me);
+        st = HIER_ERR_INVALID_ARG;
+    }
     if (st == HIER_OK && c->me != 0)
-        st = hier_shm_attach(hier_params.shm_dir, name, c->nranks, c->me, chunk, &c->shm);
+        st = hier_shm_attach(hier_params.shm_dir, msg.name, c->nranks, c->me, chunk, &c->shm);
     if (st == HIER_OK) st = hier_shm_claim(c->shm, c->me, hier_comm_my_numa(c));
     if (st == HIER_OK && !(c->stage = malloc(HIER_EXEC_STAGE_BYTES))) st = HIER_ERR_NO_MEMORY;
-    int ok = st == HIER_OK;
-    if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL; /* 4 */
-    if (c->me == 0 && c->shm) hier_shm_unlink(c->shm);                  /* 5 */
-    if (ok) st = hier_comm_build_groups(c);
-    if (!ok || st != HIER_OK) { /* 6 */
-        HIER_LOG(HIER_LOG_COMM, "shared-memory segment unavailable (%zu bytes for %d ranks): using the previous "
-                 "component on this communicator", hier_shm_segment_size(c->nranks, chunk), c->nranks);
-        hier_shm_detach(c->shm);
-        c->shm = NULL;
-        free(c->stage);
-        c->stage = NULL;
-        c->shm_state = HIER_SHM_STATE_FAILED;
-        return HIER_ERR_SHM;
-    }
+    ok = st == HIER_OK;
+    if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0; /* 4 */
+    if (c->me == 0 && c->shm) hier_shm_unlink(c->shm); /* 5 */
+    if (!ok || hier_comm_build_groups(c) != HIER_OK) goto free_stage;
     c->chunk_bytes = chunk;
     c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_params.spin_count,
                                 .progress = c->ops.progress};
+    if (hier_comm_setup_cma(c) != HIER_OK) goto free_stage; /* 6 */
     c->shm_state = HIER_SHM_STATE_READY;
-    if (hier_comm_setup_cma(c) != HIER_OK) return HIER_ERR_INTERNAL; /* 7 */
     HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s), single copy %s", c->nranks,
              chunk, c->groups.ngroups, c->cma ? "on" : "off");
     return HIER_OK;
+
+unlink_segment:
+    if (c->shm) hier_shm_unlink(c->shm);
+free_stage:
+    free(c->stage);
+    c->stage = NULL;
+    hier_shm_detach(c->shm);
+    c->shm = NULL;
+    c->shm_state = HIER_SHM_STATE_FAILED;
+    HIER_LOG(HIER_LOG_COMM, "shared-memory segment unavailable (%zu bytes for %d ranks): using the previous "
+             "component on this communicator", hier_shm_segment_size(c->nranks, chunk), c->nranks);
+    return HIER_ERR_SHM;
 }
 
 static hier_status_t hier_comm_ensure_shm(hier_comm_t *c)
@@ -163,7 +206,6 @@ static hier_status_t hier_comm_peer_read(void *ctx, hier_ref_t ref, void *dst, s
 hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                                    hier_reduce_kernel_t kernel)
 {
-    hier_step_t steps[HIER_SCHED_MAX_STEPS];
     hier_exec_bufs_t bufs = {.sbuf = sbuf, .rbuf = rbuf, .slots = c->slots,
                              .parity_stride = hier_shm_parity_stride(c->shm), .esize = args->esize,
                              .kernel = kernel, .peer_read = hier_comm_peer_read, .peer_ctx = c,
@@ -182,15 +224,29 @@ hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void 
                                                                  : (const uint8_t *)sbuf);
         mine->recv_addr = (uint64_t)(uintptr_t)rbuf;
     }
+    /* A failed data step must not make this rank skip barriers its peers wait
+     * at: it keeps to the barriers, skips further data, and raises its error
+     * flag; after the last barrier every rank sees every flag, so all return
+     * the error together and the communicator falls back for good. */
+    hier_status_t failed = HIER_OK;
     size_t nchunks = hier_sched_nchunks(args);
     for (size_t k = 0; k < nchunks; k++) {
-        size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), steps);
+        size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), c->steps);
         for (size_t i = 0; i < n; i++) {
-            hier_status_t st = steps[i].op == HIER_STEP_BARRIER ? hier_shm_barrier(c->shm, &c->wait)
-                                                                : hier_exec_step(&bufs, &steps[i]);
-            if (st != HIER_OK) return st;
+            if (c->steps[i].op == HIER_STEP_BARRIER) {
+                hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
+                if (st != HIER_OK) return st; /* a dead peer: every rank finds out */
+            } else if (failed == HIER_OK && (failed = hier_exec_step(&bufs, &c->steps[i])) != HIER_OK) {
+                atomic_store_explicit(&hier_shm_ctl(c->shm, c->me)->error, 1, memory_order_relaxed);
+            }
         }
     }
+    for (int r = 0; r < c->nranks && nchunks && hier_sched_is_cma(args->kind); r++)
+        if (atomic_load_explicit(&hier_shm_ctl(c->shm, r)->error, memory_order_relaxed)) {
+            c->shm_state = HIER_SHM_STATE_FAILED;
+            if (failed == HIER_OK) HIER_ERROR("local rank %d: a single-copy read failed on local rank %d", c->me, r);
+            return failed != HIER_OK ? failed : HIER_ERR_INTERNAL;
+        }
     return HIER_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "hier_topo.h"
 
 #define HIER_COMM_MIN_CHUNK 4096
+#define HIER_COMM_MAX_CHUNK ((size_t)1 << 30)
 
 typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
 
@@ -30,6 +31,7 @@ struct hier_comm {
     int cma;                    /* every rank can read every other's memory */
     uint8_t *stage;             /* the executor's staging blocks */
     uint64_t ll_seq;            /* low-latency calls so far (hier_comm_ll.c) */
+    hier_step_t steps[HIER_SCHED_MAX_STEPS]; /* one chunk's schedule */
 };
 
 /* Common entry of a collective: HIER_OK to go on, HIER_IN_PROGRESS for a

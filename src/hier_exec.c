@@ -83,7 +83,11 @@ static int hier_exec_overlaps(const uint8_t *a, const uint8_t *b, size_t len)
 }
 
 /* dst[0..count) = fold over ops[0..n) of the operands, in order; the same
- * result also goes to dst2 unless it is NULL. */
+ * result also goes to dst2 unless it is NULL. An output overlapping an
+ * operand is staged block by block, which is right when it starts at or
+ * before that operand (in-place reduce_scatter, in-place allreduce): a block
+ * is written only after all its operands were read, and never over a later
+ * block's operands. Schedules never produce the other case. */
 static void hier_exec_fold(const hier_exec_bufs_t *bufs, uint8_t *dst, uint8_t *dst2, const uint8_t *const *ops,
                            int n, size_t count)
 {
@@ -91,7 +95,7 @@ static void hier_exec_fold(const hier_exec_bufs_t *bufs, uint8_t *dst, uint8_t *
     int alias = 0;
 
     if (n == 1) {
-        if (dst != ops[0]) memcpy(dst, ops[0], bytes);
+        if (dst != ops[0]) memmove(dst, ops[0], bytes);
         if (dst2) memcpy(dst2, ops[0], bytes);
         return;
     }

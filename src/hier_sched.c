@@ -104,12 +104,12 @@ static void hier_sched_allreduce_rsag(const hier_sched_args_t *a, size_t first, 
     hier_part_range(len, a->nranks, a->me, align, &poff, &plen);
     hier_sched_copy_in_except(a, first, len, first + poff, plen, p, out);                             /* 1 */
     hier_sched_barrier(out);                                                                          /* 2 */
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * a->esize),                      /* 3 */
+    hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * a->esize), /* 3 */
                       hier_ref(HIER_BUF_SLOT, 0, p, poff * a->esize), plen, a->order, a->nranks);
-    hier_sched_reduce_self(out, a->me, hier_sched_input(a, off + poff * a->esize, off + poff * a->esize));
-    if (plen) {
-        out->steps[out->n - 1].has_dst2 = 1;
-        out->steps[out->n - 1].dst2 = hier_ref(HIER_BUF_SLOT, a->me, p, poff * a->esize);
+    hier_sched_reduce_self(red, a->me, hier_sched_input(a, off + poff * a->esize, off + poff * a->esize));
+    if (red) {
+        red->has_dst2 = 1;
+        red->dst2 = hier_ref(HIER_BUF_SLOT, a->me, p, poff * a->esize);
     }
     hier_sched_barrier(out);                                                                          /* 4 */
     for (int i = 1; i < a->nranks; i++) {                                                             /* 5 */
@@ -162,9 +162,9 @@ static void hier_sched_reduce_scatter(const hier_sched_args_t *a, size_t k, int 
     }
     hier_sched_barrier(out);                                                                          /* 2 */
     hier_part_intersect(a->rdispls[a->me] + k * u, u, a->rdispls[a->me], a->rcounts[a->me], &first, &len);
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, k * u * es),                                 /* 3 */
+    hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, k * u * es),          /* 3 */
                       hier_ref(HIER_BUF_SLOT, 0, p, (size_t)a->me * u * es), len, a->order, a->nranks);
-    hier_sched_reduce_self(out, a->me, hier_sched_input(a, first * es, first * es));
+    hier_sched_reduce_self(red, a->me, hier_sched_input(a, first * es, first * es));
 }
 
 size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)

@@ -20,9 +20,9 @@ static void hier_sched_cma_allreduce(const hier_sched_args_t *a, hier_sched_out_
 
     hier_sched_barrier(out); /* 1 */
     hier_part_range(a->count, a->nranks, a->me, align, &off, &len);
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off * es), /* 2 */
+    hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off * es), /* 2 */
                       hier_ref(HIER_BUF_PEER_INPUT, 0, 0, off * es), len, a->order, a->nranks);
-    hier_sched_reduce_self(out, a->me, hier_sched_input(a, off * es, off * es));
+    hier_sched_reduce_self(red, a->me, hier_sched_input(a, off * es, off * es));
     hier_sched_barrier(out); /* 3 */
     for (int i = 1; i < a->nranks; i++) { /* 4 */
         int j = (a->me + i) % a->nranks;
@@ -63,9 +63,10 @@ static void hier_sched_cma_reduce_scatter(const hier_sched_args_t *a, hier_sched
     size_t es = a->esize, d = a->rdispls[a->me];
 
     hier_sched_barrier(out); /* 1 */
-    hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, 0), hier_ref(HIER_BUF_PEER_INPUT, 0, 0, d * es), /* 2 */
+    hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, 0), /* 2 */
+                                         hier_ref(HIER_BUF_PEER_INPUT, 0, 0, d * es),
                       a->rcounts[a->me], a->order, a->nranks);
-    hier_sched_reduce_self(out, a->me, hier_ref(HIER_BUF_SEND, 0, 0, d * es));
+    hier_sched_reduce_self(red, a->me, hier_ref(HIER_BUF_SEND, 0, 0, d * es));
     hier_sched_barrier(out); /* 3 */
 }
 

@@ -20,13 +20,15 @@ static inline void hier_sched_copy(hier_sched_out_t *out, hier_ref_t dst, hier_r
     out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_COPY, .dst = dst, .src = src, .len = bytes};
 }
 
-static inline void hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t count,
-                              const uint16_t *ranks, int nranks)
+/* The step emitted, or NULL when there is nothing to reduce. */
+static inline hier_step_t *hier_sched_reduce(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t count,
+                                             const uint16_t *ranks, int nranks)
 {
-    if (!count) return;
-    out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
-                                         .ranks = ranks, .nranks = (uint16_t)nranks,
-                                         .self_rank = HIER_SCHED_NO_RANK};
+    if (!count) return NULL;
+    out->steps[out->n] = (hier_step_t){.op = HIER_STEP_REDUCE, .dst = dst, .src = src, .len = count,
+                                       .ranks = ranks, .nranks = (uint16_t)nranks,
+                                       .self_rank = HIER_SCHED_NO_RANK};
+    return &out->steps[out->n++];
 }
 
 /* Where this rank's contribution comes from: its send buffer, or (in place)
@@ -41,12 +43,12 @@ static inline void hier_sched_barrier(hier_sched_out_t *out)
     out->steps[out->n++] = (hier_step_t){.op = HIER_STEP_BARRIER};
 }
 
-/* The last reduce reads rank `me`'s operand from its own input buffer. */
-static inline void hier_sched_reduce_self(hier_sched_out_t *out, int me, hier_ref_t self_src)
+/* A reduce reads rank `me`'s operand from its own input (`step` may be NULL). */
+static inline void hier_sched_reduce_self(hier_step_t *step, int me, hier_ref_t self_src)
 {
-    if (!out->n || out->steps[out->n - 1].op != HIER_STEP_REDUCE) return;
-    out->steps[out->n - 1].self_rank = (uint16_t)me;
-    out->steps[out->n - 1].self_src = self_src;
+    if (!step) return;
+    step->self_rank = (uint16_t)me;
+    step->self_src = self_src;
 }
 
 /* Builders living in their own files. */

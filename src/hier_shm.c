@@ -187,6 +187,7 @@ hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
     hier_shm_ctl(shm, me)->pid = (int32_t)getpid();
     hier_shm_ctl(shm, me)->numa = numa;
     hier_shm_ctl(shm, me)->cma_probe_addr = hier_cma_probe_addr();
+    hier_shm_ctl(shm, me)->cma_cookie = hier_cma_cookie();
     return HIER_OK;
 }
 

@@ -43,19 +43,24 @@ typedef struct {
 static_assert(sizeof(hier_shm_header_t) == HIER_SHM_LINE, "header is one line pair");
 
 typedef struct {
-    /* Barriers this rank has entered; peers wait until it reaches theirs. */
+    /* Line 0, polled by every peer: barriers this rank has entered. */
     _Atomic uint64_t phase;
-    /* Written once by the owner before the attach agreement. */
+    uint8_t pad0[64 - 8];
+    /* Line 1. Written once by the owner before the attach agreement: */
     int32_t pid;
-    /* The owner's NUMA domain (-1 unknown), written before the attach agreement. */
-    int32_t numa;
-    /* Single copy: a word to probe with, then per call where the owner's input
-     * and receive buffers are (published before the call's first barrier). */
-    uint64_t cma_probe_addr;
+    int32_t numa;               /* the owner's NUMA domain, -1 unknown */
+    uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
+    uint64_t cma_cookie;
+    /* Per single-copy call, before its first barrier: where the owner's input
+     * and receive buffers are. */
     uint64_t input_addr;
     uint64_t recv_addr;
-    uint8_t pad[HIER_SHM_LINE - 40];
+    /* Set when a step failed here; peers check it after the call's last barrier. */
+    _Atomic uint32_t error;
+    uint8_t pad1[64 - 44];
 } hier_shm_ctl_t;
+static_assert(offsetof(hier_shm_ctl_t, pid) == 64, "per-call fields stay off the polled line");
+static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
 static_assert(HIER_SHM_LL_AREA % HIER_SHM_LINE == 0, "low-latency areas start on line pairs");
 

@@ -67,7 +67,7 @@ static int check_nhandles;
 static unsigned long check_read(const char *name)
 {
     int idx, count;
-    unsigned long v = 0;
+    unsigned long long v = 0;
     for (int i = 0; i < check_nhandles; i++)
         if (!strcmp(check_handles[i].name, name)) {
             MPI_T_pvar_read(check_session, check_handles[i].h, &v);

@@ -16,7 +16,7 @@ passed=0 failed=0
 hier_mpirun() {
     local np=$1
     shift
-    timeout -k 10 "$TIMEOUT" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
+    timeout -k 10 "$TIMEOUT" mpirun --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         --mca mca_base_component_path "$COMPONENT_PATH" --mca coll_hier_priority 100 \
         --mca coll_hier_shm_chunk_size "$CHUNK" "$@"
 }
@@ -42,7 +42,7 @@ has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "
 has_stats_lines() {
     local c
     for c in allreduce allgather reduce_scatter reduce_scatter_block; do
-        grep -Eq "^coll:hier:stats coll=$c path=(self|shm_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+" "$1" || return 1
+        grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+" "$1" || return 1
     done
 }
 
@@ -51,6 +51,8 @@ TC="$B/tests/mpi/test_colls --chunk $CHUNK"
 
 case_run np1_self 1 $TC --allreduce-path self
 case_run np2_auto 2 $TC
+# bound to cores, NUMA domains come from hwloc and each rank's binding
+BIND="--bind-to core" case_run np2_bound 2 $TC --quick
 case_run np3_rsag 3 --mca coll_hier_allreduce_algorithm rsag $TC --allreduce-path shm_rsag
 case_run np4_flat 4 --mca coll_hier_allreduce_algorithm flat $TC --allreduce-path shm_flat
 case_run np4_numa 4 --mca coll_hier_allreduce_algorithm numa --mca coll_hier_numa_ranks_per_domain 2 \

@@ -18,7 +18,7 @@
 /* ---------------------------------------------------------------- types */
 
 typedef enum { K_INT, K_UINT, K_FLOAT, K_COMPLEX, K_BOOL, K_LOGICAL, K_BYTE, K_PAIR } kind_t;
-typedef enum { V_F, V_D, V_LD, V_L, V_I, V_S } pairv_t; /* value type of a pair */
+typedef enum { V_F, V_D, V_LD, V_L, V_I, V_S, V_FF, V_DD } pairv_t; /* value type of a pair */
 
 typedef struct {
     const char *name;
@@ -71,6 +71,12 @@ static void init_types(void)
     add("MPI_OFFSET", MPI_OFFSET, K_INT, sizeof(MPI_Offset), 0, 0);
     add("MPI_COUNT", MPI_COUNT, K_INT, sizeof(MPI_Count), 0, 0);
     add("MPI_INTEGER", MPI_INTEGER, K_INT, 4, 0, 0);
+    add("MPI_INTEGER1", MPI_INTEGER1, K_INT, 1, 0, 0);
+    add("MPI_INTEGER2", MPI_INTEGER2, K_INT, 2, 0, 0);
+    add("MPI_INTEGER4", MPI_INTEGER4, K_INT, 4, 0, 0);
+    add("MPI_INTEGER8", MPI_INTEGER8, K_INT, 8, 0, 0);
+    add("MPI_REAL4", MPI_REAL4, K_FLOAT, 4, 0, 0);
+    add("MPI_REAL8", MPI_REAL8, K_FLOAT, 8, 1, 0);
     add("MPI_FLOAT", MPI_FLOAT, K_FLOAT, sizeof(float), 0, 1);
     add("MPI_DOUBLE", MPI_DOUBLE, K_FLOAT, sizeof(double), 1, 1);
     add("MPI_LONG_DOUBLE", MPI_LONG_DOUBLE, K_FLOAT, sizeof(long double), 2, 0);
@@ -90,6 +96,9 @@ static void init_types(void)
     add("MPI_2INT", MPI_2INT, K_PAIR, sizeof(p_ii), V_I, 0);
     add("MPI_SHORT_INT", MPI_SHORT_INT, K_PAIR, sizeof(p_si), V_S, 0);
     add("MPI_LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, K_PAIR, sizeof(p_ldi), V_LD, 0);
+    add("MPI_2REAL", MPI_2REAL, K_PAIR, sizeof(p_ff), V_FF, 0);
+    add("MPI_2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, K_PAIR, sizeof(p_dd), V_DD, 0);
+    add("MPI_2INTEGER", MPI_2INTEGER, K_PAIR, sizeof(p_ii), V_I, 0);
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -246,6 +255,8 @@ static void store(const ttype_t *t, void *buf, size_t i, val_t v)
         case V_L: ((p_li *)p)->v = (long)v.f; ((p_li *)p)->k = (int)v.k; break;
         case V_I: ((p_ii *)p)->v = (int)v.f; ((p_ii *)p)->k = (int)v.k; break;
         case V_S: ((p_si *)p)->v = (short)v.f; ((p_si *)p)->k = (int)v.k; break;
+        case V_FF: ((p_ff *)p)->v = (float)v.f; ((p_ff *)p)->k = (float)v.k; break;
+        case V_DD: ((p_dd *)p)->v = (double)v.f; ((p_dd *)p)->k = (double)v.k; break;
         }
         break;
     }
@@ -271,6 +282,8 @@ static int same(const ttype_t *t, const void *got, const void *want, size_t i)
         case V_L: return ((p_li *)g)->v == ((p_li *)w)->v && ((p_li *)g)->k == ((p_li *)w)->k;
         case V_I: return ((p_ii *)g)->v == ((p_ii *)w)->v && ((p_ii *)g)->k == ((p_ii *)w)->k;
         case V_S: return ((p_si *)g)->v == ((p_si *)w)->v && ((p_si *)g)->k == ((p_si *)w)->k;
+        case V_FF: return ((p_ff *)g)->v == ((p_ff *)w)->v && ((p_ff *)g)->k == ((p_ff *)w)->k;
+        case V_DD: return ((p_dd *)g)->v == ((p_dd *)w)->v && ((p_dd *)g)->k == ((p_dd *)w)->k;
         }
         return 0;
     default: return !memcmp(g, w, t->size);

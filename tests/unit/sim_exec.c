@@ -6,7 +6,12 @@
 #include "hier_exec.h"
 
 typedef struct {
-    hier_step_t *steps;
+    hier_step_t step;
+    int call;
+} sim_step_t;
+
+typedef struct {
+    sim_step_t *steps;
     size_t n, cap, pos;
     size_t barriers;
 } sim_prog_t;
@@ -29,21 +34,23 @@ void sim_close(sim_t *sim)
     for (int r = 0; r < sim->nranks; r++) free(sim->slots[r]);
 }
 
-static void sim_prog_append(sim_prog_t *p, const hier_step_t *steps, size_t n)
+static void sim_prog_append(sim_prog_t *p, const hier_step_t *steps, size_t n, int call)
 {
     if (p->n + n > p->cap) {
         p->cap = (p->n + n) * 2;
         p->steps = realloc(p->steps, p->cap * sizeof(*p->steps));
     }
-    memcpy(p->steps + p->n, steps, n * sizeof(*steps));
-    for (size_t i = 0; i < n; i++) p->barriers += steps[i].op == HIER_STEP_BARRIER;
+    for (size_t i = 0; i < n; i++) {
+        p->steps[p->n + i] = (sim_step_t){.step = steps[i], .call = call};
+        p->barriers += steps[i].op == HIER_STEP_BARRIER;
+    }
     p->n += n;
 }
 
 /* Does rank r have a step left before its next barrier? */
 static int sim_ready(const sim_prog_t *p)
 {
-    return p->pos < p->n && p->steps[p->pos].op != HIER_STEP_BARRIER;
+    return p->pos < p->n && p->steps[p->pos].step.op != HIER_STEP_BARRIER;
 }
 
 typedef struct {
@@ -62,25 +69,25 @@ static hier_status_t sim_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t 
     return HIER_OK;
 }
 
-int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
-            hier_reduce_kernel_t kernel, unsigned seed)
+int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed)
 {
     static uint8_t stage[HIER_EXEC_STAGE_BYTES];
-    sim_peers_t peers = {.args = tmpl, .sbufs = sbufs, .rbufs = rbufs};
     int n = sim->nranks, rc = 0;
     sim_prog_t *progs = calloc((size_t)n, sizeof(*progs));
     hier_step_t steps[HIER_SCHED_MAX_STEPS];
-    hier_sched_args_t args = *tmpl;
-    size_t nchunks = hier_sched_nchunks(&args);
 
-    for (int r = 0; r < n; r++) {
-        args.me = r;
-        for (size_t k = 0; k < nchunks; k++) {
-            int parity = sim->break_parity ? 0 : (int)((sim->chunk_seq + k) & 1);
-            sim_prog_append(&progs[r], steps, hier_sched_build(&args, k, parity, steps));
+    for (int c = 0; c < ncalls; c++) {
+        hier_sched_args_t args = *calls[c].args;
+        size_t nchunks = hier_sched_nchunks(&args);
+        for (int r = 0; r < n; r++) {
+            args.me = r;
+            for (size_t k = 0; k < nchunks; k++) {
+                int parity = sim->break_parity ? 0 : (int)((sim->chunk_seq + k) & 1);
+                sim_prog_append(&progs[r], steps, hier_sched_build(&args, k, parity, steps), c);
+            }
         }
+        sim->chunk_seq += nchunks;
     }
-    sim->chunk_seq += nchunks;
     for (int r = 1; r < n; r++)
         if (progs[r].barriers != progs[0].barriers) rc = -1;
 
@@ -92,10 +99,14 @@ int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, ui
                 if (sim_ready(&progs[r])) ready[nready++] = r;
             if (!nready) break;
             int r = ready[rand_r(&seed) % (unsigned)nready];
-            hier_exec_bufs_t bufs = {.sbuf = sbufs[r], .rbuf = rbufs[r], .slots = sim->slots,
-                                     .parity_stride = sim->chunk_bytes, .esize = args.esize, .kernel = kernel,
-                                     .peer_read = sim_peer_read, .peer_ctx = &peers, .stage = stage};
-            if (hier_exec_step(&bufs, &progs[r].steps[progs[r].pos++]) != HIER_OK) rc = -1;
+            const sim_step_t *s = &progs[r].steps[progs[r].pos++];
+            const sim_call_t *call = &calls[s->call];
+            sim_peers_t peers = {.args = call->args, .sbufs = call->sbufs, .rbufs = call->rbufs};
+            hier_exec_bufs_t bufs = {.sbuf = call->sbufs[r], .rbuf = call->rbufs[r], .slots = sim->slots,
+                                     .parity_stride = sim->chunk_bytes, .esize = call->args->esize,
+                                     .kernel = call->kernel, .peer_read = sim_peer_read, .peer_ctx = &peers,
+                                     .stage = stage};
+            if (hier_exec_step(&bufs, &s->step) != HIER_OK) rc = -1;
         } while (nready);
         for (int r = 0; r < n; r++) /* everyone passes the barrier */
             if (progs[r].pos < progs[r].n) progs[r].pos++;
@@ -103,4 +114,11 @@ int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, ui
     for (int r = 0; r < n; r++) free(progs[r].steps);
     free(progs);
     return rc;
+}
+
+int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
+            hier_reduce_kernel_t kernel, unsigned seed)
+{
+    sim_call_t call = {.args = tmpl, .sbufs = sbufs, .rbufs = rbufs, .kernel = kernel};
+    return sim_run_calls(sim, &call, 1, seed);
 }

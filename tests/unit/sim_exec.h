@@ -21,8 +21,21 @@ typedef struct {
 int sim_open(sim_t *sim, int nranks, size_t chunk_bytes);
 void sim_close(sim_t *sim);
 
-/* Run one collective for all ranks. tmpl->me is ignored. sbufs/rbufs: per rank.
- * Returns 0, or -1 if ranks disagree on the number of barriers. */
+/* One collective call: its shape (me ignored), per-rank buffers, kernel. */
+typedef struct {
+    const hier_sched_args_t *args;
+    uint8_t *const *sbufs;
+    uint8_t *const *rbufs;
+    hier_reduce_kernel_t kernel;
+} sim_call_t;
+
+/* Run calls back to back as every rank would: one flattened step list per
+ * rank, so a fast rank's next call overlaps a slow rank's previous one
+ * between the same two barriers. Returns 0, or -1 if ranks disagree on the
+ * number of barriers or a step failed. */
+int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed);
+
+/* One collective for all ranks. */
 int sim_run(sim_t *sim, const hier_sched_args_t *tmpl, uint8_t *const *sbufs, uint8_t *const *rbufs,
             hier_reduce_kernel_t kernel, unsigned seed);
 

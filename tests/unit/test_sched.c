@@ -262,3 +262,103 @@ Test(sched, reduce_scatter_uneven_and_zero_counts)
         }
 }
 
+
+/* ---- calls back to back: a fast rank's next call overlaps a slow rank's
+ * previous one (shared-memory schedules end without a barrier) ---------- */
+
+typedef struct {
+    hier_sched_kind_t kind;
+    int in_place;
+    size_t count;
+} seq_call_t;
+
+static int64_t seq_input(int call, int rank, size_t i)
+{
+    return (int64_t)(rank + 1) * 1000003 + call * 7919 + (int64_t)i;
+}
+
+/* Runs the sequence; returns how many result elements were wrong. */
+static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
+{
+    static const seq_call_t seq[] = {
+        {HIER_SCHED_ALLREDUCE_RSAG, 0, 300}, {HIER_SCHED_ALLGATHER, 0, 40},     {HIER_SCHED_ALLREDUCE_FLAT, 0, 50},
+        {HIER_SCHED_REDUCE_SCATTER, 0, 90},  {HIER_SCHED_ALLREDUCE_NUMA, 1, 70}, {HIER_SCHED_CMA_ALLREDUCE, 1, 200},
+        {HIER_SCHED_REDUCE_SCATTER, 1, 60},  {HIER_SCHED_ALLREDUCE_RSAG, 1, 0},  {HIER_SCHED_ALLREDUCE_RSAG, 1, 257},
+        {HIER_SCHED_CMA_ALLGATHER, 1, 33},   {HIER_SCHED_CMA_REDUCE_SCATTER, 0, 45}, {HIER_SCHED_ALLREDUCE_FLAT, 1, 90},
+        {HIER_SCHED_ALLGATHER, 1, 64},       {HIER_SCHED_ALLREDUCE_RSAG, 0, 129},
+    };
+    enum { NC = sizeof(seq) / sizeof(seq[0]) };
+    static size_t rcounts[NC][MAXR], displs[NC][MAXR];
+    static hier_sched_args_t args[NC];
+    static uint8_t *sb[NC][MAXR], *rb[NC][MAXR];
+    sim_call_t calls[NC];
+    sim_t sim;
+    hier_reduce_kernel_t k;
+    long bad = 0;
+
+    cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &k), HIER_OK);
+    make_groups(n, 2);
+    cr_assert_eq(sim_open(&sim, n, chunk), 0);
+    sim.break_parity = break_parity;
+    for (int c = 0; c < NC; c++) {
+        const seq_call_t *q = &seq[c];
+        int gather = q->kind == HIER_SCHED_ALLGATHER || q->kind == HIER_SCHED_CMA_ALLGATHER;
+        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER || q->kind == HIER_SCHED_CMA_REDUCE_SCATTER;
+        size_t total = 0;
+        for (int r = 0; r < n; r++) {
+            rcounts[c][r] = q->count / (size_t)n + (size_t)(r % 3);
+            displs[c][r] = total;
+            total += rcounts[c][r];
+        }
+        size_t in = rs ? total : q->count, out = gather ? q->count * (size_t)n : rs ? total : q->count;
+        args[c] = (hier_sched_args_t){.kind = q->kind, .nranks = n, .esize = sizeof(int64_t),
+                                      .count = rs ? total : q->count, .rcounts = rcounts[c], .rdispls = displs[c],
+                                      .in_place = q->in_place, .chunk_bytes = chunk, .order = order,
+                                      .groups = &groups, .members = members, .leaders = leaders};
+        for (int r = 0; r < n; r++) {
+            sb[c][r] = calloc(in + 1, sizeof(int64_t));
+            rb[c][r] = calloc(out + 1, sizeof(int64_t));
+            int64_t *src = q->in_place ? (int64_t *)rb[c][r] + (gather ? (size_t)r * q->count : 0) : (int64_t *)sb[c][r];
+            for (size_t i = 0; i < in; i++) src[i] = seq_input(c, r, i);
+        }
+        calls[c] = (sim_call_t){.args = &args[c], .sbufs = sb[c], .rbufs = rb[c], .kernel = k};
+    }
+    cr_assert_eq(sim_run_calls(&sim, calls, NC, seed), 0);
+    for (int c = 0; c < NC; c++) {
+        const seq_call_t *q = &seq[c];
+        int gather = q->kind == HIER_SCHED_ALLGATHER || q->kind == HIER_SCHED_CMA_ALLGATHER;
+        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER || q->kind == HIER_SCHED_CMA_REDUCE_SCATTER;
+        for (int r = 0; r < n; r++) {
+            const int64_t *got = (const int64_t *)rb[c][r];
+            size_t m = gather ? q->count * (size_t)n : rs ? rcounts[c][r] : q->count;
+            for (size_t i = 0; i < m; i++) {
+                int64_t want = 0;
+                if (gather)
+                    want = seq_input(c, (int)(i / q->count), i % q->count);
+                else
+                    for (int j = 0; j < n; j++) want += seq_input(c, j, (rs ? displs[c][r] : 0) + i);
+                bad += got[i] != want;
+            }
+            free(sb[c][r]);
+            free(rb[c][r]);
+        }
+    }
+    sim_close(&sim);
+    return bad;
+}
+
+Test(sched, mixed_calls_back_to_back)
+{
+    for (int n = 2; n <= 5; n++)
+        for (unsigned seed = 0; seed < 6; seed++) {
+            long bad = run_sequence(n, n * 64 > 256 ? (size_t)n * 64 : 256, 0, seed * 13 + (unsigned)n);
+            cr_assert_eq(bad, 0, "n %d seed %u: %ld wrong elements", n, seed, bad);
+        }
+}
+
+Test(sched, mixed_calls_detect_a_broken_pipeline)
+{
+    long bad = 0;
+    for (unsigned seed = 0; seed < 30 && !bad; seed++) bad = run_sequence(3, 256, 1, seed);
+    cr_assert_gt(bad, 0, "reusing one buffer for every chunk went unnoticed");
+}

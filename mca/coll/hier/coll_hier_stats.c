@@ -2,6 +2,7 @@
  * the coll:hier:stats report at MPI_Finalize. */
 #include "coll_hier.h"
 
+#include <assert.h>
 #include <stdio.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
@@ -9,6 +10,8 @@
 #include "hier_params.h"
 
 int mca_coll_hier_world_rank = -1;
+
+static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "pvars read the counters as unsigned long long");
 
 /* Two counters per (collective, path): coll_hier_<coll>_<path>_calls and _bytes.
  * The default getter reads one value straight from the context pointer. */
@@ -23,7 +26,7 @@ int mca_coll_hier_register_pvars(void)
                 snprintf(desc, sizeof(desc), "%s served by coll/hier path %s: %s of this process",
                          hier_coll_name(c), hier_path_name(p), which ? "bytes" : "calls");
                 int rc = mca_base_pvar_register("ompi", "coll", "hier", name, desc, OPAL_INFO_LVL_4,
-                                                MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+                                                MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
                                                 MCA_BASE_VAR_BIND_NO_OBJECT,
                                                 MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL,
                                                 NULL, NULL,

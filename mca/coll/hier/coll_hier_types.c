@@ -90,6 +90,22 @@ static int mca_coll_hier_storage(hier_class_t cls, size_t size, MPI_Datatype mpi
     return -1;
 }
 
+/* Bytes of data (no padding) of a value/index pair, as MPI counts them. */
+static size_t mca_coll_hier_pair_size(int storage)
+{
+    switch (storage) {
+    case HIER_DT_FLOAT_INT: return sizeof(float) + sizeof(int);
+    case HIER_DT_DOUBLE_INT: return sizeof(double) + sizeof(int);
+    case HIER_DT_LONG_INT: return sizeof(long) + sizeof(int);
+    case HIER_DT_2INT: return 2 * sizeof(int);
+    case HIER_DT_SHORT_INT: return sizeof(short) + sizeof(int);
+    case HIER_DT_LONG_DOUBLE_INT: return sizeof(long double) + sizeof(int);
+    case HIER_DT_2FLOAT: return 2 * sizeof(float);
+    case HIER_DT_2DOUBLE: return 2 * sizeof(double);
+    default: return 0;
+    }
+}
+
 static const hier_type_entry_t *mca_coll_hier_type_entry(MPI_Datatype dt)
 {
     for (size_t i = 0; i < sizeof(mca_coll_hier_types) / sizeof(mca_coll_hier_types[0]); i++)
@@ -106,8 +122,8 @@ hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdif
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &tlb, &textent);
     lb = tlb;
-    if (count > INT32_MAX || !ompi_datatype_is_contiguous_memory_layout(dtype, (int32_t)(count ? count : 1)) ||
-        (size_t)extent != size)
+    /* gap-free (size == extent) and contiguous for two items: then for any count */
+    if ((size_t)extent != size || !ompi_datatype_is_contiguous_memory_layout(dtype, count > 1 ? 2 : 1))
         return HIER_PATH_FALLBACK_DATATYPE;
     *lb_p = lb;
     return MCA_COLL_HIER_SERVED;
@@ -146,7 +162,9 @@ hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, h
     if (lb != 0 || (size_t)extent % esize) return HIER_PATH_FALLBACK_DATATYPE;
     if (e->cls != HIER_CLASS_PAIR && (size != (size_t)extent || !ompi_datatype_is_contiguous_memory_layout(dtype, 2)))
         return HIER_PATH_FALLBACK_DATATYPE;
-    if (e->cls == HIER_CLASS_PAIR && dtype != base) return HIER_PATH_FALLBACK_DATATYPE;
+    if (e->cls == HIER_CLASS_PAIR && (dtype != base || (size_t)extent != esize || size != mca_coll_hier_pair_size(storage)))
+        return HIER_PATH_FALLBACK_DATATYPE; /* e.g. MPI_2INTEGER with 8-byte Fortran INTEGER */
+    if (!size) return HIER_PATH_FALLBACK_DATATYPE; /* a type this build does not have */
     if (!(mca_coll_hier_class_ops[e->cls] & HIER_OPS_BIT(hop))) return HIER_PATH_FALLBACK_OP;
 
     *dt_p = (hier_dtype_t)storage;
