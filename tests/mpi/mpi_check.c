@@ -108,3 +108,16 @@ void check_pvars_close(void)
     MPI_T_finalize();
     check_open = 0;
 }
+
+int check_finish(const char *label)
+{
+    long total = 0;
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Reduce(&check_failures, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%s np=%d: %s (%ld failures)\n", label, n, total ? "FAIL" : "ok", total);
+    MPI_Bcast(&total, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

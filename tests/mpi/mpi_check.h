@@ -28,6 +28,10 @@ int check_coll_index(const char *coll);
 int check_path_index(const char *path);   /* served path ident -> index, -1 if unknown */
 int check_reason_index(const char *reason);
 
+/* Sum the failures of every rank, print the verdict on rank 0, finalize MPI;
+ * returns the exit status. */
+int check_finish(const char *label);
+
 extern long check_failures;
 #define CHECK(cond, ...)                                          \
     do {                                                          \

@@ -607,9 +607,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&dup);
     check_pvars_close();
 
-    long failures = check_failures, total = 0;
-    MPI_Reduce(&failures, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("test_colls np=%d expect=%s: %s (%ld failures)\n", n, expect, total ? "FAIL" : "ok", total);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    char label[96];
+    snprintf(label, sizeof(label), "test_colls expect=%s", expect);
+    return check_finish(label);
 }

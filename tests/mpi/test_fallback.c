@@ -136,9 +136,5 @@ int main(int argc, char **argv)
     free(mv);
     free(rv);
     check_pvars_close();
-    long failures = check_failures, total = 0;
-    MPI_Reduce(&failures, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("test_fallback np=%d: %s (%ld failures)\n", n, total ? "FAIL" : "ok", total);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return check_finish("test_fallback");
 }
