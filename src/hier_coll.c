@@ -6,9 +6,9 @@
 #include "hier_params.h"
 
 /* Small enough for the low-latency path (auto, or forced and it fits). */
-static int hier_coll_use_ll(int algo, size_t bytes)
+static int hier_coll_use_ll(int algo, size_t bytes, size_t ll_max)
 {
-    size_t max = hier_params.ll_max < hier_comm_ll_capacity() ? hier_params.ll_max : hier_comm_ll_capacity();
+    size_t max = ll_max < hier_comm_ll_capacity() ? ll_max : hier_comm_ll_capacity();
     if (algo == HIER_ALGO_LL) return bytes <= hier_comm_ll_capacity();
     return algo == HIER_ALGO_AUTO && bytes <= max;
 }
@@ -64,7 +64,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, bytes);
         st = HIER_OK;
-    } else if (st == HIER_OK && hier_coll_use_ll(algo, bytes)) {
+    } else if (st == HIER_OK && hier_coll_use_ll(algo, bytes, hier_params.allreduce_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_allreduce(c, sbuf, rbuf, count, esize, kernel);
     } else if (st == HIER_OK) {
@@ -86,7 +86,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, block_bytes);
         st = HIER_OK;
-    } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes)) {
+    } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_allgather(c, sbuf, rbuf, block_bytes);
     } else if (st == HIER_OK) {
@@ -126,7 +126,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
         displs[r] = total;
         total += rcounts[r];
     }
-    if (hier_coll_use_ll(algo, total * esize)) {
+    if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_reduce_scatter(c, sbuf, rbuf, rcounts, displs, total, esize, kernel);
     } else {

@@ -100,7 +100,8 @@ static hier_status_t hier_comm_setup_cma(hier_comm_t *c)
 static uint64_t hier_comm_params_digest(size_t chunk)
 {
     const uint64_t v[] = {(uint64_t)hier_params.allreduce_algorithm, (uint64_t)hier_params.allgather_algorithm,
-                          (uint64_t)hier_params.reduce_scatter_algorithm, hier_params.ll_max,
+                          (uint64_t)hier_params.reduce_scatter_algorithm, hier_params.allreduce_ll_max,
+                          hier_params.allgather_ll_max, hier_params.reduce_scatter_ll_max,
                           hier_params.allreduce_flat_max, hier_params.allreduce_numa_min_ranks, chunk,
                           (uint64_t)hier_params.cma, hier_params.allreduce_cma_min, hier_params.allgather_cma_min,
                           hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain};

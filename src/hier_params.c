@@ -18,7 +18,7 @@ static const hier_param_desc_t hier_param_table[] = {
      "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize",
      HIER_PARAM_OFF(stats), 0},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
-     "Force the allreduce algorithm: auto, ll (low latency, up to ll_max), flat (every rank reduces all "
+     "Force the allreduce algorithm: auto, ll (low latency), flat (every rank reduces all "
      "slots), numa (two-level NUMA tree), rsag (pipelined reduce-scatter + allgather through the segment), "
      "cma (the same with single copies between processes) or fallback (previous component)",
      HIER_PARAM_OFF(allreduce_algorithm),
@@ -26,24 +26,30 @@ static const hier_param_desc_t hier_param_table[] = {
          HIER_ALGO_BIT(HIER_ALGO_NUMA) | HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_CMA) |
          HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
     {"allgather_algorithm", HIER_PARAM_ALGO, "auto",
-     "Force the allgather algorithm: auto, ll (low latency, up to ll_max), shm (copy through the segment), "
+     "Force the allgather algorithm: auto, ll (low latency), shm (copy through the segment), "
      "cma (single copy) or fallback",
      HIER_PARAM_OFF(allgather_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_SHM) |
          HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
     {"reduce_scatter_algorithm", HIER_PARAM_ALGO, "auto",
-     "Force the reduce_scatter(_block) algorithm: auto, ll (low latency, up to ll_max), shm (through the "
+     "Force the reduce_scatter(_block) algorithm: auto, ll (low latency), shm (through the "
      "segment), cma (single copy; in-place calls use shm) or fallback",
      HIER_PARAM_OFF(reduce_scatter_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_SHM) |
          HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK)},
-    {"ll_max", HIER_PARAM_SIZE, "2K",
-     "Largest message (bytes per rank; reduce_scatter: the whole send buffer) that auto sends through the "
-     "low-latency path, where the data carries its own ready flag; at most 2168 (forcing ll above this uses the "
-     "next algorithm)",
-     HIER_PARAM_OFF(ll_max), 0},
-    {"allreduce_flat_max", HIER_PARAM_SIZE, "8K",
-     "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto; larger ones use rsag",
+    {"allreduce_ll_max", HIER_PARAM_SIZE, "2K",
+     "Largest allreduce (bytes per rank) that auto sends through the low-latency path, where the data carries "
+     "its own ready flag (at most about 8 KiB: forcing ll above that uses the next algorithm)",
+     HIER_PARAM_OFF(allreduce_ll_max), 0},
+    {"allgather_ll_max", HIER_PARAM_SIZE, "8K",
+     "Largest allgather (bytes per rank) that auto sends through the low-latency path",
+     HIER_PARAM_OFF(allgather_ll_max), 0},
+    {"reduce_scatter_ll_max", HIER_PARAM_SIZE, "2K",
+     "Largest reduce_scatter (bytes of the whole send buffer) that auto sends through the low-latency path",
+     HIER_PARAM_OFF(reduce_scatter_ll_max), 0},
+    {"allreduce_flat_max", HIER_PARAM_SIZE, "2K",
+     "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto, above the low-latency "
+     "path; larger ones use rsag (on 2 ranks rsag wins from 2 KiB)",
      HIER_PARAM_OFF(allreduce_flat_max), 0},
     {"allreduce_numa_min_ranks", HIER_PARAM_SIZE, "4",
      "Under auto, small allreduces use the NUMA tree when the node has several NUMA domains and at least this many local ranks",

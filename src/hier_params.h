@@ -27,7 +27,9 @@ typedef struct {
     int allreduce_algorithm;      /* hier_algo_t */
     int allgather_algorithm;      /* AUTO, SHM, CMA or FALLBACK */
     int reduce_scatter_algorithm; /* AUTO, SHM, CMA or FALLBACK */
-    size_t ll_max;                /* bytes: the low-latency path up to here */
+    size_t allreduce_ll_max;      /* bytes per rank: the low-latency path up to here */
+    size_t allgather_ll_max;      /* bytes per rank */
+    size_t reduce_scatter_ll_max; /* bytes of the whole send buffer */
     size_t allreduce_flat_max;    /* bytes: flat (or NUMA) up to here, RSAG above */
     size_t allreduce_numa_min_ranks;
     size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */

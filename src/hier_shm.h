@@ -5,7 +5,7 @@
  *   [128, 128 + 128 n)            one hier_shm_ctl_t per local rank, each on its
  *                                 own 128-byte line pair (no false sharing, and
  *                                 clear of the adjacent-line prefetcher)
- *   [ll_off + r * 2 * LL_AREA)    rank r's two low-latency areas (hier_ll.h)
+ *   [ll_off + r * 2 * LL_AREA)    rank r's two low-latency areas (hier_comm_ll.c)
  *   [data_off + r * slot_stride)  rank r's slot: two pipeline buffers of
  *                                 chunk_bytes each, page aligned, allocated
  *                                 (posix_fallocate) by rank r itself so the
@@ -24,9 +24,9 @@
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
 #define HIER_SHM_VERSION 2u
-/* Low-latency area: a header word and 256 words of 4 payload bytes each. */
-#define HIER_SHM_LL_WORDS 257
-#define HIER_SHM_LL_AREA (HIER_SHM_LL_WORDS * 8 + 120) /* rounded to a line pair: 2176 */
+/* Low-latency area: a header word, then up to 8312 payload bytes. */
+#define HIER_SHM_LL_WORDS 1025
+#define HIER_SHM_LL_AREA (HIER_SHM_LL_WORDS * 8 + 120) /* rounded to a line pair: 8320 */
 #define HIER_SHM_LINE 128
 
 typedef struct {

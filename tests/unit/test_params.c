@@ -29,7 +29,8 @@ Test(params, defaults_fill_the_struct)
     hier_params_defaults(&p);
     cr_assert_eq(p.priority, 0);
     cr_assert_eq(p.shm_chunk_size, 256 * 1024);
-    cr_assert_eq(p.allreduce_flat_max, 8 * 1024);
+    cr_assert_eq(p.allreduce_flat_max, 2 * 1024);
+    cr_assert_eq(p.allgather_ll_max, 8 * 1024);
     cr_assert_eq(p.allreduce_algorithm, HIER_ALGO_AUTO);
     cr_assert_str_eq(p.shm_dir, "");
 }

@@ -263,8 +263,8 @@ Test(shm, layout_is_a_wire_format)
 {
     cr_assert_eq(sizeof(hier_shm_header_t), 128);
     cr_assert_eq(sizeof(hier_shm_ctl_t), 128);
-    cr_assert_eq(HIER_SHM_LL_AREA, 2176);
-    /* header, 2 control lines, 2 x 2 low-latency areas = 9088 bytes: 3 pages, then the slots */
-    cr_assert_eq(hier_shm_segment_size(2, 4096), 3 * 4096 + 2 * 8192);
-    cr_assert_eq(hier_shm_segment_size(40, 4096), 44 * 4096 + 40 * 8192); /* 179328 bytes before the slots */
+    cr_assert_eq(HIER_SHM_LL_AREA, 8320);
+    /* header, 2 control lines, 2 x 2 low-latency areas = 33664 bytes: 9 pages, then the slots */
+    cr_assert_eq(hier_shm_segment_size(2, 4096), 9 * 4096 + 2 * 8192);
+    cr_assert_eq(hier_shm_segment_size(40, 4096), 164 * 4096 + 40 * 8192); /* 670848 bytes before the slots */
 }
