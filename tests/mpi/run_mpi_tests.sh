@@ -62,7 +62,8 @@ case_run np3_cma 3 --mca coll_hier_cma 1 --mca coll_hier_allreduce_algorithm cma
     --mca coll_hier_reduce_scatter_algorithm cma $TC --allreduce-path cma_rsag
 case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_cma 1 --mca coll_hier_allreduce_cma_min 1K --mca coll_hier_allgather_cma_min 1K \
     --mca coll_hier_reduce_scatter_cma_min 1K --mca coll_hier_allreduce_flat_max 512 $TC
-case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 $TC
+case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
+    --mca coll_hier_allreduce_flat_max 8K $TC
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
 # When the previous component computes, Open MPI's own reduction bugs show:
 # op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
