@@ -69,6 +69,10 @@ static const hier_param_desc_t hier_param_table[] = {
      "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
      "NUMA domain (testing and simulation of multi-socket nodes)",
      HIER_PARAM_OFF(numa_ranks_per_domain), 0},
+    {"ranks_per_node", HIER_PARAM_INT, "0",
+     "0 = nodes as Open MPI's locality reports them; K > 0 = split every host into virtual nodes of K consecutive "
+     "MPI_COMM_WORLD ranks (experiments and simulation of multi-node runs)",
+     HIER_PARAM_OFF(ranks_per_node), 0},
     {"cma", HIER_PARAM_INT, "0",
      "1 = let ranks read each other's buffers directly (process_vm_readv) when the kernel allows it, probed "
      "once per communicator; 0 = always copy through the shared-memory segment (the default: on the "

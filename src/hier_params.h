@@ -36,6 +36,7 @@ typedef struct {
     int spin_count;
     char *shm_dir;
     int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */
+    int ranks_per_node;           /* 0: Open MPI's locality; K: virtual nodes of K consecutive world ranks */
     int cma;                      /* use single copy where the kernel allows it */
     size_t allreduce_cma_min;     /* bytes per rank from which auto picks single copy */
     size_t allgather_cma_min;     /* bytes per rank */

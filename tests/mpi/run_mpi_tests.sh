@@ -5,6 +5,7 @@
 # stderr messages, the stats format and leftovers in /dev/shm.
 set -u
 B=${HIER_BUILDDIR:-$(pwd)}
+S=${HIER_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PKGLIB=$(ompi_info --parsable --path pkglibdir 2>/dev/null | sed -n 's/^path:pkglibdir://p')
 [ -n "$PKGLIB" ] || PKGLIB=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 COMPONENT_PATH="$B/.libs:$PKGLIB"
@@ -75,6 +76,18 @@ case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorith
     --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
     $TC --quick --skip-ompi-bugs --expect fallback:forced
 case_run np3_fallbacks 3 "$B/tests/mpi/test_fallback"
+case_run np4_virtual_nodes 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 \
+    $TC --quick --world-only --skip-ompi-bugs --expect fallback:multinode
+# Two nodes for real: a second host name in its own UTS namespace (needs root)
+HOSTFILE=$LOG/hosts
+printf '%s slots=2\nnode1 slots=2\n' "$(hostname)" >"$HOSTFILE"
+if unshare --uts true 2>/dev/null; then
+    case_run np4_two_nodes 4 $FALLBACK_ARGS --hostfile "$HOSTFILE" \
+        --mca plm_rsh_agent "$S/contrib/hier-fake-node" \
+        $TC --quick --world-only --skip-ompi-bugs --expect fallback:multinode
+else
+    echo "SKIP: np4_two_nodes (unshare --uts not permitted here)"
+fi
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
 EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick
 

@@ -4,6 +4,7 @@
 
 #include "ompi/group/group.h"
 #include "ompi/mca/coll/base/base.h"
+#include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
 
 #include "hier_log.h"
@@ -69,6 +70,16 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
     if (ompi_group_have_remote_peers(comm->c_local_group)) {
         *why_p = "ranks on more than one node (the inter-node level is not built yet)";
         return HIER_PATH_FALLBACK_MULTINODE;
+    }
+    if (hier_params.ranks_per_node > 0) { /* virtual nodes of K consecutive world ranks */
+        uint32_t k = (uint32_t)hier_params.ranks_per_node;
+        uint32_t node = ompi_comm_peer_lookup(comm, 0)->super.proc_name.vpid / k;
+        for (int i = 1; i < ompi_comm_size(comm); i++)
+            if (ompi_comm_peer_lookup(comm, i)->super.proc_name.vpid / k != node) {
+                *why_p = "ranks on more than one virtual node (coll_hier_ranks_per_node; the inter-node level is "
+                         "not built yet)";
+                return HIER_PATH_FALLBACK_MULTINODE;
+            }
     }
     *why_p = NULL;
     return MCA_COLL_HIER_SERVED;
