@@ -1,0 +1,334 @@
+/* hier_fabric.c: libfabric endpoint, registration, RMA write with remote CQ
+ * data, and progress. See hier_fabric.h for the rules it follows. */
+#include "hier_fabric.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hier_log.h"
+
+#define HIER_FABRIC_PENDING 256
+
+struct hier_fabric {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    uint64_t mr_mode;
+    uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
+    double timeout;    /* seconds */
+    hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
+    size_t npending;
+};
+
+struct hier_fabric_mr {
+    hier_fabric_t *fab;
+    struct fid_mr *mr;
+    void *desc;
+    hier_fabric_rkey_t rkey;
+};
+
+/* Convert a libfabric return code where it enters, logging it once with the call. */
+static hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
+{
+    HIER_ERROR("%s on provider %s failed: %s (%d)", call,
+               fab && fab->info ? fab->info->fabric_attr->prov_name : "?", fi_strerror(-ret), ret);
+    switch (-ret) {
+    case FI_ENOMEM: return HIER_ERR_NO_MEMORY;
+    case FI_ENODATA: case FI_ENOSYS: case FI_EOPNOTSUPP: return HIER_ERR_NOT_SUPPORTED;
+    case FI_ETIMEDOUT: return HIER_ERR_TIMEOUT;
+    case FI_ECONNREFUSED: case FI_ECONNRESET: case FI_ENOTCONN: case FI_EHOSTUNREACH: return HIER_ERR_PEER_DEAD;
+    default: return HIER_ERR_INTERNAL;
+    }
+}
+
+/* Short names users type, and the providers tried when they name none
+ * (efa on AWS, then tcp over ofi_rxm, then sockets). */
+static const char *hier_fabric_full_name(const char *name)
+{
+    if (!strcmp(name, "tcp")) return "tcp;ofi_rxm";
+    if (!strcmp(name, "udp")) return "udp;ofi_rxd";
+    if (!strcmp(name, "verbs")) return "verbs;ofi_rxm";
+    return name;
+}
+
+static struct fi_info *hier_fabric_hints(const char *prov)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints) return NULL;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+    hints->mode = 0; /* no FI_CONTEXT, no FI_RX_CQ_DATA: we give neither scratch space nor receives */
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    if (prov && !(hints->fabric_attr->prov_name = strdup(prov))) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    return hints;
+}
+
+/* First provider that answers: the one named, or the default order. */
+static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct fi_info **info_p)
+{
+    static const char *const order[] = {"efa", "tcp;ofi_rxm", "sockets"};
+    const char *named = cfg->provider && cfg->provider[0] ? hier_fabric_full_name(cfg->provider) : NULL;
+    int ret = -FI_ENODATA;
+
+    for (size_t i = 0; i < (named ? 1 : sizeof(order) / sizeof(order[0])); i++) {
+        const char *prov = named ? named : order[i];
+        struct fi_info *hints = hier_fabric_hints(prov);
+        if (!hints) return HIER_ERR_NO_MEMORY;
+        ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
+        fi_freeinfo(hints);
+        if (ret == 0) return HIER_OK;
+        HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable: %s", prov, fi_strerror(-ret));
+    }
+    HIER_ERROR("no usable libfabric provider (%s): %s", named ? named : "tried efa, tcp;ofi_rxm, sockets",
+               fi_strerror(-ret));
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
+/* Open the fabric, domain, completion queue, address vector and endpoint:
+ * 1. pick the provider; 2. open the objects in order; 3. bind and enable. */
+hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p)
+{
+    hier_status_t st;
+    int ret;
+    hier_fabric_t *fab = calloc(1, sizeof(*fab));
+    if (!fab) return HIER_ERR_NO_MEMORY;
+    fab->next_key = 1;
+    fab->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
+
+    if (cfg->iface && cfg->iface[0]) setenv("FI_TCP_IFACE", cfg->iface, 0); /* the user's own setting wins */
+    HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->info), free_fab, st); /* 1 */
+    fab->mr_mode = fab->info->domain_attr->mr_mode;
+    if (fab->info->domain_attr->cq_data_size < 4) {
+        HIER_ERROR("provider %s carries %zu bytes of remote CQ data; coll/hier needs 4",
+                   fab->info->fabric_attr->prov_name, fab->info->domain_attr->cq_data_size);
+        st = HIER_ERR_NOT_SUPPORTED;
+        goto free_info;
+    }
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    if ((ret = fi_fabric(fab->info->fabric_attr, &fab->fabric, NULL))) { /* 2 */
+        st = hier_fabric_fail(fab, "fi_fabric", ret);
+        goto free_info;
+    }
+    if ((ret = fi_domain(fab->fabric, fab->info, &fab->domain, NULL))) {
+        st = hier_fabric_fail(fab, "fi_domain", ret);
+        goto close_fabric;
+    }
+    if ((ret = fi_cq_open(fab->domain, &cq_attr, &fab->cq, NULL))) {
+        st = hier_fabric_fail(fab, "fi_cq_open", ret);
+        goto close_domain;
+    }
+    if ((ret = fi_av_open(fab->domain, &av_attr, &fab->av, NULL))) {
+        st = hier_fabric_fail(fab, "fi_av_open", ret);
+        goto close_cq;
+    }
+    if ((ret = fi_endpoint(fab->domain, fab->info, &fab->ep, NULL))) {
+        st = hier_fabric_fail(fab, "fi_endpoint", ret);
+        goto close_av;
+    }
+    if ((ret = fi_ep_bind(fab->ep, &fab->av->fid, 0)) || /* 3 */
+        (ret = fi_ep_bind(fab->ep, &fab->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(fab->ep))) {
+        st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
+        goto close_ep;
+    }
+    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data",
+             fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
+             fab->info->domain_attr->cq_data_size);
+    *fab_p = fab;
+    return HIER_OK;
+
+close_ep:
+    fi_close(&fab->ep->fid);
+close_av:
+    fi_close(&fab->av->fid);
+close_cq:
+    fi_close(&fab->cq->fid);
+close_domain:
+    fi_close(&fab->domain->fid);
+close_fabric:
+    fi_close(&fab->fabric->fid);
+free_info:
+    fi_freeinfo(fab->info);
+free_fab:
+    free(fab);
+    return st;
+}
+
+void hier_fabric_close(hier_fabric_t *fab)
+{
+    if (!fab) return;
+    fi_close(&fab->ep->fid);
+    fi_close(&fab->av->fid);
+    fi_close(&fab->cq->fid);
+    fi_close(&fab->domain->fid);
+    fi_close(&fab->fabric->fid);
+    fi_freeinfo(fab->info);
+    free(fab);
+}
+
+const char *hier_fabric_provider(const hier_fabric_t *fab)
+{
+    return fab->info->fabric_attr->prov_name;
+}
+
+hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
+{
+    size_t len = HIER_FABRIC_ADDR_MAX;
+    int ret = fi_getname(&fab->ep->fid, addr, &len);
+    if (ret) return hier_fabric_fail(fab, "fi_getname", ret);
+    *len_p = len;
+    return HIER_OK;
+}
+
+hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
+{
+    fi_addr_t a;
+    int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
+    if (ret != 1) return hier_fabric_fail(fab, "fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
+    *peer_p = a;
+    return HIER_OK;
+}
+
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+{
+    hier_status_t st;
+    int ret;
+    hier_fabric_mr_t *m = calloc(1, sizeof(*m));
+    if (!m) return HIER_ERR_NO_MEMORY;
+    m->fab = fab;
+    uint64_t key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
+    if ((ret = fi_mr_reg(fab->domain, buf, len, FI_WRITE | FI_REMOTE_WRITE, 0, key, 0, &m->mr, NULL))) {
+        st = hier_fabric_fail(fab, "fi_mr_reg", ret);
+        goto free_mr;
+    }
+    if (fab->mr_mode & FI_MR_ENDPOINT) {
+        if ((ret = fi_mr_bind(m->mr, &fab->ep->fid, 0)) || (ret = fi_mr_enable(m->mr))) {
+            st = hier_fabric_fail(fab, "fi_mr_bind/fi_mr_enable", ret);
+            goto close_mr;
+        }
+    }
+    m->desc = fi_mr_desc(m->mr);
+    /* Without FI_MR_VIRT_ADDR a remote address is an offset: a pointer there
+     * is accepted and silently lands nowhere (tcp;ofi_rxm). */
+    m->rkey.base = fab->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)buf : 0;
+    m->rkey.key = fi_mr_key(m->mr);
+    *mr_p = m;
+    return HIER_OK;
+
+close_mr:
+    fi_close(&m->mr->fid);
+free_mr:
+    free(m);
+    return st;
+}
+
+void hier_fabric_mr_dereg(hier_fabric_mr_t *mr)
+{
+    if (!mr) return;
+    fi_close(&mr->mr->fid);
+    free(mr);
+}
+
+hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr)
+{
+    return mr->rkey;
+}
+
+/* Read completions into ev; 0 when none. */
+static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    struct fi_cq_data_entry entries[16];
+    size_t want = max < 16 ? max : 16;
+    ssize_t ret = fi_cq_read(fab->cq, entries, want);
+    *n_p = 0;
+    if (ret == -FI_EAGAIN) return HIER_OK;
+    if (ret == -FI_EAVAIL) {
+        struct fi_cq_err_entry err = {0};
+        fi_cq_readerr(fab->cq, &err, 0);
+        HIER_ERROR("completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
+                   fi_cq_strerror(fab->cq, err.prov_errno, err.err_data, NULL, 0), err.err);
+        return err.err == FI_ECONNREFUSED || err.err == FI_ECONNRESET || err.err == FI_ENOTCONN ||
+                       err.err == FI_EHOSTUNREACH
+                   ? HIER_ERR_PEER_DEAD
+                   : HIER_ERR_INTERNAL;
+    }
+    if (ret < 0) return hier_fabric_fail(fab, "fi_cq_read", (int)ret);
+    for (ssize_t i = 0; i < ret; i++) {
+        /* match on the flag alone: len is 0 on rxm and the full size on shm */
+        if (entries[i].flags & FI_REMOTE_CQ_DATA)
+            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_REMOTE, .data = (uint32_t)entries[i].data};
+        else
+            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE, .context = entries[i].op_context};
+    }
+    *n_p = (size_t)ret;
+    return HIER_OK;
+}
+
+static double hier_fabric_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                void *context)
+{
+    double deadline = 0;
+    for (unsigned spins = 0;; spins++) {
+        ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
+                                   context);
+        if (ret == 0) return HIER_OK;
+        if (ret != -FI_EAGAIN) return hier_fabric_fail(fab, "fi_writedata", (int)ret);
+        if (spins % 1024 == 0) { /* the clock only now and then */
+            double t = hier_fabric_now();
+            if (!deadline) deadline = t + fab->timeout;
+            if (t > deadline) {
+                HIER_ERROR("provider %s: no room to write %zu bytes for %.0f s; is the peer gone?",
+                           hier_fabric_provider(fab), len, fab->timeout);
+                return HIER_ERR_TIMEOUT;
+            }
+        }
+        /* no room: drive progress, keeping what completes for the next poll */
+        if (fab->npending == HIER_FABRIC_PENDING) {
+            HIER_ERROR("provider %s: %d completions waiting to be polled; the caller must poll",
+                       hier_fabric_provider(fab), HIER_FABRIC_PENDING);
+            return HIER_ERR_INTERNAL;
+        }
+        size_t n;
+        hier_status_t st = hier_fabric_cq_drain(fab, fab->pending + fab->npending,
+                                                HIER_FABRIC_PENDING - fab->npending, &n);
+        if (st != HIER_OK) return st;
+        fab->npending += n;
+    }
+}
+
+hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    if (fab->npending) { /* first what a blocked write polled */
+        size_t n = fab->npending < max ? fab->npending : max;
+        memcpy(ev, fab->pending, n * sizeof(*ev));
+        memmove(fab->pending, fab->pending + n, (fab->npending - n) * sizeof(*ev));
+        fab->npending -= n;
+        *n_p = n;
+        return HIER_OK;
+    }
+    return hier_fabric_cq_drain(fab, ev, max, n_p);
+}

@@ -1,0 +1,75 @@
+/* hier_fabric.h: the inter-node transport over libfabric (FI_EP_RDM).
+ *
+ * One endpoint per process, shared by every communicator. Data moves by RMA
+ * write into memory the target registered, with 32 bits of remote CQ data
+ * (fi_writedata) telling the target what arrived: a local write completion
+ * never means the data is in the target's memory (tcp;ofi_rxm), the remote
+ * CQ entry does. The module honours what the provider grants: with
+ * FI_MR_VIRT_ADDR the remote address is the target's pointer, otherwise an
+ * offset into the region; keys come from fi_mr_key (FI_MR_PROV_KEY) or from
+ * a process-wide counter; FI_MR_LOCAL buffers pass their descriptor;
+ * FI_MR_ENDPOINT regions are bound to the endpoint. Progress is manual: the
+ * target must poll (hier_fabric_poll) for data to land. */
+#ifndef HIER_FABRIC_H
+#define HIER_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_status.h"
+
+#define HIER_FABRIC_ADDR_MAX 64
+
+typedef struct hier_fabric hier_fabric_t;
+typedef struct hier_fabric_mr hier_fabric_mr_t;
+typedef uint64_t hier_fabric_peer_t; /* fi_addr_t */
+
+typedef struct {
+    const char *provider; /* "tcp" (tcp;ofi_rxm), "shm", "sockets", "efa", a full name, or NULL/"" = best */
+    const char *iface;    /* network interface for tcp (FI_TCP_IFACE), NULL = provider's choice */
+    double timeout;       /* seconds a write may wait for room before HIER_ERR_TIMEOUT; 0 = 60 */
+} hier_fabric_config_t;
+
+/* What a peer needs to write into a registered region. */
+typedef struct {
+    uint64_t base; /* remote address of offset 0: the pointer (FI_MR_VIRT_ADDR) or 0 */
+    uint64_t key;
+} hier_fabric_rkey_t;
+
+typedef enum {
+    HIER_FABRIC_EV_WRITE_DONE, /* a write of ours completed locally (its buffer may be reused) */
+    HIER_FABRIC_EV_REMOTE,     /* a peer's write landed here: `data` is its immediate */
+} hier_fabric_ev_kind_t;
+
+typedef struct {
+    hier_fabric_ev_kind_t kind;
+    uint32_t data;  /* REMOTE: the immediate */
+    void *context;  /* WRITE_DONE: the caller's context */
+} hier_fabric_event_t;
+
+hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p);
+void hier_fabric_close(hier_fabric_t *fab);
+/* The provider actually used, e.g. "tcp;ofi_rxm". */
+const char *hier_fabric_provider(const hier_fabric_t *fab);
+
+/* This endpoint's address, to exchange with the peers. */
+hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
+hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);
+
+/* Register [buf, buf + len) for local use and remote writes. */
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p);
+void hier_fabric_mr_dereg(hier_fabric_mr_t *mr);
+hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr);
+
+/* Write len bytes from src (inside `mr`, may be NULL without FI_MR_LOCAL) to
+ * offset `off` of the peer's region, with immediate `data`. `context` comes
+ * back in a WRITE_DONE event. Retries while the provider says -FI_EAGAIN,
+ * polling meanwhile; events polled then are queued for hier_fabric_poll. */
+hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                void *context);
+
+/* Progress: at most `max` events into `ev`, their number in *n_p (0 if none). */
+hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p);
+
+#endif

@@ -1,0 +1,255 @@
+/* The libfabric transport alone, with two forked processes over tcp;ofi_rxm
+ * (remote addresses are offsets, keys ours) and shm (virtual addresses,
+ * provider keys): writes with immediates land where they should, a bad key
+ * delivers nothing, a peer that left gives a bounded, clean outcome. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hier_fabric.h"
+
+typedef struct {
+    _Atomic int stage[2];
+    char addr[2][HIER_FABRIC_ADDR_MAX];
+    hier_fabric_rkey_t rkey;
+} xchg_t;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Wait for the other rank to reach `v`, polling our endpoint meanwhile (a
+ * tcp;ofi_rxm target only receives while it polls). */
+static int wait_stage(xchg_t *x, int other, int v, hier_fabric_t *fab, double seconds)
+{
+    double end = now() + seconds;
+    hier_fabric_event_t ev[8];
+    size_t n;
+    while (atomic_load(&x->stage[other]) < v) {
+        if (fab) hier_fabric_poll(fab, ev, 8, &n);
+        if (now() > end) return -1;
+        usleep(100);
+    }
+    return 0;
+}
+
+typedef int (*body_t)(int me, xchg_t *x, const char *prov);
+
+static int run_pair(body_t body, const char *prov)
+{
+    xchg_t *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    memset(x, 0, sizeof(*x));
+    pid_t pids[2];
+    int ok = 0;
+    for (int r = 0; r < 2; r++)
+        if ((pids[r] = fork()) == 0) _exit(body(r, x, prov));
+    for (int r = 0; r < 2; r++) {
+        int st;
+        waitpid(pids[r], &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
+        else fprintf(stderr, "%s: rank %d ended with %d\n", prov, r, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+    }
+    munmap(x, sizeof(*x));
+    return ok;
+}
+
+static hier_fabric_t *open_fab(const char *prov)
+{
+    hier_fabric_t *fab;
+    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .timeout = 3};
+    return hier_fabric_open(&cfg, &fab) == HIER_OK ? fab : NULL;
+}
+
+/* Both ranks: open, publish the address, learn the other's. */
+static int connect_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_peer_t *peer)
+{
+    size_t len;
+    if (hier_fabric_addr(fab, x->addr[me], &len) != HIER_OK) return 1;
+    atomic_store(&x->stage[me], 1);
+    if (wait_stage(x, !me, 1, NULL, 20)) return 2;
+    return hier_fabric_insert(fab, x->addr[!me], peer) == HIER_OK ? 0 : 3;
+}
+
+#define TARGET_BYTES (1 << 20)
+static const uint64_t offs[3] = {0, 4096, 700001};
+static const size_t lens[3] = {100, 65536, 1000};
+
+static int basic(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_fabric_mr_t *mr;
+    hier_fabric_event_t ev[8];
+    size_t n;
+    if (!fab) return 10;
+    if (connect_pair(me, x, fab, &peer)) return 11;
+    uint8_t *buf = calloc(1, TARGET_BYTES);
+    if (hier_fabric_mr_reg(fab, buf, TARGET_BYTES, &mr) != HIER_OK) return 12;
+    if (me == 1) { /* target */
+        x->rkey = hier_fabric_mr_rkey(mr);
+        atomic_store(&x->stage[1], 2);
+        unsigned seen = 0;
+        for (double end = now() + 20; seen != 0xe && now() < end;) {
+            if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) return 13;
+            for (size_t i = 0; i < n; i++)
+                if (ev[i].kind == HIER_FABRIC_EV_REMOTE) seen |= 1u << ev[i].data;
+        }
+        if (seen != 0xe) return 14;
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < lens[k]; i++)
+                if (buf[offs[k] + i] != (uint8_t)(k * 50 + i % 199 + 1)) return 15;
+        if (buf[4095] != 0 || buf[offs[2] - 1] != 0) return 16; /* nothing outside */
+        atomic_store(&x->stage[1], 3);
+    } else { /* initiator */
+        if (wait_stage(x, 1, 2, fab, 20)) return 20;
+        for (int k = 0; k < 3; k++) {
+            uint8_t *src = buf + 200000 * (size_t)k;
+            for (size_t i = 0; i < lens[k]; i++) src[i] = (uint8_t)(k * 50 + i % 199 + 1);
+            if (hier_fabric_write(fab, peer, src, lens[k], mr, x->rkey, offs[k], (uint32_t)k + 1, (void *)&offs[k]) != HIER_OK)
+                return 21;
+        }
+        int done = 0;
+        for (double end = now() + 20; done < 3 && now() < end;) {
+            if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) return 22;
+            for (size_t i = 0; i < n; i++) done += ev[i].kind == HIER_FABRIC_EV_WRITE_DONE;
+        }
+        if (done != 3) return 23;
+        if (wait_stage(x, 1, 3, fab, 20)) return 24; /* keep polling until the target saw it all */
+    }
+    atomic_store(&x->stage[me], 4);
+    wait_stage(x, !me, 4, fab, 20);
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(fab);
+    free(buf);
+    return 0;
+}
+
+static int bad_key(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_fabric_mr_t *mr;
+    hier_fabric_event_t ev[8];
+    size_t n;
+    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
+    uint8_t *buf = calloc(1, 65536);
+    if (hier_fabric_mr_reg(fab, buf, 65536, &mr) != HIER_OK) return 12;
+    if (me == 1) {
+        x->rkey = hier_fabric_mr_rkey(mr);
+        atomic_store(&x->stage[1], 2);
+        for (double end = now() + 2; now() < end;) { /* nothing may arrive */
+            if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) continue; /* an error report is fine */
+            for (size_t i = 0; i < n; i++)
+                if (ev[i].kind == HIER_FABRIC_EV_REMOTE) return 30;
+        }
+        for (size_t i = 0; i < 65536; i++)
+            if (buf[i]) return 31;
+    } else {
+        if (wait_stage(x, 1, 2, fab, 20)) return 20;
+        memset(buf, 7, 4096);
+        hier_fabric_rkey_t bad = x->rkey;
+        bad.key ^= 0x5a5a5a5aull;
+        hier_fabric_write(fab, peer, buf, 4096, mr, bad, 0, 9, NULL); /* may fail now or later: both fine */
+        for (double end = now() + 2; now() < end;) hier_fabric_poll(fab, ev, 8, &n);
+    }
+    atomic_store(&x->stage[me], 4);
+    wait_stage(x, !me, 4, fab, 20);
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(fab);
+    free(buf);
+    return 0;
+}
+
+static int peer_leaves(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_fabric_mr_t *mr;
+    hier_fabric_event_t ev[8];
+    size_t n;
+    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
+    uint8_t *buf = calloc(1, 65536);
+    if (hier_fabric_mr_reg(fab, buf, 65536, &mr) != HIER_OK) return 12;
+    if (me == 1) {
+        x->rkey = hier_fabric_mr_rkey(mr);
+        atomic_store(&x->stage[1], 2);
+        _exit(0); /* gone without a word */
+    }
+    if (wait_stage(x, 1, 2, NULL, 20)) return 20;
+    usleep(200000);
+    double start = now();
+    for (int i = 0; i < 50; i++)
+        if (hier_fabric_write(fab, peer, buf, 4096, mr, x->rkey, 0, (uint32_t)i, NULL) != HIER_OK) break;
+    for (double end = now() + 3; now() < end;)
+        if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) break; /* an error is the expected outcome */
+    if (now() - start > 10) return 40; /* bounded, whatever the provider does */
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(fab);
+    free(buf);
+    return 0;
+}
+
+/* Parameters cross into Criterion's worker processes by value: indexes, not pointers. */
+static const char *const providers[] = {"tcp", "shm"};
+static int provider_ids[] = {0, 1};
+
+ParameterizedTestParameters(fabric, writes_land_with_their_immediates)
+{
+    return cr_make_param_array(int, provider_ids, 2);
+}
+ParameterizedTest(int *p, fabric, writes_land_with_their_immediates, .timeout = 60)
+{
+    cr_assert_eq(run_pair(basic, providers[*p]), 2, "provider %s", providers[*p]);
+}
+
+ParameterizedTestParameters(fabric, bad_key_delivers_nothing)
+{
+    return cr_make_param_array(int, provider_ids, 2);
+}
+ParameterizedTest(int *p, fabric, bad_key_delivers_nothing, .timeout = 60)
+{
+    cr_assert_eq(run_pair(bad_key, providers[*p]), 2, "provider %s", providers[*p]);
+}
+
+ParameterizedTestParameters(fabric, peer_that_left_ends_cleanly)
+{
+    return cr_make_param_array(int, provider_ids, 2);
+}
+ParameterizedTest(int *p, fabric, peer_that_left_ends_cleanly, .timeout = 60)
+{
+    cr_assert_eq(run_pair(peer_leaves, providers[*p]), 2, "provider %s", providers[*p]);
+}
+
+Test(fabric, offsets_or_addresses_as_the_provider_says)
+{
+    int buf[64];
+    hier_fabric_mr_t *mr;
+    hier_fabric_t *tcp = open_fab("tcp"), *shm = open_fab("shm");
+    cr_assert(tcp && shm, "tcp;ofi_rxm and shm must both open here");
+    cr_assert_str_eq(hier_fabric_provider(tcp), "tcp;ofi_rxm");
+    cr_assert_eq(hier_fabric_mr_reg(tcp, buf, sizeof(buf), &mr), HIER_OK);
+    cr_assert_eq(hier_fabric_mr_rkey(mr).base, 0, "tcp;ofi_rxm has no FI_MR_VIRT_ADDR: offsets");
+    hier_fabric_mr_dereg(mr);
+    cr_assert_eq(hier_fabric_mr_reg(shm, buf, sizeof(buf), &mr), HIER_OK);
+    cr_assert_eq(hier_fabric_mr_rkey(mr).base, (uint64_t)(uintptr_t)buf, "shm uses virtual addresses");
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(tcp);
+    hier_fabric_close(shm);
+}
+
+Test(fabric, unknown_provider_is_a_clean_error)
+{
+    hier_fabric_t *fab;
+    hier_fabric_config_t cfg = {.provider = "no-such-provider"};
+    cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_ERR_NOT_SUPPORTED);
+}
