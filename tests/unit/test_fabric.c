@@ -13,12 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hier_chan.h"
 #include "hier_fabric.h"
 
 typedef struct {
     _Atomic int stage[2];
     char addr[2][HIER_FABRIC_ADDR_MAX];
     hier_fabric_rkey_t rkey;
+    hier_chan_info_t chan[2];
+    unsigned long waited;
 } xchg_t;
 
 static double now(void)
@@ -199,6 +202,48 @@ static int peer_leaves(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* A long stream through an 8-slot channel, with a receiver that stops now
+ * and then: the sender must run out of credit and wait, and every message
+ * must arrive intact and in order. */
+#define STREAM_MESSAGES 20000
+static int stream(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_chan_t *ch;
+    uint8_t msg[1024];
+    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
+    if (hier_chan_open(fab, 5, 8, sizeof(msg), &ch) != HIER_OK) return 11;
+    hier_chan_info(ch, &x->chan[me]);
+    atomic_store(&x->stage[me], 2);
+    if (wait_stage(x, !me, 2, fab, 20)) return 12;
+    hier_chan_connect(ch, peer, &x->chan[!me]);
+    if (me == 0) {
+        for (int i = 0; i < STREAM_MESSAGES; i++) {
+            size_t len = (size_t)(i * 37 % 1000) + 1;
+            for (size_t j = 0; j < len; j++) msg[j] = (uint8_t)(i + j * 3);
+            if (hier_chan_send(ch, msg, len, &x->waited) != HIER_OK) return 13;
+        }
+    } else {
+        for (int i = 0; i < STREAM_MESSAGES; i++) {
+            const uint8_t *p;
+            size_t len;
+            if (hier_chan_recv(ch, (const void **)&p, &len) != HIER_OK) return 20;
+            if (len != (size_t)(i * 37 % 1000) + 1) return 21;
+            for (size_t j = 0; j < len; j++)
+                if (p[j] != (uint8_t)(i + j * 3)) return 22;
+            if (i % 2500 == 0) usleep(20000); /* a slow consumer: credits run out */
+            if (hier_chan_release(ch) != HIER_OK) return 23;
+        }
+    }
+    atomic_store(&x->stage[me], 4);
+    if (wait_stage(x, !me, 4, fab, 30)) return 30;
+    if (me == 0 && x->waited == 0) return 31; /* the test must have exhausted the credits */
+    hier_chan_close(ch);
+    hier_fabric_close(fab);
+    return 0;
+}
+
 /* Parameters cross into Criterion's worker processes by value: indexes, not pointers. */
 static const char *const providers[] = {"tcp", "shm"};
 static int provider_ids[] = {0, 1};
@@ -228,6 +273,15 @@ ParameterizedTestParameters(fabric, peer_that_left_ends_cleanly)
 ParameterizedTest(int *p, fabric, peer_that_left_ends_cleanly, .timeout = 60)
 {
     cr_assert_eq(run_pair(peer_leaves, providers[*p]), 2, "provider %s", providers[*p]);
+}
+
+ParameterizedTestParameters(fabric, long_stream_waits_for_credit)
+{
+    return cr_make_param_array(int, provider_ids, 2);
+}
+ParameterizedTest(int *p, fabric, long_stream_waits_for_credit, .timeout = 120)
+{
+    cr_assert_eq(run_pair(stream, providers[*p]), 2, "provider %s", providers[*p]);
 }
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)

@@ -1,0 +1,212 @@
+#include "hier_chan.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hier_log.h"
+
+#define HIER_CHAN_CREDIT (1u << 31)
+#define HIER_CHAN_SEQ_MASK 0xffffffu
+#define HIER_CHAN_HDR 8 /* a slot starts with the message length */
+#define HIER_CHAN_CTX_CREDIT 0x80u /* write contexts: id, or id | this for credit returns */
+
+struct hier_chan {
+    hier_fabric_t *fab;
+    unsigned id;
+    size_t slots, slot_bytes, stride;
+    hier_fabric_peer_t peer;
+    hier_chan_info_t remote;
+    /* receiving */
+    uint8_t *ring;             /* slots x stride, written by the peer */
+    hier_fabric_mr_t *ring_mr;
+    uint32_t *arrived;         /* per slot: message number + 1 that landed there */
+    uint64_t next_recv;        /* messages received */
+    uint64_t released;         /* messages released */
+    uint64_t credited;         /* release count last sent back */
+    /* sending */
+    uint8_t *stage;            /* slots x stride source buffers, plus a credit word to send */
+    hier_fabric_mr_t *stage_mr;
+    uint64_t credit_word;      /* written by the peer: how many of ours it released */
+    hier_fabric_mr_t *credit_mr;
+    uint64_t sent, done;       /* messages written, and completed locally */
+};
+
+/* Channels by id, per process: events arrive on the shared endpoint. */
+static hier_chan_t *hier_chan_table[HIER_CHAN_MAX_ID + 1];
+
+hier_status_t hier_chan_open(hier_fabric_t *fab, unsigned id, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
+{
+    hier_status_t st = HIER_ERR_NO_MEMORY;
+    if (id > HIER_CHAN_MAX_ID || hier_chan_table[id] || slots < 2) return HIER_ERR_INVALID_ARG;
+    hier_chan_t *ch = calloc(1, sizeof(*ch));
+    if (!ch) return HIER_ERR_NO_MEMORY;
+    ch->fab = fab;
+    ch->id = id;
+    ch->slots = slots;
+    ch->slot_bytes = slot_bytes;
+    ch->stride = (HIER_CHAN_HDR + slot_bytes + 63) & ~(size_t)63;
+    if (!(ch->ring = aligned_alloc(64, slots * ch->stride))) goto free_ch;
+    if (!(ch->stage = aligned_alloc(64, slots * ch->stride + 64))) goto free_ring;
+    if (!(ch->arrived = calloc(slots, sizeof(*ch->arrived)))) goto free_stage;
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_arrived, st);
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->stage, slots * ch->stride + 64, &ch->stage_mr), dereg_ring, st);
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, &ch->credit_word, sizeof(ch->credit_word), &ch->credit_mr),
+                    dereg_stage, st);
+    hier_chan_table[id] = ch;
+    *ch_p = ch;
+    return HIER_OK;
+
+dereg_stage:
+    hier_fabric_mr_dereg(ch->stage_mr);
+dereg_ring:
+    hier_fabric_mr_dereg(ch->ring_mr);
+free_arrived:
+    free(ch->arrived);
+free_stage:
+    free(ch->stage);
+free_ring:
+    free(ch->ring);
+free_ch:
+    free(ch);
+    return st;
+}
+
+void hier_chan_close(hier_chan_t *ch)
+{
+    if (!ch) return;
+    hier_chan_table[ch->id] = NULL;
+    hier_fabric_mr_dereg(ch->credit_mr);
+    hier_fabric_mr_dereg(ch->stage_mr);
+    hier_fabric_mr_dereg(ch->ring_mr);
+    free(ch->arrived);
+    free(ch->stage);
+    free(ch->ring);
+    free(ch);
+}
+
+void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
+{
+    info->ring = hier_fabric_mr_rkey(ch->ring_mr);
+    info->credit = hier_fabric_mr_rkey(ch->credit_mr);
+}
+
+void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
+{
+    ch->peer = peer;
+    ch->remote = *peer_info;
+}
+
+/* Events of one channel: a message landed, a credit came back, a write of ours completed. */
+static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
+{
+    if (ev->kind == HIER_FABRIC_EV_WRITE_DONE) {
+        if (!((uintptr_t)ev->context & HIER_CHAN_CTX_CREDIT)) ch->done++;
+    } else if (ev->data & HIER_CHAN_CREDIT) {
+        /* nothing to do: the credit word landed before this entry, and
+         * hier_chan_can_send reads it */
+    } else {
+        uint32_t seq = ev->data & HIER_CHAN_SEQ_MASK;
+        ch->arrived[seq % ch->slots] = seq + 1;
+    }
+}
+
+hier_status_t hier_chan_progress(hier_fabric_t *fab)
+{
+    hier_fabric_event_t ev[16];
+    size_t n;
+    hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
+    for (size_t i = 0; st == HIER_OK && i < n; i++) {
+        unsigned id = ev[i].kind == HIER_FABRIC_EV_WRITE_DONE ? (unsigned)(uintptr_t)ev[i].context & HIER_CHAN_MAX_ID
+                                                              : (ev[i].data >> 24) & HIER_CHAN_MAX_ID;
+        if (id <= HIER_CHAN_MAX_ID && hier_chan_table[id]) hier_chan_event(hier_chan_table[id], &ev[i]);
+    }
+    return st;
+}
+
+static double hier_chan_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Poll until ready(ch) or a minute passes (a peer that vanished). */
+static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
+{
+    double deadline = 0;
+    for (unsigned i = 0; !ready(ch); i++) {
+        hier_status_t st = hier_chan_progress(ch->fab);
+        if (st != HIER_OK) return st;
+        if (i % 4096 == 0) {
+            double t = hier_chan_now();
+            if (!deadline) deadline = t + 60;
+            if (t > deadline) {
+                HIER_ERROR("channel %u: nothing from the peer for 60 s while waiting for %s", ch->id, what);
+                return HIER_ERR_TIMEOUT;
+            }
+        }
+    }
+    return HIER_OK;
+}
+
+/* Room for one more message: fewer than `slots` unreleased by the peer, and
+ * the staging slot's previous write completed here. */
+static int hier_chan_can_send(const hier_chan_t *ch)
+{
+    uint64_t acked = __atomic_load_n(&ch->credit_word, __ATOMIC_ACQUIRE);
+    return ch->sent - acked < ch->slots && ch->sent - ch->done < ch->slots;
+}
+
+hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
+{
+    if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
+    if (!hier_chan_can_send(ch)) {
+        if (waited_p) (*waited_p)++;
+        hier_status_t st = hier_chan_wait(ch, hier_chan_can_send, "credit");
+        if (st != HIER_OK) return st;
+    }
+    size_t slot = ch->sent % ch->slots;
+    uint8_t *src = ch->stage + slot * ch->stride;
+    uint64_t hdr = len;
+    memcpy(src, &hdr, sizeof(hdr));
+    memcpy(src + HIER_CHAN_HDR, data, len);
+    uint32_t imm = (uint32_t)(ch->id << 24) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
+    hier_status_t st = hier_fabric_write(ch->fab, ch->peer, src, HIER_CHAN_HDR + len, ch->stage_mr, ch->remote.ring,
+                                         slot * ch->stride, imm, (void *)(uintptr_t)ch->id);
+    if (st == HIER_OK) ch->sent++;
+    return st;
+}
+
+static int hier_chan_has_message(const hier_chan_t *ch)
+{
+    return ch->arrived[ch->next_recv % ch->slots] == (uint32_t)((ch->next_recv & HIER_CHAN_SEQ_MASK) + 1);
+}
+
+hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
+{
+    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "a message");
+    if (st != HIER_OK) return st;
+    const uint8_t *slot = ch->ring + (ch->next_recv % ch->slots) * ch->stride;
+    uint64_t hdr;
+    memcpy(&hdr, slot, sizeof(hdr));
+    ch->next_recv++;
+    *data_p = slot + HIER_CHAN_HDR;
+    *len_p = (size_t)hdr;
+    return HIER_OK;
+}
+
+hier_status_t hier_chan_release(hier_chan_t *ch)
+{
+    ch->released++;
+    if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
+    /* return credit: our release count into the sender's word. The source
+     * word may be rewritten while an older return is in flight: counts only
+     * grow, so the sender can only ever see a newer one. */
+    uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
+    *word = ch->released;
+    ch->credited = ch->released;
+    return hier_fabric_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr, ch->remote.credit, 0,
+                             HIER_CHAN_CREDIT | (uint32_t)(ch->id << 24),
+                             (void *)(uintptr_t)(ch->id | HIER_CHAN_CTX_CREDIT));
+}

@@ -1,0 +1,49 @@
+/* hier_chan.h: a one-way message stream between two processes over the
+ * libfabric transport, with credit flow control.
+ *
+ * The receiver registers a ring of `slots` slots; the sender writes message k
+ * into slot k % slots with fi_writedata, the immediate naming the channel and
+ * k. The sender may have at most `slots` messages the receiver has not yet
+ * released: the receiver returns credits by writing its release count into a
+ * word the sender registered (again with an immediate), every half ring. So a
+ * fast sender waits instead of overwriting data not yet consumed.
+ *
+ * Immediate layout (32 bits, all EFA carries): bit 31 credit return,
+ * bits 30..24 channel id, bits 23..0 message number modulo 2^24. */
+#ifndef HIER_CHAN_H
+#define HIER_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_fabric.h"
+
+#define HIER_CHAN_MAX_ID 127
+
+typedef struct hier_chan hier_chan_t;
+
+/* What the other side needs: the ring (when it sends to us) and the credit
+ * word (when we send to it). */
+typedef struct {
+    hier_fabric_rkey_t ring;
+    hier_fabric_rkey_t credit;
+} hier_chan_info_t;
+
+/* A channel end with `slots` slots of `slot_bytes` payload each, both ways
+ * ready: it can send to and receive from the peer it is connected to. */
+hier_status_t hier_chan_open(hier_fabric_t *fab, unsigned id, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
+void hier_chan_close(hier_chan_t *ch);
+void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
+void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
+
+/* Send len <= slot_bytes bytes; waits (polling) while every slot is in use.
+ * *waited_p (may be NULL) counts the times it had to wait for credit. */
+hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p);
+/* The next message, in order; valid until hier_chan_release. */
+hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p);
+/* Done with the message hier_chan_recv returned: its slot may be rewritten. */
+hier_status_t hier_chan_release(hier_chan_t *ch);
+/* Drive progress: poll the transport and hand events to their channels. */
+hier_status_t hier_chan_progress(hier_fabric_t *fab);
+
+#endif
