@@ -2,6 +2,7 @@
  * data, and progress. See hier_fabric.h for the rules it follows. */
 #include "hier_fabric.h"
 
+#include <infiniband/verbs.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -49,6 +50,16 @@ static hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call
     case FI_ECONNREFUSED: case FI_ECONNRESET: case FI_ENOTCONN: case FI_EHOSTUNREACH: return HIER_ERR_PEER_DEAD;
     default: return HIER_ERR_INTERNAL;
     }
+}
+
+const char *hier_fabric_fork_safety(void)
+{
+    switch (ibv_is_fork_initialized()) {
+    case IBV_FORK_ENABLED: return "fork-safe";
+    case IBV_FORK_UNNEEDED: return "fork-safe (kernel)";
+    case IBV_FORK_DISABLED: break;
+    }
+    return "not fork-safe";
 }
 
 /* Short names users type, and the providers tried when they name none
@@ -147,9 +158,13 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
         st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
         goto close_ep;
     }
-    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data",
+    const char *fork = hier_fabric_fork_safety();
+    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s",
              fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
-             fab->info->domain_attr->cq_data_size);
+             fab->info->domain_attr->cq_data_size, fork);
+    if (!strcmp(fork, "not fork-safe"))
+        HIER_LOG_ONCE(HIER_LOG_COMM, "memory registered with the NIC is not fork-safe on this stack: set "
+                      "RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) if the application forks after MPI_Init");
     *fab_p = fab;
     return HIER_OK;
 

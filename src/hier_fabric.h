@@ -47,6 +47,12 @@ typedef struct {
     void *context;  /* WRITE_DONE: the caller's context */
 } hier_fabric_event_t;
 
+/* Whether registered memory survives fork() here (rdma-core's
+ * ibv_is_fork_initialized): "fork-safe", "fork-safe (kernel)", or "not
+ * fork-safe" — then set RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) before
+ * MPI_Init if the application forks. Reported at verbose level by open. */
+const char *hier_fabric_fork_safety(void);
+
 hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p);
 void hier_fabric_close(hier_fabric_t *fab);
 /* The provider actually used, e.g. "tcp;ofi_rxm". */

@@ -307,3 +307,12 @@ Test(fabric, unknown_provider_is_a_clean_error)
     hier_fabric_config_t cfg = {.provider = "no-such-provider"};
     cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_ERR_NOT_SUPPORTED);
 }
+
+Test(fabric, fork_safety_is_reported)
+{
+    const char *f = hier_fabric_fork_safety();
+    cr_assert(!strcmp(f, "fork-safe") || !strcmp(f, "fork-safe (kernel)") || !strcmp(f, "not fork-safe"), "%s", f);
+    /* without an RDMA device rdma-core cannot tell that the kernel makes fork
+     * safe, so on these machines it says "not fork-safe" */
+    cr_log_info("fork safety here: %s", f);
+}
