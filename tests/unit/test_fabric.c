@@ -5,10 +5,12 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,7 +57,10 @@ static int run_pair(body_t body, const char *prov)
     pid_t pids[2];
     int ok = 0;
     for (int r = 0; r < 2; r++)
-        if ((pids[r] = fork()) == 0) _exit(body(r, x, prov));
+        if ((pids[r] = fork()) == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test killed on timeout takes its ranks along */
+            _exit(body(r, x, prov));
+        }
     for (int r = 0; r < 2; r++) {
         int st;
         waitpid(pids[r], &st, 0);

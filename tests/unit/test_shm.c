@@ -91,6 +91,7 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
         if (pids[r] == 0) {
             fork_rank_t fr = {w, r};
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* let siblings read us (Yama ptrace_scope 1) */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
             hier_comm_ops_t ops = {.bcast = fork_bcast, .agree = fork_agree, .progress = NULL, .arg = &fr};
             hier_comm_t *comm;
             if (hier_comm_create(n, r, &ops, &comm) != HIER_OK) _exit(3);
