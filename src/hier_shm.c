@@ -18,6 +18,9 @@
 #define HIER_SHM_PAGE 4096
 /* How often (in yields) a waiting rank checks that its peers are alive. */
 #define HIER_SHM_LIVENESS_YIELDS 4096
+/* After this long in one wait, say once where every rank is: a schedule
+ * mismatch would otherwise hang without a word. */
+#define HIER_SHM_REPORT_SECONDS 60
 
 struct hier_shm {
     uint8_t *base;
@@ -250,6 +253,19 @@ static inline void hier_shm_cpu_relax(void)
 #endif
 }
 
+/* Where everyone is, for a wait that takes far too long. */
+static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
+{
+    char line[256];
+    int n = 0;
+    for (int r = 0; r < shm->nranks && n < (int)sizeof(line) - 24; r++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu",
+                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
+    HIER_ERROR("local rank %d has waited %d s for local rank %d; barrier phases by rank:%s (ranks on different "
+               "phases run different schedules: mismatched collectives or parameters?)",
+               w->me, HIER_SHM_REPORT_SECONDS, rank, line);
+}
+
 /* Spin briefly (the peer is usually running on another core), then yield so
  * an oversubscribed peer gets the CPU, driving the caller's progress engine. */
 hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
@@ -259,14 +275,21 @@ hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, h
         if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         hier_shm_cpu_relax();
     }
+    time_t start = 0;
     for (unsigned long y = 1;; y++) {
         if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         sched_yield();
         if (w->progress) w->progress();
-        if (y % HIER_SHM_LIVENESS_YIELDS == 0 && !hier_shm_peer_alive(shm, rank)) {
+        if (y % HIER_SHM_LIVENESS_YIELDS) continue;
+        if (!hier_shm_peer_alive(shm, rank)) {
             HIER_ERROR("local rank %d: local rank %d (pid %d) exited during a collective", w->me, rank,
                        (int)hier_shm_ctl(shm, rank)->pid);
             return HIER_ERR_PEER_DEAD;
+        }
+        if (!start) start = time(NULL);
+        else if (start > 0 && time(NULL) - start > HIER_SHM_REPORT_SECONDS) {
+            hier_shm_report(shm, rank, w);
+            start = -1; /* once per wait */
         }
     }
 }
