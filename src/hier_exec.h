@@ -34,8 +34,8 @@ typedef struct {
 /* Resolve a local buffer reference to an address (NULL for another rank's). */
 void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref);
 
-/* Run one COPY or REDUCE step (BARRIER steps belong to the caller). Fails
- * only when reading another rank's buffer fails. */
+/* Run one COPY or REDUCE step (BARRIER and NET_* steps belong to the
+ * caller). Fails only when reading another rank's buffer fails. */
 hier_status_t hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *step);
 
 #endif

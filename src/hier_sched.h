@@ -38,7 +38,14 @@ typedef struct {
     size_t off;     /* bytes from the start of that buffer */
 } hier_ref_t;
 
-typedef enum { HIER_STEP_COPY, HIER_STEP_REDUCE, HIER_STEP_BARRIER } hier_step_op_t;
+typedef enum {
+    HIER_STEP_COPY,
+    HIER_STEP_REDUCE,
+    HIER_STEP_BARRIER,
+    /* inter-node: peers are indexes in the group of ranks that share a local index */
+    HIER_STEP_NET_SEND, /* len bytes at src to `peer`, labelled `tag` */
+    HIER_STEP_NET_RECV, /* the message `tag` from `peer`: copied to dst, or (net_reduce) dst = dst op it */
+} hier_step_op_t;
 
 #define HIER_SCHED_NO_RANK 0xffffu
 
@@ -51,6 +58,9 @@ typedef struct {
     uint16_t nranks;
     uint16_t self_rank; /* REDUCE: this operand is read from self_src instead of its slot */
     uint8_t has_dst2;    /* REDUCE: the result is also stored at dst2 (while still in L1) */
+    uint8_t net_reduce;  /* NET_RECV: reduce into dst (len elements) instead of copying (len bytes) */
+    uint16_t peer;       /* NET_*: the other end */
+    uint16_t tag;        /* NET_*: which message */
     hier_ref_t self_src; /* (the rank's own input, never copied into its slot) */
     hier_ref_t dst2;
 } hier_step_t;
@@ -95,6 +105,22 @@ size_t hier_sched_nchunks(const hier_sched_args_t *args);
 /* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`.
  * Returns the number of steps written to `steps` (at most HIER_SCHED_MAX_STEPS). */
 size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);
+/* Inter-node ring allreduce among `nparts` participants (one rank per node
+ * with the same local index) over [off, off + count) elements of RECV, which
+ * holds this rank's contribution. Tags tag_base .. tag_base + 2 (nparts - 1). */
+typedef struct {
+    int nparts;
+    int me;
+    size_t esize;
+    size_t count;
+    size_t off;        /* elements */
+    uint16_t tag_base;
+} hier_net_args_t;
+
+#define HIER_SCHED_NET_MAX_STEPS(nparts) (4 * (size_t)((nparts) > 1 ? (nparts) - 1 : 0))
+/* Returns the number of steps written (at most HIER_SCHED_NET_MAX_STEPS). */
+size_t hier_sched_net_ring_allreduce(const hier_net_args_t *args, hier_step_t *steps);
+
 /* Single-copy kinds publish where their input starts: the send buffer, or
  * (in place) the receive buffer plus this offset. */
 size_t hier_sched_input_offset(const hier_sched_args_t *args, int rank);
