@@ -105,21 +105,34 @@ size_t hier_sched_nchunks(const hier_sched_args_t *args);
 /* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`.
  * Returns the number of steps written to `steps` (at most HIER_SCHED_MAX_STEPS). */
 size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);
-/* Inter-node ring allreduce among `nparts` participants (one rank per node
- * with the same local index) over [off, off + count) elements of RECV, which
- * holds this rank's contribution. Tags tag_base .. tag_base + 2 (nparts - 1). */
+/* Inter-node schedules among `nparts` participants (one rank per node with
+ * the same local index) over elements of RECV, which holds this rank's
+ * contribution (hier_sched_net.c). */
+typedef enum {
+    HIER_NET_RING_ALLREDUCE,      /* bandwidth-optimal: reduce-scatter then allgather */
+    HIER_NET_RING_REDUCE_SCATTER, /* afterwards block `me` is complete here */
+    HIER_NET_RING_ALLGATHER,      /* block `me` is this participant's contribution */
+    HIER_NET_RD_ALLREDUCE,        /* latency-optimal recursive doubling, any nparts */
+} hier_net_kind_t;
+
 typedef struct {
+    hier_net_kind_t kind;
     int nparts;
     int me;
     size_t esize;
-    size_t count;
-    size_t off;        /* elements */
-    uint16_t tag_base;
+    size_t off;             /* elements: where the vector starts in RECV */
+    size_t count;           /* RD: elements of the vector */
+    const size_t *counts;   /* ring: elements of each participant's block */
+    const size_t *displs;   /* ring: where each block starts, from off */
+    uint16_t tag_base;      /* tags used: tag_base .. tag_base + HIER_SCHED_NET_TAGS(nparts) - 1 */
 } hier_net_args_t;
 
-#define HIER_SCHED_NET_MAX_STEPS(nparts) (4 * (size_t)((nparts) > 1 ? (nparts) - 1 : 0))
+#define HIER_SCHED_NET_TAGS(nparts) (2 * (size_t)(nparts) + 2)
+#define HIER_SCHED_NET_MAX_STEPS(nparts) (4 * (size_t)(nparts) + 4)
 /* Returns the number of steps written (at most HIER_SCHED_NET_MAX_STEPS). */
-size_t hier_sched_net_ring_allreduce(const hier_net_args_t *args, hier_step_t *steps);
+size_t hier_sched_net_build(const hier_net_args_t *args, hier_step_t *steps);
+/* Equal blocks, cache-line aligned, for a ring over `count` elements. */
+void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *counts, size_t *displs);
 
 /* Single-copy kinds publish where their input starts: the send buffer, or
  * (in place) the receive buffer plus this offset. */

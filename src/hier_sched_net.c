@@ -1,15 +1,10 @@
 /* hier_sched_net.c: inter-node schedules (pure builders), the level that
  * runs between nodes once each node has reduced its share in shared memory.
- *
- * Ring allreduce over N participants, the vector cut into N blocks:
- * 1. reduce-scatter, N-1 steps: at step s send block (me - s) to the next
- *    participant and fold block (me - s - 1) from the previous one into mine;
- *    afterwards block (me + 1) is complete here;
- * 2. allgather, N-1 steps: at step s send block (me + 1 - s) on and take
- *    block (me - s) from the previous one as it is.
- * Every block is reduced by exactly one chain and then copied, so all
- * participants end with the same bits. Bandwidth-optimal: each sends and
- * receives 2 (N-1)/N of the vector. */
+ * Participants are the ranks of one local index, one per node; a block is a
+ * range of elements of RECV, given per participant (uneven nodes give
+ * uneven blocks). Every element is reduced along exactly one chain and then
+ * copied, or reduced by partners from the same two operands, so all
+ * participants end with the same bits. */
 #include "hier_part.h"
 #include "hier_sched_impl.h"
 
@@ -26,30 +21,97 @@ static void hier_sched_net(hier_sched_out_t *out, hier_step_op_t op, int peer, u
     out->steps[out->n++] = st;
 }
 
-size_t hier_sched_net_ring_allreduce(const hier_net_args_t *a, hier_step_t *steps)
+static hier_ref_t hier_sched_net_block(const hier_net_args_t *a, int b)
+{
+    return hier_ref(HIER_BUF_RECV, 0, 0, (a->off + a->displs[b]) * a->esize);
+}
+
+static int hier_sched_net_mod(int v, int n)
+{
+    return ((v % n) + n) % n;
+}
+
+/* Ring reduce-scatter, N-1 steps: at step s send block (me - s - 1) to the
+ * next participant and fold block (me - s - 2) from the previous one into
+ * mine; afterwards block `me` is complete here. */
+static void hier_sched_net_ring_rs(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
+{
+    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
+    for (int s = 0; s < n - 1; s++) {
+        int b = hier_sched_net_mod(a->me - s - 1, n), c = hier_sched_net_mod(a->me - s - 2, n);
+        hier_sched_net(out, HIER_STEP_NET_SEND, next, tag + (unsigned)s, hier_sched_net_block(a, b),
+                       a->counts[b] * a->esize, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, prev, tag + (unsigned)s, hier_sched_net_block(a, c), a->counts[c], 1);
+    }
+}
+
+/* Ring allgather, N-1 steps: at step s send block (me - s) on and take block
+ * (me - s - 1) from the previous participant as it is. */
+static void hier_sched_net_ring_ag(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
+{
+    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
+    for (int s = 0; s < n - 1; s++) {
+        int b = hier_sched_net_mod(a->me - s, n), c = hier_sched_net_mod(a->me - s - 1, n);
+        hier_sched_net(out, HIER_STEP_NET_SEND, next, tag + (unsigned)s, hier_sched_net_block(a, b),
+                       a->counts[b] * a->esize, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, prev, tag + (unsigned)s, hier_sched_net_block(a, c),
+                       a->counts[c] * a->esize, 0);
+    }
+}
+
+/* Recursive doubling over the whole vector, for any number of participants:
+ * 1. fold in: with p2 the largest power of two <= N and rem = N - p2, each
+ *    even participant below 2 rem hands its vector to the odd one above it,
+ *    which reduces it and stands in for both;
+ * 2. log2(p2) rounds: exchange vectors with the partner at distance 2^i (in
+ *    the p2 stand-ins' numbering) and reduce (the ops are commutative, so both
+ *    partners compute the same bits);
+ * 3. fold out: each stand-in hands the result back to its even participant. */
+static void hier_sched_net_rd_allreduce(const hier_net_args_t *a, hier_sched_out_t *out)
+{
+    int n = a->nparts, p2 = 1, rounds = 0;
+    while (p2 * 2 <= n) p2 *= 2, rounds++;
+    int rem = n - p2, me = a->me, vrank;
+    size_t bytes = a->count * a->esize;
+    hier_ref_t vec = hier_ref(HIER_BUF_RECV, 0, 0, a->off * a->esize);
+    unsigned t = a->tag_base;
+
+    if (me < 2 * rem && me % 2 == 0) { /* 1, and 3 for the ones that hand over */
+        hier_sched_net(out, HIER_STEP_NET_SEND, me + 1, t, vec, bytes, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, me + 1, t + 1 + (unsigned)rounds, vec, bytes, 0);
+        return;
+    }
+    if (me < 2 * rem) {
+        hier_sched_net(out, HIER_STEP_NET_RECV, me - 1, t, vec, a->count, 1);
+        vrank = me / 2;
+    } else {
+        vrank = me - rem;
+    }
+    for (int i = 0; i < rounds; i++) { /* 2 */
+        int pv = vrank ^ (1 << i), peer = pv < rem ? 2 * pv + 1 : pv + rem;
+        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)i, vec, bytes, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)i, vec, a->count, 1);
+    }
+    if (me < 2 * rem) hier_sched_net(out, HIER_STEP_NET_SEND, me - 1, t + 1 + (unsigned)rounds, vec, bytes, 0); /* 3 */
+}
+
+void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *counts, size_t *displs)
+{
+    for (int b = 0; b < nparts; b++) hier_part_range(count, nparts, b, hier_part_align(esize), &displs[b], &counts[b]);
+}
+
+size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
 {
     hier_sched_out_t out = {.steps = steps, .n = 0};
-    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
-    size_t es = a->esize, align = hier_part_align(es), off, len;
-
-    for (int s = 0; s < n - 1; s++) { /* 1 */
-        int b = (a->me - s + 2 * n) % n, c = (a->me - s - 1 + 2 * n) % n;
-        hier_part_range(a->count, n, b, align, &off, &len);
-        hier_sched_net(&out, HIER_STEP_NET_SEND, next, a->tag_base + (unsigned)s,
-                       hier_ref(HIER_BUF_RECV, 0, 0, (a->off + off) * es), len * es, 0);
-        hier_part_range(a->count, n, c, align, &off, &len);
-        hier_sched_net(&out, HIER_STEP_NET_RECV, prev, a->tag_base + (unsigned)s,
-                       hier_ref(HIER_BUF_RECV, 0, 0, (a->off + off) * es), len, 1);
-    }
-    for (int s = 0; s < n - 1; s++) { /* 2 */
-        int b = (a->me + 1 - s + 2 * n) % n, c = (a->me - s + 2 * n) % n;
-        unsigned tag = a->tag_base + (unsigned)(n - 1 + s);
-        hier_part_range(a->count, n, b, align, &off, &len);
-        hier_sched_net(&out, HIER_STEP_NET_SEND, next, tag, hier_ref(HIER_BUF_RECV, 0, 0, (a->off + off) * es),
-                       len * es, 0);
-        hier_part_range(a->count, n, c, align, &off, &len);
-        hier_sched_net(&out, HIER_STEP_NET_RECV, prev, tag, hier_ref(HIER_BUF_RECV, 0, 0, (a->off + off) * es),
-                       len * es, 0);
+    if (a->nparts < 2) return 0;
+    switch (a->kind) {
+    case HIER_NET_RING_ALLREDUCE: /* 1. reduce-scatter, 2. allgather: 2 (N-1)/N of the vector each way */
+        hier_sched_net_ring_rs(a, a->tag_base, &out);
+        hier_sched_net_ring_ag(a, a->tag_base + (unsigned)(a->nparts - 1), &out);
+        break;
+    case HIER_NET_RING_REDUCE_SCATTER: hier_sched_net_ring_rs(a, a->tag_base, &out); break;
+    case HIER_NET_RING_ALLGATHER: hier_sched_net_ring_ag(a, a->tag_base, &out); break;
+    case HIER_NET_RD_ALLREDUCE: hier_sched_net_rd_allreduce(a, &out); break;
     }
     return out.n;
 }

@@ -64,35 +64,63 @@ static int net_run(int n, hier_step_t steps[][64], const size_t *nsteps, uint8_t
     }
 }
 
-static void ring(int n, size_t count, size_t off, unsigned seed)
+static int64_t val(int r, size_t i)
+{
+    return (int64_t)(r + 1) * 1000003 + (int64_t)i;
+}
+
+/* Run one kind for n participants; counts/displs NULL = even blocks of count. */
+static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts, size_t off, unsigned seed)
 {
     static hier_step_t steps[MAXP][64];
-    size_t nsteps[MAXP];
+    size_t nsteps[MAXP], counts[MAXP], displs[MAXP], total = 0;
     uint8_t *ib[MAXP], *db[MAXP];
     hier_reduce_kernel_t ki, kd;
+    int gather = kind == HIER_NET_RING_ALLGATHER, rs = kind == HIER_NET_RING_REDUCE_SCATTER;
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &ki), HIER_OK);
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &kd), HIER_OK);
-    for (int r = 0; r < n; r++) {
-        ib[r] = calloc(off + count + 1, 8);
-        db[r] = calloc(off + count + 1, 8);
-        for (size_t i = 0; i < off + count; i++) {
-            ((int64_t *)ib[r])[i] = (int64_t)(r + 1) * 1000003 + (int64_t)i;
-            ((double *)db[r])[i] = 1.0 / (r + 3) + (double)i * 0.1;
+    if (ucounts) {
+        for (int b = 0; b < n; b++) {
+            counts[b] = ucounts[b];
+            displs[b] = total;
+            total += counts[b];
         }
-        hier_net_args_t a = {.nparts = n, .me = r, .esize = 8, .count = count, .off = off, .tag_base = 3};
-        nsteps[r] = hier_sched_net_ring_allreduce(&a, steps[r]);
-        cr_assert_leq(nsteps[r], HIER_SCHED_NET_MAX_STEPS(n));
+        count = total;
+    } else {
+        hier_sched_net_even_blocks(count, n, 8, counts, displs);
     }
-    cr_assert_eq(net_run(n, steps, nsteps, ib, 8, ki, seed), 0, "deadlock: n %d count %zu", n, count);
-    cr_assert_eq(net_run(n, steps, nsteps, db, 8, kd, seed + 1), 0, "deadlock: n %d count %zu", n, count);
     for (int r = 0; r < n; r++) {
+        ib[r] = malloc((off + count + 1) * 8);
+        db[r] = malloc((off + count + 1) * 8);
         for (size_t i = 0; i < off + count; i++) {
-            int64_t want = (int64_t)(i < off ? (r + 1) * 1000003 + (int64_t)i : 0);
-            if (i >= off)
-                for (int j = 0; j < n; j++) want += (int64_t)(j + 1) * 1000003 + (int64_t)i;
-            cr_assert_eq(((int64_t *)ib[r])[i], want, "n %d count %zu off %zu rank %d [%zu]", n, count, off, r, i);
-            cr_assert(!memcmp(db[r] + i * 8, db[0] + i * 8, 8) || i < off, "rank %d [%zu] differs from rank 0", r, i);
+            int mine = !gather || i < off || (i - off >= displs[r] && i - off < displs[r] + counts[r]);
+            ((int64_t *)ib[r])[i] = mine ? val(r, i) : -1;
+            ((double *)db[r])[i] = mine ? 1.0 / (r + 3) + (double)i * 0.1 : -1.0;
         }
+        hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .esize = 8, .off = off, .count = count,
+                             .counts = counts, .displs = displs, .tag_base = 3};
+        nsteps[r] = hier_sched_net_build(&a, steps[r]);
+        cr_assert_leq(nsteps[r], HIER_SCHED_NET_MAX_STEPS(n));
+        cr_assert_leq(nsteps[r], 64);
+    }
+    cr_assert_eq(net_run(n, steps, nsteps, ib, 8, ki, seed), 0, "deadlock: kind %d n %d count %zu", kind, n, count);
+    cr_assert_eq(net_run(n, steps, nsteps, db, 8, kd, seed + 1), 0, "deadlock: kind %d n %d", kind, n);
+    for (int r = 0; r < n; r++) {
+        for (size_t i = off; i < off + count; i++) {
+            size_t e = i - off;
+            int owner = 0;
+            while (owner < n - 1 && !(e >= displs[owner] && e < displs[owner] + counts[owner])) owner++;
+            if (rs && owner != r) continue; /* only my block is complete */
+            int64_t want = 0;
+            if (gather)
+                want = val(owner, i);
+            else
+                for (int j = 0; j < n; j++) want += val(j, i);
+            cr_assert_eq(((int64_t *)ib[r])[i], want, "kind %d n %d count %zu off %zu rank %d [%zu]", kind, n,
+                         count, off, r, i);
+            if (!rs) cr_assert(!memcmp(db[r] + i * 8, db[0] + i * 8, 8), "kind %d rank %d [%zu] differs", kind, r, i);
+        }
+        for (size_t i = 0; i < off; i++) cr_assert_eq(((int64_t *)ib[r])[i], val(r, i), "wrote before the vector");
     }
     for (int r = 0; r < n; r++) {
         free(ib[r]);
@@ -100,20 +128,51 @@ static void ring(int n, size_t count, size_t off, unsigned seed)
     }
 }
 
-Test(sched_net, ring_allreduce_sweep)
+static const hier_net_kind_t kinds[] = {HIER_NET_RING_ALLREDUCE, HIER_NET_RING_REDUCE_SCATTER,
+                                        HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLREDUCE};
+
+Test(sched_net, every_kind_swept_over_participants_and_counts)
 {
     static const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 64, 100, 1037};
-    for (int n = 1; n <= MAXP; n++)
-        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
-            for (unsigned seed = 0; seed < 3; seed++) ring(n, counts[c], c % 2 ? 5 : 0, seed * 7 + (unsigned)n);
+    for (size_t k = 0; k < 4; k++)
+        for (int n = 1; n <= MAXP; n++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                for (unsigned seed = 0; seed < 3; seed++)
+                    run(kinds[k], n, counts[c], NULL, c % 2 ? 5 : 0, seed * 7 + (unsigned)n);
+}
+
+Test(sched_net, uneven_blocks_with_empty_ones)
+{
+    size_t uc[MAXP];
+    for (size_t k = 0; k < 3; k++) /* the ring kinds take blocks per participant */
+        for (int n = 2; n <= MAXP; n++) {
+            for (int b = 0; b < n; b++) uc[b] = (size_t)(b * 7 % 5) * 13;
+            run(kinds[k], n, 0, uc, 3, (unsigned)n);
+        }
 }
 
 Test(sched_net, ring_moves_two_vectors_minus_two_blocks)
 {
     static hier_step_t steps[64];
-    hier_net_args_t a = {.nparts = 4, .me = 1, .esize = 8, .count = 4096, .off = 0, .tag_base = 0};
-    size_t n = hier_sched_net_ring_allreduce(&a, steps), sent = 0;
+    size_t counts[4], displs[4];
+    hier_sched_net_even_blocks(4096, 4, 8, counts, displs);
+    hier_net_args_t a = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 4, .me = 1, .esize = 8,
+                         .counts = counts, .displs = displs};
+    size_t n = hier_sched_net_build(&a, steps), sent = 0;
     for (size_t i = 0; i < n; i++)
         if (steps[i].op == HIER_STEP_NET_SEND) sent += steps[i].len;
     cr_assert_eq(sent, 2 * 3 * 4096 * 8 / 4, "a ring participant sends 2 (N-1)/N of the vector");
+}
+
+Test(sched_net, recursive_doubling_takes_log_rounds)
+{
+    static hier_step_t steps[64];
+    for (int n = 2; n <= MAXP; n++) {
+        int p2 = 1, rounds = 0;
+        while (p2 * 2 <= n) p2 *= 2, rounds++;
+        hier_net_args_t a = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = n, .me = n - 1, .esize = 8, .count = 10};
+        size_t sends = 0, m = hier_sched_net_build(&a, steps);
+        for (size_t i = 0; i < m; i++) sends += steps[i].op == HIER_STEP_NET_SEND;
+        cr_assert_leq(sends, (size_t)rounds + 1, "n %d: %zu sends", n, sends);
+    }
 }
