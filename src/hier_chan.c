@@ -7,9 +7,11 @@
 #include "hier_log.h"
 
 #define HIER_CHAN_CREDIT (1u << 31)
-#define HIER_CHAN_SEQ_MASK 0xffffffu
+#define HIER_CHAN_SEQ_MASK 0xfffffu
+#define HIER_CHAN_ID_SHIFT 20
 #define HIER_CHAN_HDR 8 /* a slot starts with the message length */
-#define HIER_CHAN_CTX_CREDIT 0x80u /* write contexts: id, or id | this for credit returns */
+/* Write contexts: (id << 1) | 1 for credit returns, (id << 1) for messages. */
+#define HIER_CHAN_CTX(id, credit) ((void *)(uintptr_t)(((uintptr_t)(id) << 1) | (credit)))
 
 struct hier_chan {
     hier_fabric_t *fab;
@@ -101,7 +103,7 @@ void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan
 static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
     if (ev->kind == HIER_FABRIC_EV_WRITE_DONE) {
-        if (!((uintptr_t)ev->context & HIER_CHAN_CTX_CREDIT)) ch->done++;
+        if (!((uintptr_t)ev->context & 1)) ch->done++;
     } else if (ev->data & HIER_CHAN_CREDIT) {
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
@@ -117,8 +119,8 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
     size_t n;
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
     for (size_t i = 0; st == HIER_OK && i < n; i++) {
-        unsigned id = ev[i].kind == HIER_FABRIC_EV_WRITE_DONE ? (unsigned)(uintptr_t)ev[i].context & HIER_CHAN_MAX_ID
-                                                              : (ev[i].data >> 24) & HIER_CHAN_MAX_ID;
+        unsigned id = ev[i].kind == HIER_FABRIC_EV_WRITE_DONE ? (unsigned)((uintptr_t)ev[i].context >> 1)
+                                                              : (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID;
         if (id <= HIER_CHAN_MAX_ID && hier_chan_table[id]) hier_chan_event(hier_chan_table[id], &ev[i]);
     }
     return st;
@@ -158,6 +160,31 @@ static int hier_chan_can_send(const hier_chan_t *ch)
     return ch->sent - acked < ch->slots && ch->sent - ch->done < ch->slots;
 }
 
+size_t hier_chan_slot_bytes(const hier_chan_t *ch)
+{
+    return ch->slot_bytes;
+}
+
+hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p)
+{
+    *sent_p = 0;
+    if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
+    if (!hier_chan_can_send(ch)) return HIER_OK;
+    size_t slot = ch->sent % ch->slots;
+    uint8_t *src = ch->stage + slot * ch->stride;
+    uint64_t hdr = len;
+    memcpy(src, &hdr, sizeof(hdr));
+    memcpy(src + HIER_CHAN_HDR, data, len);
+    uint32_t imm = (uint32_t)(ch->id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
+    hier_status_t st = hier_fabric_write(ch->fab, ch->peer, src, HIER_CHAN_HDR + len, ch->stage_mr, ch->remote.ring,
+                                         slot * ch->stride, imm, HIER_CHAN_CTX(ch->id, 0));
+    if (st == HIER_OK) {
+        ch->sent++;
+        *sent_p = 1;
+    }
+    return st;
+}
+
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
 {
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
@@ -166,21 +193,21 @@ hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsi
         hier_status_t st = hier_chan_wait(ch, hier_chan_can_send, "credit");
         if (st != HIER_OK) return st;
     }
-    size_t slot = ch->sent % ch->slots;
-    uint8_t *src = ch->stage + slot * ch->stride;
-    uint64_t hdr = len;
-    memcpy(src, &hdr, sizeof(hdr));
-    memcpy(src + HIER_CHAN_HDR, data, len);
-    uint32_t imm = (uint32_t)(ch->id << 24) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
-    hier_status_t st = hier_fabric_write(ch->fab, ch->peer, src, HIER_CHAN_HDR + len, ch->stage_mr, ch->remote.ring,
-                                         slot * ch->stride, imm, (void *)(uintptr_t)ch->id);
-    if (st == HIER_OK) ch->sent++;
-    return st;
+    int sent;
+    return hier_chan_try_send(ch, data, len, &sent);
 }
 
 static int hier_chan_has_message(const hier_chan_t *ch)
 {
     return ch->arrived[ch->next_recv % ch->slots] == (uint32_t)((ch->next_recv & HIER_CHAN_SEQ_MASK) + 1);
+}
+
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
+{
+    *got_p = 0;
+    if (!hier_chan_has_message(ch)) return HIER_OK;
+    *got_p = 1;
+    return hier_chan_recv(ch, data_p, len_p);
 }
 
 hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
@@ -207,6 +234,5 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     *word = ch->released;
     ch->credited = ch->released;
     return hier_fabric_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr, ch->remote.credit, 0,
-                             HIER_CHAN_CREDIT | (uint32_t)(ch->id << 24),
-                             (void *)(uintptr_t)(ch->id | HIER_CHAN_CTX_CREDIT));
+                             HIER_CHAN_CREDIT | (uint32_t)(ch->id << HIER_CHAN_ID_SHIFT), HIER_CHAN_CTX(ch->id, 1));
 }

@@ -9,7 +9,9 @@
  * fast sender waits instead of overwriting data not yet consumed.
  *
  * Immediate layout (32 bits, all EFA carries): bit 31 credit return,
- * bits 30..24 channel id, bits 23..0 message number modulo 2^24. */
+ * bits 30..20 channel id, bits 19..0 message number modulo 2^20. Both ends
+ * of a connection use the same id, so an immediate names the channel at
+ * either end. */
 #ifndef HIER_CHAN_H
 #define HIER_CHAN_H
 
@@ -18,7 +20,7 @@
 
 #include "hier_fabric.h"
 
-#define HIER_CHAN_MAX_ID 127
+#define HIER_CHAN_MAX_ID 2047
 
 typedef struct hier_chan hier_chan_t;
 
@@ -39,6 +41,11 @@ void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan
 /* Send len <= slot_bytes bytes; waits (polling) while every slot is in use.
  * *waited_p (may be NULL) counts the times it had to wait for credit. */
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p);
+/* The same without waiting: *sent_p = 0 when every slot is in use. */
+hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p);
+/* The next message if it is there (*got_p = 1), without waiting. */
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p);
+size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 /* The next message, in order; valid until hier_chan_release. */
 hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p);
 /* Done with the message hier_chan_recv returned: its slot may be rewritten. */

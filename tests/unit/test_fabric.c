@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "hier_chan.h"
+#include "hier_net_exec.h"
+#include "hier_reduce.h"
+#include "hier_sched.h"
 #include "hier_fabric.h"
 
 typedef struct {
@@ -320,4 +323,107 @@ Test(fabric, fork_safety_is_reported)
     /* without an RDMA device rdma-core cannot tell that the kernel makes fork
      * safe, so on these machines it says "not fork-safe" */
     cr_log_info("fork safety here: %s", f);
+}
+
+/* ---- inter-node schedules over the transport: several processes run the
+ * ring and recursive-doubling allreduces through per-peer channels, with
+ * vectors several times what a channel holds ---------------------------- */
+
+#define NP_MAX 4
+typedef struct {
+    _Atomic int stage[NP_MAX];
+    char addr[NP_MAX][HIER_FABRIC_ADDR_MAX];
+    hier_chan_info_t info[NP_MAX][NP_MAX]; /* [owner][peer] */
+} group_t;
+
+static int group_wait(group_t *g, int np, int v, hier_fabric_t *fab)
+{
+    for (int r = 0; r < np; r++)
+        for (double end = now() + 30; atomic_load(&g->stage[r]) < v;) {
+            if (fab) hier_chan_progress(fab);
+            if (now() > end) return -1;
+            usleep(50);
+        }
+    return 0;
+}
+
+static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kind_t kind, size_t count)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_chan_t *chans[NP_MAX] = {0};
+    hier_fabric_peer_t peers[NP_MAX];
+    size_t len;
+    if (!fab || hier_fabric_addr(fab, g->addr[me], &len) != HIER_OK) return 10;
+    for (int p = 0; p < np; p++) /* one channel per pair, the same id at both ends */
+        if (p != me) {
+            int lo = me < p ? me : p, hi = me < p ? p : me;
+            if (hier_chan_open(fab, (unsigned)(1 + lo * NP_MAX + hi), 4, 16384, &chans[p]) != HIER_OK) return 11;
+            hier_chan_info(chans[p], &g->info[me][p]);
+        }
+    atomic_store(&g->stage[me], 1);
+    if (group_wait(g, np, 1, NULL)) return 12;
+    for (int p = 0; p < np; p++)
+        if (p != me) {
+            if (hier_fabric_insert(fab, g->addr[p], &peers[p]) != HIER_OK) return 13;
+            hier_chan_connect(chans[p], peers[p], &g->info[p][me]);
+        }
+    double *v = malloc(count * sizeof(double) + 8);
+    for (size_t i = 0; i < count; i++) v[i] = (double)((me + 1) * (int)(i % 1001));
+    size_t counts[NP_MAX], displs[NP_MAX];
+    hier_sched_net_even_blocks(count, np, sizeof(double), counts, displs);
+    hier_net_args_t a = {.kind = kind, .nparts = np, .me = me, .esize = sizeof(double), .count = count,
+                         .counts = counts, .displs = displs};
+    hier_step_t steps[64];
+    size_t n = hier_sched_net_build(&a, steps);
+    hier_net_exec_t x = {.fab = fab, .chans = chans, .rbuf = (uint8_t *)v, .esize = sizeof(double)};
+    if (hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &x.kernel) != HIER_OK) return 14;
+    if (hier_net_exec_run(&x, steps, n) != HIER_OK) return 15;
+    for (size_t i = 0; i < count; i++)
+        if (v[i] != (double)(np * (np + 1) / 2 * (int)(i % 1001))) return 16;
+    if (np > 1 && count && !x.net_bytes) return 17;
+    atomic_store(&g->stage[me], 2);
+    if (group_wait(g, np, 2, fab)) return 18; /* keep serving credits until everyone is done */
+    for (int p = 0; p < np; p++) hier_chan_close(chans[p]);
+    hier_fabric_close(fab);
+    free(v);
+    return 0;
+}
+
+static int run_group(int np, const char *prov, hier_net_kind_t kind, size_t count)
+{
+    group_t *g = mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    memset(g, 0, sizeof(*g));
+    pid_t pids[NP_MAX];
+    int ok = 0;
+    for (int r = 0; r < np; r++)
+        if ((pids[r] = fork()) == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            _exit(net_member(r, np, g, prov, kind, count));
+        }
+    for (int r = 0; r < np; r++) {
+        int st;
+        waitpid(pids[r], &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
+        else fprintf(stderr, "%s np %d kind %d count %zu: rank %d ended with %d\n", prov, np, kind, count, r,
+                     WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+    }
+    munmap(g, sizeof(*g));
+    return ok;
+}
+
+ParameterizedTestParameters(fabric, inter_node_allreduce_schedules_run_over_channels)
+{
+    return cr_make_param_array(int, provider_ids, 2);
+}
+ParameterizedTest(int *p, fabric, inter_node_allreduce_schedules_run_over_channels, .timeout = 120)
+{
+    /* 100003 doubles: 800 KB, twelve times what a 4 x 16 KiB channel holds */
+    static const size_t counts[] = {1, 1000, 100003};
+    for (int np = 2; np <= 3; np++)
+        for (size_t c = 0; c < 3; c++) {
+            cr_assert_eq(run_group(np, providers[*p], HIER_NET_RING_ALLREDUCE, counts[c]), np, "%s ring np %d",
+                         providers[*p], np);
+            cr_assert_eq(run_group(np, providers[*p], HIER_NET_RD_ALLREDUCE, counts[c]), np, "%s rd np %d",
+                         providers[*p], np);
+        }
 }

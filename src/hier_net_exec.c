@@ -1,0 +1,109 @@
+#include "hier_net_exec.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "hier_log.h"
+
+#define HIER_NET_EXEC_TIMEOUT 60 /* seconds without progress */
+
+typedef struct {
+    const uint8_t *src;
+    size_t len, done;
+    hier_chan_t *ch;
+} hier_net_send_t;
+
+typedef struct {
+    uint8_t *dst;
+    size_t len, done; /* bytes */
+    int reduce;
+    hier_chan_t *ch;
+} hier_net_recv_t;
+
+/* Push as many segments of the pending send as credits allow now. */
+static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
+{
+    while (s->ch && s->done < s->len) {
+        size_t seg = s->len - s->done, max = hier_chan_slot_bytes(s->ch);
+        int sent;
+        if (seg > max) seg = max;
+        hier_status_t st = hier_chan_try_send(s->ch, s->src + s->done, seg, &sent);
+        if (st != HIER_OK) return st;
+        if (!sent) break;
+        s->done += seg;
+        x->net_bytes += seg;
+    }
+    if (s->ch && s->done == s->len) s->ch = NULL;
+    return HIER_OK;
+}
+
+/* Take the next segment of the receive if it is there and may land: not on
+ * bytes the pending send still has to read. */
+static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_send_t *s)
+{
+    const void *data;
+    size_t len;
+    int got;
+    size_t seg = hier_chan_slot_bytes(r->ch);
+    if (seg > r->len - r->done) seg = r->len - r->done;
+    if (s->ch && r->dst + r->done < s->src + s->len && s->src + s->done < r->dst + r->done + seg) return HIER_OK;
+    hier_status_t st = hier_chan_try_recv(r->ch, &data, &len, &got);
+    if (st != HIER_OK || !got) return st;
+    if (len != seg) {
+        HIER_ERROR("inter-node step expected a %zu-byte segment, got %zu (schedules differ between nodes?)", seg,
+                   len);
+        return HIER_ERR_INTERNAL;
+    }
+    if (r->reduce)
+        x->kernel.acc(r->dst + r->done, data, len / x->esize);
+    else
+        memcpy(r->dst + r->done, data, len);
+    r->done += len;
+    return hier_chan_release(r->ch);
+}
+
+static hier_status_t hier_net_flush(hier_net_exec_t *x, hier_net_send_t *s)
+{
+    while (s->ch) {
+        hier_status_t st = hier_net_push(x, s);
+        if (st == HIER_OK && s->ch) st = hier_chan_progress(x->fab);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
+}
+
+hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
+{
+    hier_net_send_t send = {0};
+    hier_status_t st = HIER_OK;
+
+    for (size_t i = 0; i < n && st == HIER_OK; i++) {
+        const hier_step_t *s = &steps[i];
+        if (s->op == HIER_STEP_NET_SEND) {
+            if ((st = hier_net_flush(x, &send)) != HIER_OK) break; /* one send in flight at a time */
+            send = (hier_net_send_t){.src = x->rbuf + s->src.off, .len = s->len, .ch = x->chans[s->peer]};
+            st = hier_net_push(x, &send);
+        } else if (s->op == HIER_STEP_NET_RECV) {
+            hier_net_recv_t r = {.dst = x->rbuf + s->dst.off, .len = s->net_reduce ? s->len * x->esize : s->len,
+                                 .reduce = s->net_reduce, .ch = x->chans[s->peer]};
+            time_t deadline = 0;
+            for (unsigned k = 0; st == HIER_OK && r.done < r.len; k++) {
+                if ((st = hier_net_push(x, &send)) == HIER_OK && (st = hier_net_pull(x, &r, &send)) == HIER_OK)
+                    st = hier_chan_progress(x->fab);
+                if (k % 65536 == 65535) { /* a peer that is gone must not hang us */
+                    if (!deadline) deadline = time(NULL) + HIER_NET_EXEC_TIMEOUT;
+                    else if (time(NULL) > deadline) {
+                        HIER_ERROR("inter-node step: nothing from participant %u for %d s", s->peer,
+                                   HIER_NET_EXEC_TIMEOUT);
+                        st = HIER_ERR_TIMEOUT;
+                    }
+                }
+            }
+        } else {
+            HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
+            st = HIER_ERR_INVALID_ARG;
+        }
+    }
+    if (st == HIER_OK) st = hier_net_flush(x, &send);
+    return st;
+}

@@ -1,0 +1,28 @@
+/* hier_net_exec.h: runs inter-node schedules (hier_sched_net.c) over
+ * channels (hier_chan.c), one channel per peer. */
+#ifndef HIER_NET_EXEC_H
+#define HIER_NET_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_chan.h"
+#include "hier_reduce.h"
+#include "hier_sched.h"
+
+typedef struct {
+    hier_fabric_t *fab;
+    hier_chan_t *const *chans; /* by participant index; chans[me] unused */
+    uint8_t *rbuf;             /* HIER_BUF_RECV */
+    size_t esize;
+    hier_reduce_kernel_t kernel;
+    uint64_t net_bytes;        /* bytes this participant put on the fabric */
+} hier_net_exec_t;
+
+/* Run the steps. A send proceeds while the next receive runs, segment by
+ * segment as credits allow, so two participants sending to each other more
+ * than a channel holds cannot deadlock; a receive segment that would
+ * overwrite bytes the pending send has not sent yet waits for them. */
+hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
+
+#endif
