@@ -13,19 +13,6 @@
 #include "hier_part.h"
 #include "hier_sched_impl.h"
 
-/* Copy [first, first + len) of my input into my slot, except the part
- * [skip, skip + skip_len) that only I read (straight from my input). */
-static void hier_sched_copy_in_except(const hier_sched_args_t *a, size_t first, size_t len, size_t skip,
-                                      size_t skip_len, int p, hier_sched_out_t *out)
-{
-    size_t es = a->esize;
-    if (!skip_len) skip = first + len;
-    size_t head = skip > first ? skip - first : 0, tail_from = skip + skip_len;
-    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, first * es, first * es), head * es);
-    if (tail_from < first + len)
-        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, (tail_from - first) * es),
-                        hier_sched_input(a, tail_from * es, tail_from * es), (first + len - tail_from) * es);
-}
 
 
 size_t hier_sched_chunk_units(const hier_sched_args_t *a)
@@ -181,6 +168,7 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     case HIER_SCHED_ALLREDUCE_RSAG: hier_sched_allreduce_rsag(a, first, len, parity, &out); break;
     case HIER_SCHED_ALLGATHER: hier_sched_allgather(a, first, len, parity, &out); break;
     case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, k, parity, &out); break;
+    case HIER_SCHED_HIER_ALLREDUCE: hier_sched_hier_allreduce(a, first, len, parity, &out); break;
     default: hier_sched_cma_build(a, &out); break;
     }
     return out.n;

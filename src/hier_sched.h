@@ -75,6 +75,8 @@ typedef enum {
     HIER_SCHED_CMA_ALLREDUCE,
     HIER_SCHED_CMA_ALLGATHER,
     HIER_SCHED_CMA_REDUCE_SCATTER, /* not in place: results would overwrite input peers still read */
+    /* several nodes (hier_sched_hier.c): shared memory inside, network between */
+    HIER_SCHED_HIER_ALLREDUCE,
 } hier_sched_kind_t;
 
 /* The shape of one collective as seen by one rank. */
@@ -93,10 +95,17 @@ typedef struct {
     const hier_topo_groups_t *groups; /* NUMA: groups (CSR in groups->first) */
     const uint16_t *members;          /* NUMA: groups->members as uint16_t */
     const uint16_t *leaders;          /* NUMA: leader of each group, by group */
+    /* several nodes: this node's index, the node count, how many local ranks
+     * every node has at least (the pieces), and the inter-node algorithm */
+    int node;
+    int nnodes;
+    int pieces;
+    int net_kind;                     /* hier_net_kind_t: ring or recursive doubling allreduce */
 } hier_sched_args_t;
 
 /* Upper bound of steps any builder emits for one chunk. */
-#define HIER_SCHED_MAX_STEPS (2 * HIER_SCHED_MAX_RANKS + 8)
+#define HIER_SCHED_MAX_NODES 64
+#define HIER_SCHED_MAX_STEPS (2 * HIER_SCHED_MAX_RANKS + 4 * HIER_SCHED_MAX_NODES + 16)
 
 /* Elements (allreduce, reduce_scatter) or bytes (allgather) one chunk carries. */
 size_t hier_sched_chunk_units(const hier_sched_args_t *args);
@@ -139,7 +148,7 @@ void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *
 size_t hier_sched_input_offset(const hier_sched_args_t *args, int rank);
 static inline int hier_sched_is_cma(hier_sched_kind_t kind)
 {
-    return kind >= HIER_SCHED_CMA_ALLREDUCE;
+    return kind >= HIER_SCHED_CMA_ALLREDUCE && kind <= HIER_SCHED_CMA_REDUCE_SCATTER;
 }
 
 #endif

@@ -51,7 +51,22 @@ static inline void hier_sched_reduce_self(hier_step_t *step, int me, hier_ref_t 
     step->self_src = self_src;
 }
 
+/* Copy [first, first + len) of my input into my slot, except the part
+ * [skip, skip + skip_len) that only I read (straight from my input). */
+static inline void hier_sched_copy_in_except(const hier_sched_args_t *a, size_t first, size_t len, size_t skip,
+                                      size_t skip_len, int p, hier_sched_out_t *out)
+{
+    size_t es = a->esize;
+    if (!skip_len) skip = first + len;
+    size_t head = skip > first ? skip - first : 0, tail_from = skip + skip_len;
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), hier_sched_input(a, first * es, first * es), head * es);
+    if (tail_from < first + len)
+        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, (tail_from - first) * es),
+                        hier_sched_input(a, tail_from * es, tail_from * es), (first + len - tail_from) * es);
+}
+
 /* Builders living in their own files. */
 void hier_sched_cma_build(const hier_sched_args_t *a, hier_sched_out_t *out);
+void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out);
 
 #endif
