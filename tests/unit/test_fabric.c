@@ -91,21 +91,29 @@ static int connect_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_peer_
     return hier_fabric_insert(fab, x->addr[!me], peer) == HIER_OK ? 0 : 3;
 }
 
+/* Open, connect and register a buffer of `bytes`: 0, or a code to exit with. */
+static int setup_pair(int me, xchg_t *x, const char *prov, size_t bytes, hier_fabric_t **fab_p,
+                      hier_fabric_peer_t *peer_p, uint8_t **buf_p, hier_fabric_mr_t **mr_p)
+{
+    if (!(*fab_p = open_fab(prov)) || connect_pair(me, x, *fab_p, peer_p)) return 10;
+    if (!(*buf_p = calloc(1, bytes))) return 11;
+    return hier_fabric_mr_reg(*fab_p, *buf_p, bytes, mr_p) == HIER_OK ? 0 : 12;
+}
+
 #define TARGET_BYTES (1 << 20)
 static const uint64_t offs[3] = {0, 4096, 700001};
 static const size_t lens[3] = {100, 65536, 1000};
 
 static int basic(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_t *fab;
     hier_fabric_peer_t peer;
     hier_fabric_mr_t *mr;
     hier_fabric_event_t ev[8];
+    uint8_t *buf;
     size_t n;
-    if (!fab) return 10;
-    if (connect_pair(me, x, fab, &peer)) return 11;
-    uint8_t *buf = calloc(1, TARGET_BYTES);
-    if (hier_fabric_mr_reg(fab, buf, TARGET_BYTES, &mr) != HIER_OK) return 12;
+    int rc = setup_pair(me, x, prov, TARGET_BYTES, &fab, &peer, &buf, &mr);
+    if (rc) return rc;
     if (me == 1) { /* target */
         x->rkey = hier_fabric_mr_rkey(mr);
         atomic_store(&x->stage[1], 2);
@@ -147,14 +155,14 @@ static int basic(int me, xchg_t *x, const char *prov)
 
 static int bad_key(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_t *fab;
     hier_fabric_peer_t peer;
     hier_fabric_mr_t *mr;
     hier_fabric_event_t ev[8];
+    uint8_t *buf;
     size_t n;
-    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    uint8_t *buf = calloc(1, 65536);
-    if (hier_fabric_mr_reg(fab, buf, 65536, &mr) != HIER_OK) return 12;
+    int rc = setup_pair(me, x, prov, 65536, &fab, &peer, &buf, &mr);
+    if (rc) return rc;
     if (me == 1) {
         x->rkey = hier_fabric_mr_rkey(mr);
         atomic_store(&x->stage[1], 2);
@@ -183,14 +191,14 @@ static int bad_key(int me, xchg_t *x, const char *prov)
 
 static int peer_leaves(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_t *fab;
     hier_fabric_peer_t peer;
     hier_fabric_mr_t *mr;
     hier_fabric_event_t ev[8];
+    uint8_t *buf;
     size_t n;
-    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    uint8_t *buf = calloc(1, 65536);
-    if (hier_fabric_mr_reg(fab, buf, 65536, &mr) != HIER_OK) return 12;
+    int rc = setup_pair(me, x, prov, 65536, &fab, &peer, &buf, &mr);
+    if (rc) return rc;
     if (me == 1) {
         x->rkey = hier_fabric_mr_rkey(mr);
         atomic_store(&x->stage[1], 2);
