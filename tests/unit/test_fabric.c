@@ -100,6 +100,17 @@ static int setup_pair(int me, xchg_t *x, const char *prov, size_t bytes, hier_fa
     return hier_fabric_mr_reg(*fab_p, *buf_p, bytes, mr_p) == HIER_OK ? 0 : 12;
 }
 
+/* Both done: wait for the other (still polling: it may need our progress), release. */
+static int finish_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_mr_t *mr, uint8_t *buf)
+{
+    atomic_store(&x->stage[me], 4);
+    wait_stage(x, !me, 4, fab, 20);
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(fab);
+    free(buf);
+    return 0;
+}
+
 #define TARGET_BYTES (1 << 20)
 static const uint64_t offs[3] = {0, 4096, 700001};
 static const size_t lens[3] = {100, 65536, 1000};
@@ -145,12 +156,7 @@ static int basic(int me, xchg_t *x, const char *prov)
         if (done != 3) return 23;
         if (wait_stage(x, 1, 3, fab, 20)) return 24; /* keep polling until the target saw it all */
     }
-    atomic_store(&x->stage[me], 4);
-    wait_stage(x, !me, 4, fab, 20);
-    hier_fabric_mr_dereg(mr);
-    hier_fabric_close(fab);
-    free(buf);
-    return 0;
+    return finish_pair(me, x, fab, mr, buf);
 }
 
 static int bad_key(int me, xchg_t *x, const char *prov)
@@ -181,12 +187,7 @@ static int bad_key(int me, xchg_t *x, const char *prov)
         hier_fabric_write(fab, peer, buf, 4096, mr, bad, 0, 9, NULL); /* may fail now or later: both fine */
         for (double end = now() + 2; now() < end;) hier_fabric_poll(fab, ev, 8, &n);
     }
-    atomic_store(&x->stage[me], 4);
-    wait_stage(x, !me, 4, fab, 20);
-    hier_fabric_mr_dereg(mr);
-    hier_fabric_close(fab);
-    free(buf);
-    return 0;
+    return finish_pair(me, x, fab, mr, buf);
 }
 
 static int peer_leaves(int me, xchg_t *x, const char *prov)
