@@ -55,11 +55,7 @@ static hier_status_t hier_comm_ll_fold(hier_comm_t *c, uint64_t seq, size_t off,
 {
     const uint8_t *a, *b;
     hier_status_t st = hier_comm_ll_get(c, 0, seq, &a);
-    if (st != HIER_OK) return st;
-    if (c->nranks == 1) {
-        memcpy(dst, a + off, count * esize);
-        return HIER_OK;
-    }
+    if (st != HIER_OK) return st; /* one-rank communicators never get here (path self) */
     if ((st = hier_comm_ll_get(c, 1, seq, &b)) != HIER_OK) return st;
     if (count) kernel.comb(dst, a + off, b + off, count);
     for (int r = 2; r < c->nranks; r++) {

@@ -265,41 +265,21 @@ static int stream(int me, xchg_t *x, const char *prov)
 static const char *const providers[] = {"tcp", "shm"};
 static int provider_ids[] = {0, 1};
 
-ParameterizedTestParameters(fabric, writes_land_with_their_immediates)
-{
-    return cr_make_param_array(int, provider_ids, 2);
-}
-ParameterizedTest(int *p, fabric, writes_land_with_their_immediates, .timeout = 60)
-{
-    cr_assert_eq(run_pair(basic, providers[*p]), 2, "provider %s", providers[*p]);
-}
+/* One test per scenario, run once per provider. */
+#define PAIR_TEST(name, body, seconds)                                                  \
+    ParameterizedTestParameters(fabric, name)                                           \
+    {                                                                                   \
+        return cr_make_param_array(int, provider_ids, 2);                               \
+    }                                                                                   \
+    ParameterizedTest(int *p, fabric, name, .timeout = seconds)                         \
+    {                                                                                   \
+        cr_assert_eq(run_pair(body, providers[*p]), 2, "provider %s", providers[*p]);   \
+    }
 
-ParameterizedTestParameters(fabric, bad_key_delivers_nothing)
-{
-    return cr_make_param_array(int, provider_ids, 2);
-}
-ParameterizedTest(int *p, fabric, bad_key_delivers_nothing, .timeout = 60)
-{
-    cr_assert_eq(run_pair(bad_key, providers[*p]), 2, "provider %s", providers[*p]);
-}
-
-ParameterizedTestParameters(fabric, peer_that_left_ends_cleanly)
-{
-    return cr_make_param_array(int, provider_ids, 2);
-}
-ParameterizedTest(int *p, fabric, peer_that_left_ends_cleanly, .timeout = 60)
-{
-    cr_assert_eq(run_pair(peer_leaves, providers[*p]), 2, "provider %s", providers[*p]);
-}
-
-ParameterizedTestParameters(fabric, long_stream_waits_for_credit)
-{
-    return cr_make_param_array(int, provider_ids, 2);
-}
-ParameterizedTest(int *p, fabric, long_stream_waits_for_credit, .timeout = 120)
-{
-    cr_assert_eq(run_pair(stream, providers[*p]), 2, "provider %s", providers[*p]);
-}
+PAIR_TEST(writes_land_with_their_immediates, basic, 60)
+PAIR_TEST(bad_key_delivers_nothing, bad_key, 60)
+PAIR_TEST(peer_that_left_ends_cleanly, peer_leaves, 60)
+PAIR_TEST(long_stream_waits_for_credit, stream, 120)
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)
 {
