@@ -49,8 +49,8 @@ static hier_status_t hier_comm_ll_get(hier_comm_t *c, int rank, uint64_t seq, co
     return st;
 }
 
-/* Fold [off, off + count) of every rank's payload, in rank order, into dst. */
-static hier_status_t hier_comm_ll_fold(hier_comm_t *c, uint64_t seq, size_t off, size_t count, size_t esize,
+/* Fold count elements at byte offset off of every rank's payload, in rank order, into dst. */
+static hier_status_t hier_comm_ll_fold(hier_comm_t *c, uint64_t seq, size_t off, size_t count,
                                        hier_reduce_kernel_t kernel, uint8_t *dst)
 {
     const uint8_t *a, *b;
@@ -69,7 +69,7 @@ hier_status_t hier_comm_ll_allreduce(hier_comm_t *c, const void *sbuf, void *rbu
                                      hier_reduce_kernel_t kernel)
 {
     uint64_t seq = hier_comm_ll_put(c, sbuf ? sbuf : rbuf, count * esize);
-    return hier_comm_ll_fold(c, seq, 0, count, esize, kernel, rbuf);
+    return hier_comm_ll_fold(c, seq, 0, count, kernel, rbuf);
 }
 
 hier_status_t hier_comm_ll_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block)
@@ -94,5 +94,5 @@ hier_status_t hier_comm_ll_reduce_scatter(hier_comm_t *c, const void *sbuf, void
     /* every rank waits for every header, even with nothing to receive: that
      * wait is what makes rewriting the areas two calls later safe */
     uint64_t seq = hier_comm_ll_put(c, sbuf ? sbuf : rbuf, total * esize);
-    return hier_comm_ll_fold(c, seq, rdispls[c->me] * esize, rcounts[c->me], esize, kernel, rbuf);
+    return hier_comm_ll_fold(c, seq, rdispls[c->me] * esize, rcounts[c->me], kernel, rbuf);
 }
