@@ -36,11 +36,32 @@ struct hier_chan {
 
 /* Channels by id, per process: events arrive on the shared endpoint. */
 static hier_chan_t *hier_chan_table[HIER_CHAN_MAX_ID + 1];
+static unsigned hier_chan_next_id;
 
-hier_status_t hier_chan_open(hier_fabric_t *fab, unsigned id, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
+/* A free id, taken round the table so a closed channel's id (and any late
+ * event naming it) is not reused soon. */
+static int hier_chan_free_id(unsigned *id_p)
+{
+    for (unsigned i = 0; i <= HIER_CHAN_MAX_ID; i++) {
+        unsigned id = (hier_chan_next_id + i) % (HIER_CHAN_MAX_ID + 1);
+        if (!hier_chan_table[id]) {
+            hier_chan_next_id = id + 1;
+            *id_p = id;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
 {
     hier_status_t st = HIER_ERR_NO_MEMORY;
-    if (id > HIER_CHAN_MAX_ID || hier_chan_table[id] || slots < 2) return HIER_ERR_INVALID_ARG;
+    unsigned id;
+    if (slots < 2) return HIER_ERR_INVALID_ARG;
+    if (!hier_chan_free_id(&id)) {
+        HIER_ERROR("no free channel id: %d channels are open in this process", HIER_CHAN_MAX_ID + 1);
+        return HIER_ERR_NO_MEMORY;
+    }
     hier_chan_t *ch = calloc(1, sizeof(*ch));
     if (!ch) return HIER_ERR_NO_MEMORY;
     ch->fab = fab;
@@ -91,6 +112,8 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
 {
     info->ring = hier_fabric_mr_rkey(ch->ring_mr);
     info->credit = hier_fabric_mr_rkey(ch->credit_mr);
+    info->id = ch->id;
+    info->pad = 0;
 }
 
 void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
@@ -175,7 +198,7 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, 
     uint64_t hdr = len;
     memcpy(src, &hdr, sizeof(hdr));
     memcpy(src + HIER_CHAN_HDR, data, len);
-    uint32_t imm = (uint32_t)(ch->id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
+    uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
     hier_status_t st = hier_fabric_write(ch->fab, ch->peer, src, HIER_CHAN_HDR + len, ch->stage_mr, ch->remote.ring,
                                          slot * ch->stride, imm, HIER_CHAN_CTX(ch->id, 0));
     if (st == HIER_OK) {
@@ -234,5 +257,5 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     *word = ch->released;
     ch->credited = ch->released;
     return hier_fabric_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr, ch->remote.credit, 0,
-                             HIER_CHAN_CREDIT | (uint32_t)(ch->id << HIER_CHAN_ID_SHIFT), HIER_CHAN_CTX(ch->id, 1));
+                             HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT), HIER_CHAN_CTX(ch->id, 1));
 }

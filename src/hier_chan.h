@@ -9,9 +9,10 @@
  * fast sender waits instead of overwriting data not yet consumed.
  *
  * Immediate layout (32 bits, all EFA carries): bit 31 credit return,
- * bits 30..20 channel id, bits 19..0 message number modulo 2^20. Both ends
- * of a connection use the same id, so an immediate names the channel at
- * either end. */
+ * bits 30..20 channel id, bits 19..0 message number modulo 2^20. Each end
+ * picks its own id (unique in its process) and tells the other, which puts
+ * it in every immediate it writes: so an immediate names the channel at the
+ * end where it lands, however many communicators share the endpoint. */
 #ifndef HIER_CHAN_H
 #define HIER_CHAN_H
 
@@ -29,11 +30,14 @@ typedef struct hier_chan hier_chan_t;
 typedef struct {
     hier_fabric_rkey_t ring;
     hier_fabric_rkey_t credit;
+    uint32_t id;
+    uint32_t pad;
 } hier_chan_info_t;
 
 /* A channel end with `slots` slots of `slot_bytes` payload each, both ways
- * ready: it can send to and receive from the peer it is connected to. */
-hier_status_t hier_chan_open(hier_fabric_t *fab, unsigned id, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
+ * ready: it can send to and receive from the peer it is connected to.
+ * HIER_ERR_NO_MEMORY also when the process has HIER_CHAN_MAX_ID + 1 open. */
+hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
 void hier_chan_close(hier_chan_t *ch);
 void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
 void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);

@@ -42,6 +42,21 @@ static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_
     return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
 }
 
+/* Several nodes: one owner per node for small vectors, else every local
+ * rank with its piece; recursive doubling between nodes for two nodes and
+ * small pieces, the ring otherwise (or as forced). */
+static hier_sched_kind_t hier_comm_pick_net_allreduce(const hier_comm_t *c, size_t bytes, hier_sched_args_t *args,
+                                                      hier_path_t *path_p)
+{
+    int algo = hier_params.net_algorithm;
+    args->pieces = bytes < hier_params.net_split_min ? 1 : c->pieces;
+    if (algo == HIER_ALGO_AUTO)
+        algo = c->nnodes == 2 || bytes / (size_t)args->pieces <= hier_params.net_rd_max ? HIER_ALGO_RD : HIER_ALGO_RING;
+    args->net_kind = algo == HIER_ALGO_RD ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_ALLREDUCE;
+    *path_p = algo == HIER_ALGO_RD ? HIER_PATH_NET_RD : HIER_PATH_NET_RING;
+    return HIER_SCHED_HIER_ALLREDUCE;
+}
+
 /* A one-rank communicator: the result is the input. */
 static void hier_coll_self(const void *sbuf, void *rbuf, size_t bytes)
 {
@@ -64,6 +79,10 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, bytes);
         st = HIER_OK;
+    } else if (st == HIER_OK && c->nnodes > 1) {
+        hier_sched_args_t args = {.esize = esize, .count = count, .in_place = sbuf == NULL};
+        args.kind = hier_comm_pick_net_allreduce(c, bytes, &args, &path);
+        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     } else if (st == HIER_OK && hier_coll_use_ll(algo, bytes, hier_params.allreduce_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_allreduce(c, sbuf, rbuf, count, esize, kernel);
@@ -86,6 +105,11 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, block_bytes);
         st = HIER_OK;
+    } else if (st == HIER_OK && c->nnodes > 1) {
+        hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
+                                  .in_place = sbuf == NULL};
+        path = HIER_PATH_NET_COPY;
+        st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_allgather(c, sbuf, rbuf, block_bytes);
@@ -104,7 +128,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
                                        hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
 {
     hier_reduce_kernel_t kernel;
-    size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_RANKS], total = 0;
+    size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_TOTAL], total = 0;
     int algo = hier_params.reduce_scatter_algorithm;
     hier_path_t path;
 
@@ -122,11 +146,16 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
         *path_p = path;
         return st;
     }
-    for (int r = 0; r < c->nranks; r++) {
+    for (int r = 0; r < c->size; r++) {
         displs[r] = total;
         total += rcounts[r];
     }
-    if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {
+    if (c->nnodes > 1) {
+        hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
+                                  .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL};
+        path = HIER_PATH_NET_RS;
+        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+    } else if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {
         path = HIER_PATH_SHM_LL;
         st = hier_comm_ll_reduce_scatter(c, sbuf, rbuf, rcounts, displs, total, esize, kernel);
     } else {

@@ -24,28 +24,108 @@ static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
 
 void hier_core_finalize(void)
 {
+    hier_core_fabric_close();
     hier_topo_close(hier_core_topo);
     hier_core_topo = NULL;
 }
 
-hier_status_t hier_comm_create(int nranks, int me, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
+/* Nodes numbered in order of their first rank, each node's ranks in rank
+ * order; my node and index. Returns 0 when the layout exceeds the schedules'
+ * limits (the communicator then falls back). */
+static int hier_comm_layout(hier_comm_t *c, const int *node_of)
 {
-    if (nranks < 1 || me < 0 || me >= nranks) return HIER_ERR_INVALID_ARG;
+    int ids[HIER_SCHED_MAX_NODES], count[HIER_SCHED_MAX_NODES] = {0};
+    int *dense = c->size <= HIER_SCHED_MAX_TOTAL ? calloc((size_t)c->size, sizeof(*dense)) : NULL;
+    if (!dense) return 0;
+    c->nnodes = 0;
+    for (int r = 0; r < c->size; r++) {
+        int id = node_of ? node_of[r] : 0, n = 0;
+        while (n < c->nnodes && ids[n] != id) n++;
+        if (n == c->nnodes) {
+            if (c->nnodes == HIER_SCHED_MAX_NODES) goto too_big;
+            ids[c->nnodes++] = id;
+        }
+        dense[r] = n;
+        count[n]++;
+    }
+    c->node = dense[c->rank];
+    c->pieces = c->size;
+    for (int n = 0, at = 0; n < c->nnodes; n++) {
+        c->node_first[n] = (uint16_t)at;
+        for (int r = 0; r < c->size; r++)
+            if (dense[r] == n) c->node_ranks[at++] = (uint16_t)r;
+        c->pieces = count[n] < c->pieces ? count[n] : c->pieces;
+    }
+    c->node_first[c->nnodes] = (uint16_t)c->size;
+    c->nranks = count[c->node];
+    c->me = 0;
+    for (int r = 0; r < c->rank; r++) c->me += dense[r] == c->node;
+    free(dense);
+    return 1;
+
+too_big:
+    free(dense);
+    return 0;
+}
+
+hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
+{
+    if (size < 1 || rank < 0 || rank >= size) return HIER_ERR_INVALID_ARG;
     hier_comm_t *c = calloc(1, sizeof(*c));
     if (!c) return HIER_ERR_NO_MEMORY;
-    c->nranks = nranks;
-    c->me = me;
+    c->size = c->nranks = size;
+    c->rank = c->me = rank;
     c->ops = *ops;
+    c->nnodes = 1;
+    c->my_node = my_node;
+    if (!(c->steps = malloc(HIER_SCHED_MAX_STEPS * sizeof(*c->steps)))) {
+        free(c);
+        return HIER_ERR_NO_MEMORY;
+    }
+    hier_core_set_progress(ops->progress);
     *comm_p = c;
     return HIER_OK;
+}
+
+/* Every rank's node and the step buffer the layout needs, once (collective
+ * when several nodes). Returns 0 when the layout exceeds the schedules. */
+static int hier_comm_ensure_layout(hier_comm_t *c)
+{
+    if (c->layout_done) return !c->too_big;
+    c->layout_done = 1;
+    int *node_of = NULL;
+    if (c->my_node >= 0) {
+        if (!(node_of = calloc((size_t)c->size, sizeof(*node_of))) ||
+            c->ops.allgather(&c->my_node, node_of, sizeof(int), c->ops.arg) != 0) {
+            free(node_of); /* (the allgather failing on one rank fails it everywhere) */
+            c->too_big = 1;
+            return 0;
+        }
+    }
+    c->too_big = !hier_comm_layout(c, node_of);
+    free(node_of);
+    size_t nsteps = c->nnodes > 1 ? hier_sched_hier_max_steps(c->size, c->nnodes, c->pieces) : 0;
+    if (!c->too_big && nsteps > HIER_SCHED_MAX_STEPS) {
+        hier_step_t *steps = realloc(c->steps, nsteps * sizeof(*steps));
+        if (steps) c->steps = steps;
+        c->too_big = !steps;
+    }
+    return !c->too_big;
 }
 
 void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
+    hier_comm_close_net(c);
     hier_shm_detach(c->shm);
     free(c->stage);
+    free(c->steps);
     free(c);
+}
+
+uint64_t hier_comm_net_bytes(const hier_comm_t *c)
+{
+    return c->net_bytes;
 }
 
 /* The machine's topology, loaded once per process whatever the threads do. */
@@ -104,7 +184,9 @@ static uint64_t hier_comm_params_digest(size_t chunk)
                           hier_params.allgather_ll_max, hier_params.reduce_scatter_ll_max,
                           hier_params.allreduce_flat_max, hier_params.allreduce_numa_min_ranks, chunk,
                           (uint64_t)hier_params.cma, hier_params.allreduce_cma_min, hier_params.allgather_cma_min,
-                          hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain};
+                          hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain,
+                          (uint64_t)hier_params.net_algorithm, hier_params.net_rd_max, hier_params.net_split_min,
+                          hier_params.fabric_slot_size, (uint64_t)hier_params.fabric_slots};
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) h = (h ^ v[i]) * 0x100000001b3ull;
     return h;
@@ -122,49 +204,65 @@ static size_t hier_comm_chunk_bytes(int nranks)
 }
 
 /* Segment set-up, collective over the communicator, run at the first call that needs it:
- * 1. rank 0 creates the segment under a fresh name;
- * 2. it broadcasts the name (empty if creation failed) and its parameters' digest;
- * 3. the others check the digest and attach; everyone reserves its own slot
- *    and publishes its pid and NUMA domain;
+ * 1. local rank 0 of every node creates its node's segment under a fresh name;
+ * 2. every rank publishes (allgather) that name, empty if creation failed, and
+ *    its parameters' digest;
+ * 3. everyone checks the digests and attaches to its node's segment; everyone
+ *    reserves its own slot and publishes its pid and NUMA domain;
  * 4. everyone agrees (minimum) on success;
- * 5. rank 0 unlinks the name: from here on nothing is left behind even after a crash;
+ * 5. local rank 0 unlinks the name: from here on nothing is left behind even after a crash;
  * 6. every rank probes single copy to every other, and all agree on it;
  * on any failure everyone detaches and the communicator falls back for good. */
+typedef struct {
+    char name[HIER_SHM_NAME_MAX];
+    uint64_t digest;
+} hier_comm_shm_msg_t;
+
+/* Step 3's checks: every rank's digest equals mine, my node's leader created a segment. */
+static hier_status_t hier_comm_check_peers(const hier_comm_t *c, const hier_comm_shm_msg_t *all, uint64_t digest)
+{
+    for (int r = 0; r < c->size; r++)
+        if (all[r].digest != digest) {
+            HIER_ERROR("rank %d: coll/hier parameters differ from rank %d's; not using hier on this communicator",
+                       c->rank, r);
+            return HIER_ERR_INVALID_ARG;
+        }
+    return all[c->node_ranks[c->node_first[c->node]]].name[0] ? HIER_OK : HIER_ERR_SHM;
+}
+
 static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
 {
-    struct {
-        char name[HIER_SHM_NAME_MAX];
-        uint64_t digest;
-    } msg = {"", 0};
-    hier_status_t st = HIER_OK;
+    hier_comm_shm_msg_t msg = {"", 0}, *all = calloc((size_t)c->size, sizeof(*all));
+    hier_status_t st = all ? HIER_OK : HIER_ERR_NO_MEMORY;
     size_t chunk = hier_comm_chunk_bytes(c->nranks);
     uint64_t digest = hier_comm_params_digest(chunk);
     int ok;
 
+    msg.digest = digest;
+    ok = all != NULL; /* every rank must take part in the allgather, or none */
+    if (c->ops.agree(&ok, c->ops.arg) != 0 || !ok) goto free_stage;
     if (c->me == 0) { /* 1 */
         snprintf(msg.name, sizeof(msg.name), "coll-hier-%d-%u", (int)getpid(),
                  atomic_fetch_add(&hier_core_segments, 1));
         if (hier_shm_create(hier_params.shm_dir, msg.name, c->nranks, chunk, &c->shm) != HIER_OK) msg.name[0] = 0;
-        msg.digest = digest;
     }
-    if (c->ops.bcast(&msg, sizeof(msg), 0, c->ops.arg) != 0) goto unlink_segment; /* 2 */
-    if (!msg.name[0]) st = HIER_ERR_SHM;                                           /* 3 */
-    if (st == HIER_OK && msg.digest != digest) {
-        HIER_ERROR("local rank %d: coll/hier parameters differ from rank 0's; not using hier on this communicator",
-                   c->me);
-        st = HIER_ERR_INVALID_ARG;
+    if (c->ops.allgather(&msg, all, sizeof(msg), c->ops.arg) != 0) goto unlink_segment; /* 2 */
+    st = hier_comm_check_peers(c, all, digest);                                           /* 3 */
+    if (st == HIER_OK && c->me != 0) {
+        const char *name = all[c->node_ranks[c->node_first[c->node]]].name;
+        st = hier_shm_attach(hier_params.shm_dir, name, c->nranks, c->me, chunk, &c->shm);
     }
-    if (st == HIER_OK && c->me != 0)
-        st = hier_shm_attach(hier_params.shm_dir, msg.name, c->nranks, c->me, chunk, &c->shm);
     if (st == HIER_OK) st = hier_shm_claim(c->shm, c->me, hier_comm_my_numa(c));
     if (st == HIER_OK && !(c->stage = malloc(HIER_EXEC_STAGE_BYTES))) st = HIER_ERR_NO_MEMORY;
     ok = st == HIER_OK;
     if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0; /* 4 */
     if (c->me == 0 && c->shm) hier_shm_unlink(c->shm); /* 5 */
+    free(all);
+    all = NULL;
     if (!ok || hier_comm_build_groups(c) != HIER_OK) goto free_stage;
     c->chunk_bytes = chunk;
     c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_params.spin_count,
-                                .progress = c->ops.progress};
+                                .progress = hier_core_progress};
     if (hier_comm_setup_cma(c) != HIER_OK) goto free_stage; /* 6 */
     c->shm_state = HIER_SHM_STATE_READY;
     HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s), single copy %s", c->nranks,
@@ -172,8 +270,11 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
     return HIER_OK;
 
 unlink_segment:
+    ok = 0;
+    (void)c->ops.agree(&ok, c->ops.arg); /* the others are at step 4 */
     if (c->shm) hier_shm_unlink(c->shm);
 free_stage:
+    free(all);
     free(c->stage);
     c->stage = NULL;
     hier_shm_detach(c->shm);
@@ -219,6 +320,12 @@ hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     args->groups = &c->groups;
     args->members = c->members;
     args->leaders = c->leaders;
+    args->node = c->node;
+    args->nnodes = c->nnodes;
+    args->node_first = c->node_first;
+    args->node_ranks = c->node_ranks;
+    if (!args->pieces) args->pieces = c->pieces;
+    c->net_bytes = 0;
     if (hier_sched_is_cma(args->kind)) { /* published before the first barrier, which makes them visible */
         hier_shm_ctl_t *mine = hier_shm_ctl(c->shm, c->me);
         mine->input_addr = (uint64_t)(uintptr_t)(args->in_place ? (const uint8_t *)rbuf + hier_sched_input_offset(args, c->me)
@@ -234,21 +341,32 @@ hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     for (size_t k = 0; k < nchunks; k++) {
         size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), c->steps);
         for (size_t i = 0; i < n; i++) {
-            if (c->steps[i].op == HIER_STEP_BARRIER) {
+            const hier_step_t *s = &c->steps[i];
+            if (s->op == HIER_STEP_BARRIER) {
                 hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
                 if (st != HIER_OK) return st; /* a dead peer: every rank finds out */
-            } else if (failed == HIER_OK && (failed = hier_exec_step(&bufs, &c->steps[i])) != HIER_OK) {
-                atomic_store_explicit(&hier_shm_ctl(c->shm, c->me)->error, 1, memory_order_relaxed);
+                continue;
             }
+            if (failed != HIER_OK) continue;
+            if (s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV) { /* a run of network steps */
+                size_t j = i + 1;
+                while (j < n && (c->steps[j].op == HIER_STEP_NET_SEND || c->steps[j].op == HIER_STEP_NET_RECV)) j++;
+                failed = hier_comm_net_run(c, &bufs, s, j - i);
+                i = j - 1;
+            } else {
+                failed = hier_exec_step(&bufs, s);
+            }
+            if (failed != HIER_OK) atomic_store_explicit(&hier_shm_ctl(c->shm, c->me)->error, 1, memory_order_relaxed);
         }
     }
-    for (int r = 0; r < c->nranks && nchunks && hier_sched_is_cma(args->kind); r++)
+    int checked = hier_sched_is_cma(args->kind) || c->nnodes > 1;
+    for (int r = 0; r < c->nranks && nchunks && checked; r++)
         if (atomic_load_explicit(&hier_shm_ctl(c->shm, r)->error, memory_order_relaxed)) {
             c->shm_state = HIER_SHM_STATE_FAILED;
-            if (failed == HIER_OK) HIER_ERROR("local rank %d: a single-copy read failed on local rank %d", c->me, r);
+            if (failed == HIER_OK) HIER_ERROR("local rank %d: a step failed on local rank %d", c->me, r);
             return failed != HIER_OK ? failed : HIER_ERR_INTERNAL;
         }
-    return HIER_OK;
+    return failed;
 }
 
 /* Common entry: nothing to do, single rank, forced fallback or no segment. */
@@ -258,16 +376,20 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
         *path_p = HIER_PATH_FALLBACK_FORCED;
         return HIER_ERR_NOT_SUPPORTED;
     }
-    if (c->nranks > HIER_SCHED_MAX_RANKS) {
+    if (!hier_comm_ensure_layout(c) || c->nranks > HIER_SCHED_MAX_RANKS) {
         *path_p = HIER_PATH_FALLBACK_RANKS;
         return HIER_ERR_NOT_SUPPORTED;
     }
-    if (c->nranks == 1) {
+    if (c->size == 1) {
         *path_p = HIER_PATH_SELF;
         return HIER_IN_PROGRESS; /* caller copies */
     }
     if (hier_comm_ensure_shm(c) != HIER_OK) {
         *path_p = HIER_PATH_FALLBACK_SHM;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->nnodes > 1 && hier_comm_ensure_net(c) != HIER_OK) {
+        *path_p = HIER_PATH_FALLBACK_NET;
         return HIER_ERR_NOT_SUPPORTED;
     }
     return HIER_OK;

@@ -1,10 +1,11 @@
-/* hier_comm.h: the core's view of one communicator (today: all ranks on one
- * node) and its collectives. The glue supplies the few services the core
- * cannot provide itself, through hier_comm_ops_t. */
+/* hier_comm.h: the core's view of one communicator, on one node or several,
+ * and its collectives. The glue supplies the few services the core cannot
+ * provide itself, through hier_comm_ops_t. */
 #ifndef HIER_COMM_H
 #define HIER_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hier_dtype.h"
 #include "hier_shm.h"
@@ -12,8 +13,8 @@
 #include "hier_status.h"
 
 typedef struct {
-    /* Broadcast len bytes from root over the communicator (the previous module's bcast). */
-    int (*bcast)(void *buf, size_t len, int root, void *arg);
+    /* Gather len bytes from every rank into rbuf, by rank, on every rank (the previous module's allgather). */
+    int (*allgather)(const void *sbuf, void *rbuf, size_t len, void *arg);
     /* *value = minimum over the communicator (the previous module's allreduce). */
     int (*agree)(int *value, void *arg);
     hier_progress_fn_t progress;
@@ -22,8 +23,11 @@ typedef struct {
 
 typedef struct hier_comm hier_comm_t;
 
-/* nranks local ranks; `me` is this rank's index, equal to its communicator rank. */
-hier_status_t hier_comm_create(int nranks, int me, const hier_comm_ops_t *ops, hier_comm_t **comm_p);
+/* A communicator of `size` ranks, this one being `rank`. my_node names my
+ * node (any number, equal on the ranks that share it), or is -1 on every
+ * rank when all share one node. Ranks learn each other's nodes at the first
+ * collective, through ops->allgather. */
+hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_ops_t *ops, hier_comm_t **comm_p);
 void hier_comm_destroy(hier_comm_t *comm);
 
 /* Each returns HIER_OK when served, HIER_ERR_NOT_SUPPORTED when the caller
@@ -39,7 +43,10 @@ hier_status_t hier_comm_allgather(hier_comm_t *comm, const void *sbuf, void *rbu
 hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
                                        hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
 
-/* Release process-wide state (the topology). */
+/* Bytes this rank put on the fabric during its last collective. */
+uint64_t hier_comm_net_bytes(const hier_comm_t *comm);
+
+/* Release process-wide state (the topology, the fabric endpoint). */
 void hier_core_finalize(void);
 
 #endif

@@ -3,7 +3,9 @@
 #ifndef HIER_COMM_IMPL_H
 #define HIER_COMM_IMPL_H
 
+#include "hier_chan.h"
 #include "hier_comm.h"
+#include "hier_exec.h"
 #include "hier_reduce.h"
 #include "hier_sched.h"
 #include "hier_shm.h"
@@ -15,9 +17,23 @@
 typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
 
 struct hier_comm {
-    int nranks;
-    int me;
+    int nranks;                 /* ranks on my node: the segment's */
+    int me;                     /* my index among them */
+    int size;                   /* the communicator */
+    int rank;
     hier_comm_ops_t ops;
+    /* several nodes: the communicator's ranks by node (see hier_sched_args_t) */
+    int nnodes;
+    int node;
+    int pieces;                 /* fewest ranks any node has: owners per node */
+    int my_node;                /* as given to hier_comm_create */
+    int layout_done;
+    int too_big;                /* more nodes or ranks than the schedules handle */
+    uint16_t node_first[HIER_SCHED_MAX_NODES + 1];
+    uint16_t node_ranks[HIER_SCHED_MAX_TOTAL];
+    hier_shm_state_t net_state;
+    hier_chan_t *chans[HIER_SCHED_MAX_NODES]; /* to my local index on each other node */
+    uint64_t net_bytes;         /* put on the fabric by the last call */
     hier_shm_state_t shm_state;
     hier_shm_t *shm;
     size_t chunk_bytes;
@@ -31,8 +47,18 @@ struct hier_comm {
     int cma;                    /* every rank can read every other's memory */
     uint8_t *stage;             /* the executor's staging blocks */
     uint64_t ll_seq;            /* low-latency calls so far (hier_comm_ll.c) */
-    hier_step_t steps[HIER_SCHED_MAX_STEPS]; /* one chunk's schedule */
+    hier_step_t *steps;         /* one chunk's schedule */
 };
+
+/* The inter-node level (hier_comm_net.c). */
+hier_status_t hier_comm_ensure_net(hier_comm_t *c);
+void hier_comm_close_net(hier_comm_t *c);
+/* Run consecutive NET steps over the communicator's channels. */
+hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n);
+/* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
+void hier_core_progress(void);
+void hier_core_set_progress(hier_progress_fn_t progress);
+void hier_core_fabric_close(void);
 
 /* Common entry of a collective: HIER_OK to go on, HIER_IN_PROGRESS for a
  * one-rank communicator (the caller copies), or a fallback with its reason. */

@@ -1,5 +1,6 @@
 #include "hier_net_exec.h"
 
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -55,18 +56,42 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
         return HIER_ERR_INTERNAL;
     }
     if (r->reduce)
-        x->kernel.acc(r->dst + r->done, data, len / x->esize);
+        x->bufs->kernel.acc(r->dst + r->done, data, len / x->bufs->esize);
     else
         memcpy(r->dst + r->done, data, len);
     r->done += len;
     return hier_chan_release(r->ch);
 }
 
+/* One turn of a waiting loop: the endpoint every time; past `spin` turns
+ * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
+ * may be the one waiting for a core) and Open MPI progresses; and the clock:
+ * a peer that is gone must not hang us. */
+static hier_status_t hier_net_progress(hier_net_exec_t *x, unsigned turn, time_t *deadline, const char *what)
+{
+    if (x->spin && turn >= (unsigned)x->spin) {
+        sched_yield();
+        if (x->progress) x->progress();
+    } else if (x->progress && turn % 64 == 63) {
+        x->progress();
+    }
+    if (turn % 65536 == 65535) {
+        if (!*deadline) {
+            *deadline = time(NULL) + HIER_NET_EXEC_TIMEOUT;
+        } else if (time(NULL) > *deadline) {
+            HIER_ERROR("inter-node step: no progress for %d s while %s", HIER_NET_EXEC_TIMEOUT, what);
+            return HIER_ERR_TIMEOUT;
+        }
+    }
+    return hier_chan_progress(x->fab);
+}
+
 static hier_status_t hier_net_flush(hier_net_exec_t *x, hier_net_send_t *s)
 {
-    while (s->ch) {
+    time_t deadline = 0;
+    for (unsigned k = 0; s->ch; k++) {
         hier_status_t st = hier_net_push(x, s);
-        if (st == HIER_OK && s->ch) st = hier_chan_progress(x->fab);
+        if (st == HIER_OK && s->ch) st = hier_net_progress(x, k, &deadline, "sending (no credit from the peer)");
         if (st != HIER_OK) return st;
     }
     return HIER_OK;
@@ -81,24 +106,15 @@ hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, si
         const hier_step_t *s = &steps[i];
         if (s->op == HIER_STEP_NET_SEND) {
             if ((st = hier_net_flush(x, &send)) != HIER_OK) break; /* one send in flight at a time */
-            send = (hier_net_send_t){.src = x->rbuf + s->src.off, .len = s->len, .ch = x->chans[s->peer]};
+            send = (hier_net_send_t){.src = hier_exec_ref(x->bufs, s->src), .len = s->len, .ch = x->chans[s->peer]};
             st = hier_net_push(x, &send);
         } else if (s->op == HIER_STEP_NET_RECV) {
-            hier_net_recv_t r = {.dst = x->rbuf + s->dst.off, .len = s->net_reduce ? s->len * x->esize : s->len,
+            hier_net_recv_t r = {.dst = hier_exec_ref(x->bufs, s->dst), .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
                                  .reduce = s->net_reduce, .ch = x->chans[s->peer]};
             time_t deadline = 0;
-            for (unsigned k = 0; st == HIER_OK && r.done < r.len; k++) {
+            for (unsigned k = 0; st == HIER_OK && r.done < r.len; k++)
                 if ((st = hier_net_push(x, &send)) == HIER_OK && (st = hier_net_pull(x, &r, &send)) == HIER_OK)
-                    st = hier_chan_progress(x->fab);
-                if (k % 65536 == 65535) { /* a peer that is gone must not hang us */
-                    if (!deadline) deadline = time(NULL) + HIER_NET_EXEC_TIMEOUT;
-                    else if (time(NULL) > deadline) {
-                        HIER_ERROR("inter-node step: nothing from participant %u for %d s", s->peer,
-                                   HIER_NET_EXEC_TIMEOUT);
-                        st = HIER_ERR_TIMEOUT;
-                    }
-                }
-            }
+                    st = hier_net_progress(x, k, &deadline, "receiving");
         } else {
             HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
             st = HIER_ERR_INVALID_ARG;

@@ -7,15 +7,17 @@
 #include <stdint.h>
 
 #include "hier_chan.h"
+#include "hier_exec.h"
 #include "hier_reduce.h"
 #include "hier_sched.h"
+#include "hier_shm.h"
 
 typedef struct {
     hier_fabric_t *fab;
     hier_chan_t *const *chans; /* by participant index; chans[me] unused */
-    uint8_t *rbuf;             /* HIER_BUF_RECV */
-    size_t esize;
-    hier_reduce_kernel_t kernel;
+    const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
+    hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
+    int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
 } hier_net_exec_t;
 

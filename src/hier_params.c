@@ -88,6 +88,32 @@ static const hier_param_desc_t hier_param_table[] = {
      "Under auto, reduce_scatters from this many bytes of send buffer use single copy (when available and "
      "not in place)",
      HIER_PARAM_OFF(reduce_scatter_cma_min), 0},
+    {"fabric_provider", HIER_PARAM_STRING, "",
+     "libfabric provider between nodes: efa, tcp (tcp;ofi_rxm), shm, sockets or a full name; empty = the first "
+     "of efa, tcp;ofi_rxm, sockets that works. Without one, multi-node communicators use the previous component",
+     HIER_PARAM_OFF(fabric_provider), 0},
+    {"fabric_iface", HIER_PARAM_STRING, "",
+     "Network interface for the tcp provider (like NCCL_SOCKET_IFNAME / FI_TCP_IFACE); empty = provider's choice",
+     HIER_PARAM_OFF(fabric_iface), 0},
+    {"fabric_slot_size", HIER_PARAM_SIZE, "128K",
+     "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
+     HIER_PARAM_OFF(fabric_slot_size), 0},
+    {"fabric_slots", HIER_PARAM_INT, "8",
+     "Slots per inter-node channel: messages a sender may have in flight before the receiver returns credit",
+     HIER_PARAM_OFF(fabric_slots), 0},
+    {"net_algorithm", HIER_PARAM_ALGO, "auto",
+     "Inter-node allreduce between the ranks of one local index: auto, ring (bandwidth-optimal) or rd "
+     "(recursive doubling, fewest messages)",
+     HIER_PARAM_OFF(net_algorithm),
+     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD)},
+    {"net_rd_max", HIER_PARAM_SIZE, "64K",
+     "Under auto, multi-node allreduces up to this many bytes per rank use recursive doubling between nodes "
+     "(on two nodes always: it moves the same bytes as the ring in fewer messages); ring above",
+     HIER_PARAM_OFF(net_rd_max), 0},
+    {"net_split_min", HIER_PARAM_SIZE, "16K",
+     "Multi-node allreduces from this many bytes per rank are split so every local rank drives the network "
+     "with its own piece; smaller ones go through one rank per node",
+     HIER_PARAM_OFF(net_split_min), 0},
 };
 
 hier_params_t hier_params;
@@ -95,7 +121,7 @@ hier_params_t hier_params;
 static const char *const hier_algo_names[HIER_ALGO_COUNT] = {
     [HIER_ALGO_AUTO] = "auto", [HIER_ALGO_FLAT] = "flat", [HIER_ALGO_NUMA] = "numa",
     [HIER_ALGO_RSAG] = "rsag", [HIER_ALGO_FALLBACK] = "fallback", [HIER_ALGO_SHM] = "shm",
-    [HIER_ALGO_CMA] = "cma", [HIER_ALGO_LL] = "ll",
+    [HIER_ALGO_CMA] = "cma", [HIER_ALGO_LL] = "ll", [HIER_ALGO_RING] = "ring", [HIER_ALGO_RD] = "rd",
 };
 
 const char *hier_algo_name(hier_algo_t algo)

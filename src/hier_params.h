@@ -17,6 +17,8 @@ typedef enum {
     HIER_ALGO_SHM,     /* allgather, reduce_scatter: through the segment */
     HIER_ALGO_CMA,     /* any: single copy between processes (process_vm_readv) */
     HIER_ALGO_LL,      /* any, small messages: flags inside the data, no barrier */
+    HIER_ALGO_RING,    /* inter-node allreduce: ring reduce-scatter + allgather */
+    HIER_ALGO_RD,      /* inter-node allreduce: recursive doubling */
     HIER_ALGO_COUNT
 } hier_algo_t;
 
@@ -41,6 +43,13 @@ typedef struct {
     size_t allreduce_cma_min;     /* bytes per rank from which auto picks single copy */
     size_t allgather_cma_min;     /* bytes per rank */
     size_t reduce_scatter_cma_min;/* bytes of the whole send buffer */
+    char *fabric_provider;        /* libfabric provider; "" = best available */
+    char *fabric_iface;           /* network interface for tcp; "" = the provider's choice */
+    size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
+    int fabric_slots;             /* slots per channel: messages in flight before credit returns */
+    int net_algorithm;            /* inter-node allreduce: AUTO, RING or RD */
+    size_t net_rd_max;            /* bytes per rank: recursive doubling up to here under auto */
+    size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
 } hier_params_t;
 
 typedef enum { HIER_PARAM_INT, HIER_PARAM_SIZE, HIER_PARAM_STRING, HIER_PARAM_ALGO } hier_param_type_t;

@@ -13,7 +13,12 @@
 #include "hier_part.h"
 #include "hier_sched_impl.h"
 
-
+/* Units the chunks cut: bytes of a block (allgathers), elements otherwise. */
+static size_t hier_sched_total(const hier_sched_args_t *a)
+{
+    int bytes = a->kind == HIER_SCHED_ALLGATHER || a->kind == HIER_SCHED_HIER_ALLGATHER;
+    return bytes ? a->count * a->esize : a->count;
+}
 
 size_t hier_sched_chunk_units(const hier_sched_args_t *a)
 {
@@ -21,13 +26,14 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *a)
     case HIER_SCHED_ALLGATHER: return a->chunk_bytes;
     case HIER_SCHED_ALLREDUCE_NUMA: return a->chunk_bytes / 2 / a->esize;
     case HIER_SCHED_REDUCE_SCATTER: return a->chunk_bytes / a->esize / (size_t)a->nranks; /* per block */
+    case HIER_SCHED_HIER_ALLGATHER: return hier_sched_hier_units(a);
     default: return a->chunk_bytes / a->esize;
     }
 }
 
 size_t hier_sched_nchunks(const hier_sched_args_t *a)
 {
-    size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    size_t total = hier_sched_total(a);
     if (hier_sched_is_cma(a->kind)) return total ? 1 : 0; /* no slots: one step list per call */
     if (a->kind == HIER_SCHED_REDUCE_SCATTER) { /* the largest block sets the pace */
         total = 0;
@@ -158,7 +164,7 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
 {
     hier_sched_out_t out = {.steps = steps, .n = 0};
     size_t units = hier_sched_chunk_units(a);
-    size_t total = a->kind == HIER_SCHED_ALLGATHER ? a->count * a->esize : a->count;
+    size_t total = hier_sched_total(a);
     size_t first = k * units;
     size_t len = total - first < units ? total - first : units;
 
@@ -169,6 +175,8 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     case HIER_SCHED_ALLGATHER: hier_sched_allgather(a, first, len, parity, &out); break;
     case HIER_SCHED_REDUCE_SCATTER: hier_sched_reduce_scatter(a, k, parity, &out); break;
     case HIER_SCHED_HIER_ALLREDUCE: hier_sched_hier_allreduce(a, first, len, parity, &out); break;
+    case HIER_SCHED_HIER_ALLGATHER: hier_sched_hier_allgather(a, first, len, parity, &out); break;
+    case HIER_SCHED_HIER_REDUCE_SCATTER: hier_sched_hier_reduce_scatter(a, first, len, parity, &out); break;
     default: hier_sched_cma_build(a, &out); break;
     }
     return out.n;

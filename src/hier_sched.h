@@ -77,6 +77,8 @@ typedef enum {
     HIER_SCHED_CMA_REDUCE_SCATTER, /* not in place: results would overwrite input peers still read */
     /* several nodes (hier_sched_hier.c): shared memory inside, network between */
     HIER_SCHED_HIER_ALLREDUCE,
+    HIER_SCHED_HIER_ALLGATHER,
+    HIER_SCHED_HIER_REDUCE_SCATTER, /* rcounts/rdispls by communicator rank */
 } hier_sched_kind_t;
 
 /* The shape of one collective as seen by one rank. */
@@ -101,11 +103,19 @@ typedef struct {
     int nnodes;
     int pieces;
     int net_kind;                     /* hier_net_kind_t: ring or recursive doubling allreduce */
+    /* several nodes: the communicator's ranks grouped by node, each node's in
+     * local order: node n holds node_ranks[node_first[n] .. node_first[n + 1] - 1]
+     * (allgather blocks and reduce_scatter results are by communicator rank) */
+    const uint16_t *node_first;
+    const uint16_t *node_ranks;
 } hier_sched_args_t;
 
-/* Upper bound of steps any builder emits for one chunk. */
+/* Upper bound of steps any single-node builder emits for one chunk. */
 #define HIER_SCHED_MAX_NODES 64
+#define HIER_SCHED_MAX_TOTAL 1024 /* several nodes: ranks in all */
 #define HIER_SCHED_MAX_STEPS (2 * HIER_SCHED_MAX_RANKS + 4 * HIER_SCHED_MAX_NODES + 16)
+/* Upper bound for the several-node builders: `total` ranks in all, `pieces` owners per node. */
+size_t hier_sched_hier_max_steps(int total, int nnodes, int pieces);
 
 /* Elements (allreduce, reduce_scatter) or bytes (allgather) one chunk carries. */
 size_t hier_sched_chunk_units(const hier_sched_args_t *args);
@@ -129,15 +139,23 @@ typedef struct {
     int nparts;
     int me;
     size_t esize;
-    size_t off;             /* elements: where the vector starts in RECV */
+    hier_ref_t base;        /* the buffer the vector lives in: RECV, or my own SLOT */
+    size_t off;             /* elements: where the vector starts in `base` */
     size_t count;           /* RD: elements of the vector */
     const size_t *counts;   /* ring: elements of each participant's block */
     const size_t *displs;   /* ring: where each block starts, from off */
+    /* ring, optional: blocks made of several ranges (a node's ranks need not
+     * be consecutive): block b is ranges seg_first[b] .. seg_first[b + 1] - 1
+     * of seg_off/seg_len (elements, from off); counts/displs are then unused */
+    const size_t *seg_first;
+    const size_t *seg_off;
+    const size_t *seg_len;
     uint16_t tag_base;      /* tags used: tag_base .. tag_base + HIER_SCHED_NET_TAGS(nparts) - 1 */
 } hier_net_args_t;
 
 #define HIER_SCHED_NET_TAGS(nparts) (2 * (size_t)(nparts) + 2)
-#define HIER_SCHED_NET_MAX_STEPS(nparts) (4 * (size_t)(nparts) + 4)
+/* Steps of one build: `nsegs` ranges in all blocks together (nparts without seg_first). */
+#define HIER_SCHED_NET_MAX_STEPS(nparts, nsegs) (4 * (size_t)(nsegs) + 4 * (size_t)(nparts) + 4)
 /* Returns the number of steps written (at most HIER_SCHED_NET_MAX_STEPS). */
 size_t hier_sched_net_build(const hier_net_args_t *args, hier_step_t *steps);
 /* Equal blocks, cache-line aligned, for a ring over `count` elements. */

@@ -1,44 +1,81 @@
 /* hier_sched_hier.c: collectives over several nodes, shared memory inside a
  * node and the network between nodes (the "split rail" of UCC CL/hier).
  *
- * Allreduce, one chunk: the chunk is cut into P pieces, P being the fewest
- * local ranks any node has, so every node has a rank for every piece and
- * nodes with more ranks simply give the extra ones no piece.
- * 1. copy my input chunk into my slot, except my own piece (only I read it);
- * 2. barrier (node);
- * 3. owners of a piece fold it over every local slot, in local rank order
- *    (their own straight from their input), into their receive buffer;
- * 4. each owner allreduces its piece with the owners of the same piece on the
- *    other nodes (ring or recursive doubling): every local rank drives the
- *    network at once;
- * 5. the owner copies the finished piece into its slot;
- * 6. barrier (node);
- * 7. everyone copies the other pieces from their owners' slots.
- * The barrier argument of hier_sched.c holds unchanged (two per chunk); the
- * network steps touch only the owner's receive buffer. */
+ * Every chunk is cut into P pieces, P being the fewest local ranks any node
+ * has, so every node has an owner for every piece (local index j owns piece
+ * j) and nodes with more ranks simply give the extra ones no piece. The
+ * owners of piece j on all nodes form one inter-node group: every local rank
+ * drives the network at once. Each builder has two node barriers per chunk,
+ * so the barrier argument of hier_sched.c holds unchanged; network steps
+ * touch only the owner's receive buffer and its own slot region that nobody
+ * else reads before the next barrier. Ranks of a node need not be consecutive
+ * in the communicator: allgather blocks and reduce_scatter results are placed
+ * by communicator rank (args->node_ranks). */
 #include "hier_part.h"
 #include "hier_sched_impl.h"
 
+size_t hier_sched_hier_max_steps(int total, int nnodes, int pieces)
+{
+    return (size_t)(pieces + 4) * (size_t)total + 8 * (size_t)nnodes + 32;
+}
+
+static int hier_sched_hier_rank(const hier_sched_args_t *a, int node, int l)
+{
+    return a->node_ranks[a->node_first[node] + l];
+}
+
+static int hier_sched_hier_total(const hier_sched_args_t *a)
+{
+    return a->node_first[a->nnodes];
+}
+
+/* Allgather: block bytes per chunk. A slot holds my block's chunk, then the
+ * piece I own of every rank's block: (total + 1) chunks of U. */
+size_t hier_sched_hier_units(const hier_sched_args_t *a)
+{
+    size_t u;
+    switch (a->kind) {
+    case HIER_SCHED_HIER_ALLGATHER:
+        u = a->chunk_bytes / ((size_t)hier_sched_hier_total(a) + 1);
+        return u >= 64 ? u & ~(size_t)63 : (u ? u : 1);
+    default: return a->chunk_bytes / a->esize;
+    }
+}
+
+/* The piece this rank owns of a chunk of `len` elements (zero length if none). */
+static void hier_sched_hier_my_piece(const hier_sched_args_t *a, size_t len, size_t *off_p, size_t *len_p)
+{
+    *off_p = *len_p = 0;
+    if (a->me < a->pieces) hier_part_range(len, a->pieces, a->me, hier_part_align(a->esize), off_p, len_p);
+}
+
+/* Allreduce, one chunk:
+ * 1. copy my input chunk into my slot, except my own piece (only I read it);
+ * 2. barrier (node);
+ * 3. owners fold their piece over every local slot, in local rank order
+ *    (their own straight from their input), into their receive buffer;
+ * 4. each owner allreduces its piece with the owners of the same piece on the
+ *    other nodes (ring or recursive doubling);
+ * 5. the owner copies the finished piece into its slot;
+ * 6. barrier (node);
+ * 7. everyone copies the other pieces from their owners' slots. */
 void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
 {
-    size_t es = a->esize, off = first * es, align = hier_part_align(es), poff = 0, plen = 0;
-    int owner = a->me < a->pieces;
+    size_t es = a->esize, off = first * es, align = hier_part_align(es), poff, plen;
 
-    if (owner) hier_part_range(len, a->pieces, a->me, align, &poff, &plen);
+    hier_sched_hier_my_piece(a, len, &poff, &plen);
     hier_sched_copy_in_except(a, first, len, first + poff, plen, p, out);                         /* 1 */
     hier_sched_barrier(out);                                                                      /* 2 */
-    if (owner && plen) {
+    if (plen) {
         hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * es),  /* 3 */
                                              hier_ref(HIER_BUF_SLOT, 0, p, poff * es), plen, a->order, a->nranks);
         hier_sched_reduce_self(red, a->me, hier_sched_input(a, off + poff * es, off + poff * es));
-        if (a->nnodes > 1) {                                                                      /* 4 */
-            size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];
-            hier_sched_net_even_blocks(plen, a->nnodes, es, counts, displs);
-            hier_net_args_t na = {.kind = (hier_net_kind_t)a->net_kind, .nparts = a->nnodes, .me = a->node,
-                                  .esize = es, .off = first + poff, .count = plen, .counts = counts,
-                                  .displs = displs};
-            out->n += hier_sched_net_build(&na, out->steps + out->n);
-        }
+        size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];                        /* 4 */
+        hier_sched_net_even_blocks(plen, a->nnodes, es, counts, displs);
+        hier_net_args_t na = {.kind = (hier_net_kind_t)a->net_kind, .nparts = a->nnodes, .me = a->node,
+                              .esize = es, .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .off = first + poff,
+                              .count = plen, .counts = counts, .displs = displs};
+        out->n += hier_sched_net_build(&na, out->steps + out->n);
         hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * es),                         /* 5 */
                         hier_ref(HIER_BUF_RECV, 0, 0, off + poff * es), plen * es);
     }
@@ -50,5 +87,117 @@ void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t 
         hier_part_range(len, a->pieces, j, align, &jo, &jl);
         hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, off + jo * es), hier_ref(HIER_BUF_SLOT, j, p, jo * es),
                         jl * es);
+    }
+}
+
+/* Allgather, one chunk: bytes [first, first + len) of every block (esize 1).
+ * 1. copy my block's chunk into my slot, except my own piece;
+ * 2. barrier (node);
+ * 3. owners copy their piece of every local block into its place in their
+ *    receive buffer (their own from their input);
+ * 4. the owners of a piece allgather it over the nodes (ring; a node's part
+ *    is one range per rank of that node);
+ * 5. the owner copies its piece of every block into its slot, after the chunk;
+ * 6. barrier (node);
+ * 7. everyone copies the other owners' pieces of every block into place. */
+void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
+{
+    size_t block = a->count, u = hier_sched_hier_units(a), mo, ml;
+    int total = hier_sched_hier_total(a), me = hier_sched_hier_rank(a, a->node, a->me);
+    hier_ref_t in = hier_sched_input(a, first, (size_t)me * block + first);
+
+    hier_sched_hier_my_piece(a, len, &mo, &ml);
+    hier_ref_t head = in, tail = in;                                                              /* 1 */
+    tail.off += mo + ml;
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), head, ml ? mo : len);
+    if (ml) hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo + ml), tail, len - mo - ml);
+    hier_sched_barrier(out);                                                                      /* 2 */
+    if (ml) {
+        for (int l = 0; l < a->nranks; l++) {                                                     /* 3 */
+            int r = hier_sched_hier_rank(a, a->node, l);
+            hier_ref_t src = hier_ref(HIER_BUF_SLOT, l, p, mo);
+            if (l == a->me) {
+                if (a->in_place) continue;
+                src = in;
+                src.off += mo;
+            }
+            hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + mo), src, ml);
+        }
+        size_t seg_first[HIER_SCHED_MAX_NODES + 1], seg_off[HIER_SCHED_MAX_TOTAL], seg_len[HIER_SCHED_MAX_TOTAL];
+        for (int n = 0; n <= a->nnodes; n++) seg_first[n] = a->node_first[n];                     /* 4 */
+        for (int i = 0; i < total; i++) {
+            seg_off[i] = (size_t)a->node_ranks[i] * block + first + mo;
+            seg_len[i] = ml;
+        }
+        hier_net_args_t na = {.kind = HIER_NET_RING_ALLGATHER, .nparts = a->nnodes, .me = a->node, .esize = 1,
+                              .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .seg_first = seg_first,
+                              .seg_off = seg_off, .seg_len = seg_len};
+        out->n += hier_sched_net_build(&na, out->steps + out->n);
+        for (int r = 0; r < total; r++)                                                           /* 5 */
+            hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, u + (size_t)r * ml),
+                            hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + mo), ml);
+    }
+    hier_sched_barrier(out);                                                                      /* 6 */
+    for (int i = 1; i <= a->pieces; i++) {                                                        /* 7 */
+        int j = (a->me + i) % a->pieces;
+        size_t jo, jl;
+        if (j == a->me) continue;
+        hier_part_range(len, a->pieces, j, 64, &jo, &jl);
+        for (int r = 0; r < total; r++)
+            if (r != me || !a->in_place)
+                hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + jo),
+                                hier_ref(HIER_BUF_SLOT, j, p, u + (size_t)r * jl), jl);
+    }
+}
+
+/* Reduce_scatter, one chunk: elements [first, first + len) of the whole vector.
+ * 1. copy my input chunk into my slot, except my own piece;
+ * 2. barrier (node);
+ * 3. owners fold their piece over every local slot (theirs from their input)
+ *    into their own slot, where nobody else reads;
+ * 4. the owners of a piece reduce-scatter it over the nodes (ring): a node's
+ *    part is what its ranks receive of the piece, one range per rank, and
+ *    afterwards my node's part is complete in my slot;
+ * 5. barrier (node);
+ * 6. everyone copies what it receives of each piece from the owner's slot.
+ * In place, results land at or below the elements they come from, which
+ * every rank has consumed by the barrier. */
+void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                    hier_sched_out_t *out)
+{
+    size_t es = a->esize, mo, ml;
+    int me = hier_sched_hier_rank(a, a->node, a->me);
+
+    hier_sched_hier_my_piece(a, len, &mo, &ml);
+    hier_sched_copy_in_except(a, first, len, first + mo, ml, p, out);                             /* 1 */
+    hier_sched_barrier(out);                                                                      /* 2 */
+    if (ml) {
+        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo * es),      /* 3 */
+                                             hier_ref(HIER_BUF_SLOT, 0, p, mo * es), ml, a->order, a->nranks);
+        hier_sched_reduce_self(red, a->me, hier_sched_input(a, (first + mo) * es, (first + mo) * es));
+        size_t seg_first[HIER_SCHED_MAX_NODES + 1], seg_off[HIER_SCHED_MAX_TOTAL], seg_len[HIER_SCHED_MAX_TOTAL];
+        size_t nseg = 0;                                                                          /* 4 */
+        for (int n = 0; n < a->nnodes; n++) {
+            seg_first[n] = nseg;
+            for (int i = a->node_first[n]; i < a->node_first[n + 1]; i++) {
+                int r = a->node_ranks[i];
+                hier_part_intersect(a->rdispls[r], a->rcounts[r], first + mo, ml, &seg_off[nseg], &seg_len[nseg]);
+                seg_off[nseg] -= first;
+                nseg += seg_len[nseg] != 0;
+            }
+        }
+        seg_first[a->nnodes] = nseg;
+        hier_net_args_t na = {.kind = HIER_NET_RING_REDUCE_SCATTER, .nparts = a->nnodes, .me = a->node,
+                              .esize = es, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .seg_first = seg_first,
+                              .seg_off = seg_off, .seg_len = seg_len};
+        out->n += hier_sched_net_build(&na, out->steps + out->n);
+    }
+    hier_sched_barrier(out);                                                                      /* 5 */
+    for (int j = 0; j < a->pieces; j++) {                                                         /* 6 */
+        size_t jo, jl, x, xl;
+        hier_part_range(len, a->pieces, j, hier_part_align(es), &jo, &jl);
+        hier_part_intersect(a->rdispls[me], a->rcounts[me], first + jo, jl, &x, &xl);
+        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (x - a->rdispls[me]) * es),
+                        hier_ref(HIER_BUF_SLOT, j, p, (x - first) * es), xl * es);
     }
 }

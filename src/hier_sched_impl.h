@@ -68,5 +68,9 @@ static inline void hier_sched_copy_in_except(const hier_sched_args_t *a, size_t 
 /* Builders living in their own files. */
 void hier_sched_cma_build(const hier_sched_args_t *a, hier_sched_out_t *out);
 void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out);
+void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out);
+void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                    hier_sched_out_t *out);
+size_t hier_sched_hier_units(const hier_sched_args_t *a);
 
 #endif

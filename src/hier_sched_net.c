@@ -21,9 +21,50 @@ static void hier_sched_net(hier_sched_out_t *out, hier_step_op_t op, int peer, u
     out->steps[out->n++] = st;
 }
 
-static hier_ref_t hier_sched_net_block(const hier_net_args_t *a, int b)
+/* Where element `off` (from a->off) of the vector lives. */
+static hier_ref_t hier_sched_net_at(const hier_net_args_t *a, size_t off)
 {
-    return hier_ref(HIER_BUF_RECV, 0, 0, (a->off + a->displs[b]) * a->esize);
+    hier_ref_t r = a->base;
+    r.off += (a->off + off) * a->esize;
+    return r;
+}
+
+/* Range i of block b: one range (counts/displs) or several (seg_*). */
+static size_t hier_sched_net_nsegs(const hier_net_args_t *a, int b)
+{
+    return a->seg_first ? a->seg_first[b + 1] - a->seg_first[b] : 1;
+}
+
+static void hier_sched_net_seg(const hier_net_args_t *a, int b, size_t i, size_t *off_p, size_t *len_p)
+{
+    if (a->seg_first) {
+        *off_p = a->seg_off[a->seg_first[b] + i];
+        *len_p = a->seg_len[a->seg_first[b] + i];
+    } else {
+        *off_p = a->displs[b];
+        *len_p = a->counts[b];
+    }
+}
+
+/* Send every range of block b to `peer` and receive every range of block c
+ * from `from` (reduced into place, or copied), sends and receives taken in
+ * turn: the executor keeps one send in flight and completes it only while
+ * receiving, so two sends in a row could wait on a peer that waits likewise. */
+static void hier_sched_net_blocks(const hier_net_args_t *a, int peer, int b, int from, int c, unsigned tag,
+                                  int reduce, hier_sched_out_t *out)
+{
+    size_t o, l, nb = hier_sched_net_nsegs(a, b), nc = hier_sched_net_nsegs(a, c);
+    for (size_t i = 0; i < nb || i < nc; i++) {
+        if (i < nb) {
+            hier_sched_net_seg(a, b, i, &o, &l);
+            hier_sched_net(out, HIER_STEP_NET_SEND, peer, tag, hier_sched_net_at(a, o), l * a->esize, 0);
+        }
+        if (i < nc) {
+            hier_sched_net_seg(a, c, i, &o, &l);
+            hier_sched_net(out, HIER_STEP_NET_RECV, from, tag, hier_sched_net_at(a, o), reduce ? l : l * a->esize,
+                           reduce);
+        }
+    }
 }
 
 static int hier_sched_net_mod(int v, int n)
@@ -39,9 +80,7 @@ static void hier_sched_net_ring_rs(const hier_net_args_t *a, unsigned tag, hier_
     int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
     for (int s = 0; s < n - 1; s++) {
         int b = hier_sched_net_mod(a->me - s - 1, n), c = hier_sched_net_mod(a->me - s - 2, n);
-        hier_sched_net(out, HIER_STEP_NET_SEND, next, tag + (unsigned)s, hier_sched_net_block(a, b),
-                       a->counts[b] * a->esize, 0);
-        hier_sched_net(out, HIER_STEP_NET_RECV, prev, tag + (unsigned)s, hier_sched_net_block(a, c), a->counts[c], 1);
+        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 1, out);
     }
 }
 
@@ -52,10 +91,7 @@ static void hier_sched_net_ring_ag(const hier_net_args_t *a, unsigned tag, hier_
     int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
     for (int s = 0; s < n - 1; s++) {
         int b = hier_sched_net_mod(a->me - s, n), c = hier_sched_net_mod(a->me - s - 1, n);
-        hier_sched_net(out, HIER_STEP_NET_SEND, next, tag + (unsigned)s, hier_sched_net_block(a, b),
-                       a->counts[b] * a->esize, 0);
-        hier_sched_net(out, HIER_STEP_NET_RECV, prev, tag + (unsigned)s, hier_sched_net_block(a, c),
-                       a->counts[c] * a->esize, 0);
+        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 0, out);
     }
 }
 
@@ -73,7 +109,7 @@ static void hier_sched_net_rd_allreduce(const hier_net_args_t *a, hier_sched_out
     while (p2 * 2 <= n) p2 *= 2, rounds++;
     int rem = n - p2, me = a->me, vrank;
     size_t bytes = a->count * a->esize;
-    hier_ref_t vec = hier_ref(HIER_BUF_RECV, 0, 0, a->off * a->esize);
+    hier_ref_t vec = hier_sched_net_at(a, 0);
     unsigned t = a->tag_base;
 
     if (me < 2 * rem && me % 2 == 0) { /* 1, and 3 for the ones that hand over */

@@ -22,13 +22,17 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_CMA_RSAG] = {"cma_rsag", "cma_rsag"},
     [HIER_PATH_CMA_COPY] = {"cma_copy", "cma_copy"},
     [HIER_PATH_CMA_RS] = {"cma_rs", "cma_rs"},
+    [HIER_PATH_NET_RING] = {"net_ring", "net_ring"},
+    [HIER_PATH_NET_RD] = {"net_rd", "net_rd"},
+    [HIER_PATH_NET_COPY] = {"net_copy", "net_copy"},
+    [HIER_PATH_NET_RS] = {"net_rs", "net_rs"},
     [HIER_PATH_FALLBACK_OP] = {"fallback:op", "fallback_op"},
     [HIER_PATH_FALLBACK_DATATYPE] = {"fallback:datatype", "fallback_datatype"},
-    [HIER_PATH_FALLBACK_MULTINODE] = {"fallback:multinode", "fallback_multinode"},
     [HIER_PATH_FALLBACK_INTERCOMM] = {"fallback:intercomm", "fallback_intercomm"},
     [HIER_PATH_FALLBACK_SHM] = {"fallback:shm", "fallback_shm"},
     [HIER_PATH_FALLBACK_RANKS] = {"fallback:ranks", "fallback_ranks"},
     [HIER_PATH_FALLBACK_FORCED] = {"fallback:forced", "fallback_forced"},
+    [HIER_PATH_FALLBACK_NET] = {"fallback:net", "fallback_net"},
 };
 
 const char *hier_coll_name(hier_coll_t coll)
@@ -51,8 +55,9 @@ void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][
     for (int c = 0; c < HIER_COLL_COUNT; c++) {
         for (int p = 0; p < HIER_PATH_COUNT; p++) {
             if (!cells[c][p].calls) continue;
-            fprintf(out, "coll:hier:stats coll=%s path=%s calls=%" PRIu64 " bytes=%" PRIu64 "\n",
-                    hier_coll_name(c), hier_path_name(p), cells[c][p].calls, cells[c][p].bytes);
+            fprintf(out, "coll:hier:stats coll=%s path=%s calls=%" PRIu64 " bytes=%" PRIu64 " net_bytes=%" PRIu64 "\n",
+                    hier_coll_name(c), hier_path_name(p), cells[c][p].calls, cells[c][p].bytes,
+                    cells[c][p].net_bytes);
         }
     }
     fflush(out);

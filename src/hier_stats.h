@@ -27,20 +27,25 @@ typedef enum {
     HIER_PATH_CMA_RSAG,          /* allreduce, single copy between processes */
     HIER_PATH_CMA_COPY,          /* allgather, single copy */
     HIER_PATH_CMA_RS,            /* reduce_scatter, single copy */
+    HIER_PATH_NET_RING,          /* several nodes: allreduce, ring between nodes */
+    HIER_PATH_NET_RD,            /* several nodes: allreduce, recursive doubling between nodes */
+    HIER_PATH_NET_COPY,          /* several nodes: allgather */
+    HIER_PATH_NET_RS,            /* several nodes: reduce_scatter */
     HIER_PATH_FIRST_FALLBACK,
     HIER_PATH_FALLBACK_OP = HIER_PATH_FIRST_FALLBACK, /* user-defined, non-commutative or invalid op */
     HIER_PATH_FALLBACK_DATATYPE, /* non-contiguous or non-predefined base type */
-    HIER_PATH_FALLBACK_MULTINODE,/* communicator spans several nodes */
     HIER_PATH_FALLBACK_INTERCOMM,
     HIER_PATH_FALLBACK_SHM,      /* shared-memory segment unavailable */
     HIER_PATH_FALLBACK_RANKS,    /* more local ranks than the engine supports */
     HIER_PATH_FALLBACK_FORCED,   /* the user forced the fallback by parameter */
+    HIER_PATH_FALLBACK_NET,      /* several nodes, and no usable libfabric provider */
     HIER_PATH_COUNT
 } hier_path_t;
 
 typedef struct {
     uint64_t calls;
     uint64_t bytes;
+    uint64_t net_bytes; /* bytes this process put on the fabric */
 } hier_stats_cell_t;
 
 extern hier_stats_cell_t hier_stats[HIER_COLL_COUNT][HIER_PATH_COUNT];
@@ -56,13 +61,14 @@ static inline int hier_path_is_fallback(hier_path_t path)
     return path >= HIER_PATH_FIRST_FALLBACK;
 }
 
-static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes)
+static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes, uint64_t net_bytes)
 {
     __atomic_fetch_add(&hier_stats[coll][path].calls, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&hier_stats[coll][path].bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&hier_stats[coll][path].net_bytes, net_bytes, __ATOMIC_RELAXED);
 }
 
-/* One "coll:hier:stats coll=... path=... calls=... bytes=..." line per
+/* One "coll:hier:stats coll=... path=... calls=... bytes=... net_bytes=..." line per
  * non-empty cell of `cells` (a table shaped like hier_stats). */
 void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][HIER_PATH_COUNT]);
 

@@ -7,10 +7,11 @@ long check_failures;
 
 const char *const check_colls[NCOLL] = {"allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
 const char *const check_served_paths[] = {"self", "shm_ll", "shm_flat", "shm_numa", "shm_rsag", "shm_copy", "shm_rs",
-                                          "cma_rsag", "cma_copy", "cma_rs", NULL};
-const char *const check_fallback_paths[] = {"fallback_op", "fallback_datatype", "fallback_multinode",
+                                          "cma_rsag", "cma_copy", "cma_rs", "net_ring", "net_rd",
+                                          "net_copy", "net_rs", NULL};
+const char *const check_fallback_paths[] = {"fallback_op", "fallback_datatype",
                                             "fallback_intercomm", "fallback_shm", "fallback_ranks",
-                                            "fallback_forced", NULL};
+                                            "fallback_forced", "fallback_net", NULL};
 
 static MPI_T_pvar_session check_session;
 static int check_open;
@@ -90,6 +91,8 @@ void check_pvars_read(check_counters_t *c)
             snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", check_colls[k], check_served_paths[p]);
             c->path_calls[k][p] = check_read(name);
             c->served[k] += c->path_calls[k][p];
+            snprintf(name, sizeof(name), "coll_hier_%s_%s_net_bytes", check_colls[k], check_served_paths[p]);
+            c->net_bytes[k] += check_read(name);
         }
         for (int p = 0; check_fallback_paths[p]; p++) {
             snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", check_colls[k], check_fallback_paths[p]);

@@ -14,9 +14,10 @@ extern const char *const check_fallback_paths[];
 
 typedef struct {
     unsigned long served[NCOLL];
+    unsigned long net_bytes[NCOLL]; /* put on the fabric, all served paths */
     unsigned long fallback[NCOLL];
-    unsigned long path_calls[NCOLL][16]; /* by index into check_served_paths */
-    unsigned long reason_calls[NCOLL][16]; /* by index into check_fallback_paths */
+    unsigned long path_calls[NCOLL][20]; /* by index into check_served_paths */
+    unsigned long reason_calls[NCOLL][20]; /* by index into check_fallback_paths */
 } check_counters_t;
 
 /* Open the MPI_T session; 0 if hier's pvars exist (hier loaded). */

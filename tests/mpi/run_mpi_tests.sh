@@ -43,7 +43,14 @@ has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "
 has_stats_lines() {
     local c
     for c in allreduce allgather reduce_scatter reduce_scatter_block; do
-        grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+" "$1" || return 1
+        grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma|net)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+ net_bytes=[0-9]+$" "$1" || return 1
+    done
+}
+# every collective carried bytes between nodes (rank 0's own counters)
+has_net_stats() {
+    local c
+    for c in allreduce allgather reduce_scatter reduce_scatter_block; do
+        grep -Eq "^coll:hier:stats coll=$c path=net_[a-z]+ calls=[1-9][0-9]* bytes=[0-9]+ net_bytes=[1-9][0-9]*$" "$1" || return 1
     done
 }
 
@@ -76,17 +83,42 @@ case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorith
     --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
     $TC --quick --skip-ompi-bugs --expect fallback:forced
 case_run np3_fallbacks 3 "$B/tests/mpi/test_fallback"
-case_run np4_virtual_nodes 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 \
-    $TC --quick --world-only --skip-ompi-bugs --expect fallback:multinode
-# Two nodes for real: a second host name in its own UTS namespace (needs root)
-HOSTFILE=$LOG/hosts
-printf '%s slots=2\nnode1 slots=2\n' "$(hostname)" >"$HOSTFILE"
+# Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
+NET="--net"
+case_run np4_virtual_nodes_shm 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
+    $TC --quick $NET
+# ...and real ones: every host name but the first lives in its own UTS
+# namespace (contrib/hier-fake-node), so Open MPI's locality says "another
+# node" and the tcp BTL runs between them. Unbound: each fake node would bind
+# its ranks to the same first cores.
+hosts() { # hosts FILE SLOTS... : this host, then node1, node2, ... with those slots
+    local f=$LOG/$1 i=0
+    shift
+    : >"$f"
+    for s in "$@"; do
+        if [ $i -eq 0 ]; then echo "$(hostname) slots=$s" >>"$f"; else echo "node$i slots=$s" >>"$f"; fi
+        i=$((i + 1))
+    done
+    echo "$f"
+}
 if unshare --uts true 2>/dev/null; then
-    case_run np4_two_nodes 4 $FALLBACK_ARGS --hostfile "$HOSTFILE" \
-        --mca plm_rsh_agent "$S/contrib/hier-fake-node" \
-        $TC --quick --world-only --skip-ompi-bugs --expect fallback:multinode
+    FAKE="$FALLBACK_ARGS --mca plm_rsh_agent $S/contrib/hier-fake-node --mca mpi_yield_when_idle 1"
+    case_run nodes2x2_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp $TC $NET
+    case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
+    case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
+    case_run nodes3_uneven_2_1_1_tcp 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
+        $TC --quick $NET
+    case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
+        --mca coll_hier_fabric_provider tcp $TC --quick $NET
+    case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
+        --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
+        $TC --quick --world-only $NET --allreduce-path net_ring
+    EXTRA_CHECK=has_net_stats case_run nodes2x2_stats 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_stats 1 \
+        $TC --quick --world-only $NET
+    case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
+        $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else
-    echo "SKIP: np4_two_nodes (unshare --uts not permitted here)"
+    echo "SKIP: multi-node cases (unshare --uts not permitted here)"
 fi
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
 EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick

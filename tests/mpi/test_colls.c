@@ -3,7 +3,7 @@
  * communicators, checked against references computed here from each rank's
  * known inputs; MPI_T counters prove which path served each call.
  *
- *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--quick]
+ *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--net] [--quick]
  */
 #include <complex.h>
 #include <getopt.h>
@@ -530,6 +530,20 @@ static void verify(const char *label, const check_counters_t *before, const chec
     }
 }
 
+/* Several nodes: the inter-node level must have carried bytes through
+ * libfabric for every collective on the communicator (summed over ranks:
+ * small calls go through one rank per node). */
+static void verify_net(const char *label, const check_counters_t *before, const check_counters_t *after,
+                       const expect_t *e)
+{
+    unsigned long mine[NCOLL], all[NCOLL];
+    for (int k = 0; k < NCOLL; k++) mine[k] = after->net_bytes[k] - before->net_bytes[k];
+    MPI_Allreduce(mine, all, NCOLL, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    for (int k = 0; k < NCOLL; k++)
+        CHECK(!e->calls[k] || all[k] > 0, "%s: %s: %ld calls put no bytes on the fabric", label, check_colls[k],
+              e->calls[k]);
+}
+
 int main(int argc, char **argv)
 {
     const char *expect = "served", *allreduce_path = NULL;
@@ -540,8 +554,9 @@ int main(int argc, char **argv)
                                              {"derived", no_argument, 0, 'd'},
                                              {"skip-ompi-bugs", no_argument, 0, 's'},
                                              {"world-only", no_argument, 0, 'w'},
+                                             {"net", no_argument, 0, 'n'},
                                              {0, 0, 0, 0}};
-    int opt, rank, n, derived_types = 0, world_only = 0;
+    int opt, rank, n, derived_types = 0, world_only = 0, net = 0;
 
     MPI_Init(&argc, &argv);
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -553,6 +568,7 @@ int main(int argc, char **argv)
         case 'd': derived_types = 1; break;
         case 's': skip_ompi_bugs = 1; break;
         case 'w': world_only = 1; break;
+        case 'n': net = 1; break;
         default: MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -577,6 +593,7 @@ int main(int argc, char **argv)
     if (derived_types) derived(MPI_COMM_WORLD, &e);
     check_pvars_read(&c1);
     verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
+    if (net) verify_net("MPI_COMM_WORLD", &c0, &c1, &e);
 
     if (world_only) { /* sub-communicators may land on one node and be served */
         check_pvars_close();

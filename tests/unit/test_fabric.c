@@ -230,7 +230,7 @@ static int stream(int me, xchg_t *x, const char *prov)
     hier_chan_t *ch;
     uint8_t msg[1024];
     if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    if (hier_chan_open(fab, 5, 8, sizeof(msg), &ch) != HIER_OK) return 11;
+    if (hier_chan_open(fab, 8, sizeof(msg), &ch) != HIER_OK) return 11;
     hier_chan_info(ch, &x->chan[me]);
     atomic_store(&x->stage[me], 2);
     if (wait_stage(x, !me, 2, fab, 20)) return 12;
@@ -343,10 +343,9 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
     hier_fabric_peer_t peers[NP_MAX];
     size_t len;
     if (!fab || hier_fabric_addr(fab, g->addr[me], &len) != HIER_OK) return 10;
-    for (int p = 0; p < np; p++) /* one channel per pair, the same id at both ends */
+    for (int p = 0; p < np; p++) /* one channel per peer; ids are per process and exchanged */
         if (p != me) {
-            int lo = me < p ? me : p, hi = me < p ? p : me;
-            if (hier_chan_open(fab, (unsigned)(1 + lo * NP_MAX + hi), 4, 16384, &chans[p]) != HIER_OK) return 11;
+            if (hier_chan_open(fab, 4, 16384, &chans[p]) != HIER_OK) return 11;
             hier_chan_info(chans[p], &g->info[me][p]);
         }
     atomic_store(&g->stage[me], 1);
@@ -360,12 +359,13 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
     for (size_t i = 0; i < count; i++) v[i] = (double)((me + 1) * (int)(i % 1001));
     size_t counts[NP_MAX], displs[NP_MAX];
     hier_sched_net_even_blocks(count, np, sizeof(double), counts, displs);
-    hier_net_args_t a = {.kind = kind, .nparts = np, .me = me, .esize = sizeof(double), .count = count,
+    hier_net_args_t a = {.kind = kind, .nparts = np, .me = me, .base = {.kind = HIER_BUF_RECV}, .esize = sizeof(double), .count = count,
                          .counts = counts, .displs = displs};
     hier_step_t steps[64];
     size_t n = hier_sched_net_build(&a, steps);
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .rbuf = (uint8_t *)v, .esize = sizeof(double)};
-    if (hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &x.kernel) != HIER_OK) return 14;
+    hier_exec_bufs_t bufs = {.rbuf = (uint8_t *)v, .esize = sizeof(double)};
+    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs};
+    if (hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &bufs.kernel) != HIER_OK) return 14;
     if (hier_net_exec_run(&x, steps, n) != HIER_OK) return 15;
     for (size_t i = 0; i < count; i++)
         if (v[i] != (double)(np * (np + 1) / 2 * (int)(i % 1001))) return 16;

@@ -97,10 +97,10 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
             ((int64_t *)ib[r])[i] = mine ? val(r, i) : -1;
             ((double *)db[r])[i] = mine ? 1.0 / (r + 3) + (double)i * 0.1 : -1.0;
         }
-        hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .esize = 8, .off = off, .count = count,
+        hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .base = {.kind = HIER_BUF_RECV}, .esize = 8, .off = off, .count = count,
                              .counts = counts, .displs = displs, .tag_base = 3};
         nsteps[r] = hier_sched_net_build(&a, steps[r]);
-        cr_assert_leq(nsteps[r], HIER_SCHED_NET_MAX_STEPS(n));
+        cr_assert_leq(nsteps[r], HIER_SCHED_NET_MAX_STEPS(n, n));
         cr_assert_leq(nsteps[r], 64);
     }
     cr_assert_eq(net_run(n, steps, nsteps, ib, 8, ki, seed), 0, "deadlock: kind %d n %d count %zu", kind, n, count);
@@ -156,7 +156,7 @@ Test(sched_net, ring_moves_two_vectors_minus_two_blocks)
     static hier_step_t steps[64];
     size_t counts[4], displs[4];
     hier_sched_net_even_blocks(4096, 4, 8, counts, displs);
-    hier_net_args_t a = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 4, .me = 1, .esize = 8,
+    hier_net_args_t a = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 4, .me = 1, .base = {.kind = HIER_BUF_RECV}, .esize = 8,
                          .counts = counts, .displs = displs};
     size_t n = hier_sched_net_build(&a, steps), sent = 0;
     for (size_t i = 0; i < n; i++)
@@ -170,7 +170,7 @@ Test(sched_net, recursive_doubling_takes_log_rounds)
     for (int n = 2; n <= MAXP; n++) {
         int p2 = 1, rounds = 0;
         while (p2 * 2 <= n) p2 *= 2, rounds++;
-        hier_net_args_t a = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = n, .me = n - 1, .esize = 8, .count = 10};
+        hier_net_args_t a = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = n, .me = n - 1, .base = {.kind = HIER_BUF_RECV}, .esize = 8, .count = 10};
         size_t sends = 0, m = hier_sched_net_build(&a, steps);
         for (size_t i = 0; i < m; i++) sends += steps[i].op == HIER_STEP_NET_SEND;
         cr_assert_leq(sends, (size_t)rounds + 1, "n %d: %zu sends", n, sends);

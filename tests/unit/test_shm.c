@@ -43,13 +43,13 @@ static void fork_barrier(fork_world_t *w)
     }
 }
 
-static int fork_bcast(void *buf, size_t len, int root, void *arg)
+static int fork_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 {
     fork_rank_t *r = arg;
+    if (len * (size_t)r->w->nranks > sizeof(r->w->buf)) return -1;
+    memcpy(r->w->buf + (size_t)r->me * len, sbuf, len);
     fork_barrier(r->w);
-    if (r->me == root) memcpy(r->w->buf, buf, len);
-    fork_barrier(r->w);
-    if (r->me != root) memcpy(buf, r->w->buf, len);
+    memcpy(rbuf, r->w->buf, len * (size_t)r->w->nranks);
     fork_barrier(r->w);
     return 0;
 }
@@ -92,9 +92,9 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
             fork_rank_t fr = {w, r};
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* let siblings read us (Yama ptrace_scope 1) */
             prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
-            hier_comm_ops_t ops = {.bcast = fork_bcast, .agree = fork_agree, .progress = NULL, .arg = &fr};
+            hier_comm_ops_t ops = {.allgather = fork_allgather, .agree = fork_agree, .progress = NULL, .arg = &fr};
             hier_comm_t *comm;
-            if (hier_comm_create(n, r, &ops, &comm) != HIER_OK) _exit(3);
+            if (hier_comm_create(n, r, -1, &ops, &comm) != HIER_OK) _exit(3);
             int rc = body(comm, r, n, w);
             hier_comm_destroy(comm);
             _exit(rc);

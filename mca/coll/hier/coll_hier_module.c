@@ -41,10 +41,11 @@ int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threa
 
 /* ---- services for the core, borrowed from the previous module ---------- */
 
-static int mca_coll_hier_core_bcast(void *buf, size_t len, int root, void *arg)
+static int mca_coll_hier_core_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 {
     mca_coll_hier_module_t *hm = arg;
-    return hm->prev_bcast(buf, (int)len, MPI_BYTE, root, hm->comm, hm->prev_bcast_module);
+    return hm->prev_allgather(sbuf, (int)len, MPI_BYTE, rbuf, (int)len, MPI_BYTE, hm->comm,
+                              hm->prev_allgather_module);
 }
 
 static int mca_coll_hier_core_agree(int *value, void *arg)
@@ -67,22 +68,26 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
         *why_p = "intercommunicator";
         return HIER_PATH_FALLBACK_INTERCOMM;
     }
-    if (ompi_group_have_remote_peers(comm->c_local_group)) {
-        *why_p = "ranks on more than one node (the inter-node level is not built yet)";
-        return HIER_PATH_FALLBACK_MULTINODE;
-    }
-    if (hier_params.ranks_per_node > 0) { /* virtual nodes of K consecutive world ranks */
-        uint32_t k = (uint32_t)hier_params.ranks_per_node;
-        uint32_t node = ompi_comm_peer_lookup(comm, 0)->super.proc_name.vpid / k;
-        for (int i = 1; i < ompi_comm_size(comm); i++)
-            if (ompi_comm_peer_lookup(comm, i)->super.proc_name.vpid / k != node) {
-                *why_p = "ranks on more than one virtual node (coll_hier_ranks_per_node; the inter-node level is "
-                         "not built yet)";
-                return HIER_PATH_FALLBACK_MULTINODE;
-            }
-    }
     *why_p = NULL;
     return MCA_COLL_HIER_SERVED;
+}
+
+/* My node, named by the lowest communicator rank on it (from Open MPI's
+ * locality, or virtual nodes of ranks_per_node consecutive world ranks), or
+ * -1 when every rank is on my node: the answer is the same on every rank. */
+static int mca_coll_hier_my_node(ompi_communicator_t *comm)
+{
+    int k = hier_params.ranks_per_node, me = ompi_comm_rank(comm), node = me, alone = 1;
+    uint32_t my_vpid = ompi_comm_peer_lookup(comm, me)->super.proc_name.vpid;
+    if (k <= 0 && !ompi_group_have_remote_peers(comm->c_local_group)) return -1;
+    for (int r = ompi_comm_size(comm) - 1; r >= 0; r--) {
+        ompi_proc_t *p = ompi_comm_peer_lookup(comm, r);
+        int same = k > 0 ? p->super.proc_name.vpid / (uint32_t)k == my_vpid / (uint32_t)k
+                         : r == me || OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags);
+        if (same) node = r;
+        alone &= same;
+    }
+    return alone ? -1 : node;
 }
 
 #define MCA_COLL_HIER_SAVE(hm, comm, api)                                 \
@@ -101,9 +106,7 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     MCA_COLL_HIER_SAVE(hm, comm, allgather);
     MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter);
     MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_block);
-    MCA_COLL_HIER_SAVE(hm, comm, bcast);
-    if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block ||
-        !hm->prev_bcast) {
+        if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block) {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u): no previous component provides every collective hier needs; "
                  "disqualifying myself", comm->c_name, (unsigned)ompi_comm_get_cid(comm));
         return OMPI_ERROR;
@@ -113,12 +116,14 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     hm->comm = comm;
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
     if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
-        hier_comm_ops_t ops = {.bcast = mca_coll_hier_core_bcast, .agree = mca_coll_hier_core_agree,
+        hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
                                .progress = mca_coll_hier_core_progress, .arg = hm};
-        hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
+        int node = mca_coll_hier_my_node(comm);
+        hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), node, &ops, &hm->core);
         if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
-        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks on one node): served by hier", comm->c_name,
-                 (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm));
+        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks, %s): served by hier", comm->c_name,
+                 (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm),
+                 node < 0 ? "one node" : "several nodes");
     } else {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): not served, %s; calls go to the previous component",
                  comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm), why);
@@ -145,7 +150,8 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
 
 void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes)
 {
-    hier_stats_count(coll, path, bytes);
+    uint64_t net = hm->core && !hier_path_is_fallback(path) ? hier_comm_net_bytes(hm->core) : 0;
+    hier_stats_count(coll, path, bytes, net);
     HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
              (unsigned)ompi_comm_get_cid(hm->comm), bytes, hier_path_name(path));
 }

@@ -10,7 +10,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
                                     size_t *bytes_p, hier_status_t *st_p)
 {
     int n = ompi_comm_size(hm->comm);
-    size_t tsize, per_type = 0, counts[HIER_SCHED_MAX_RANKS], total = 0;
+    size_t tsize, per_type = 0, counts[HIER_SCHED_MAX_TOTAL], total = 0;
     hier_path_t path = hm->comm_fallback;
     hier_dtype_t dt;
     hier_op_t hop;
@@ -20,7 +20,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
     *bytes_p = total * tsize;
     *st_p = HIER_ERR_NOT_SUPPORTED;
     if (path != MCA_COLL_HIER_SERVED) return path;
-    if (n > HIER_SCHED_MAX_RANKS) return HIER_PATH_FALLBACK_RANKS;
+    if (n > HIER_SCHED_MAX_TOTAL) return HIER_PATH_FALLBACK_RANKS;
     path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
     if (path != MCA_COLL_HIER_SERVED) return path;
     for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;

@@ -13,24 +13,25 @@ int mca_coll_hier_world_rank = -1;
 
 static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "pvars read the counters as unsigned long long");
 
-/* Two counters per (collective, path): coll_hier_<coll>_<path>_calls and _bytes.
- * The default getter reads one value straight from the context pointer. */
+/* Three counters per (collective, path): coll_hier_<coll>_<path>_calls,
+ * _bytes and _net_bytes (what this process put on the fabric). The default
+ * getter reads one value straight from the context pointer. */
 int mca_coll_hier_register_pvars(void)
 {
     for (int c = 0; c < HIER_COLL_COUNT; c++) {
         for (int p = 0; p < HIER_PATH_COUNT; p++) {
             char name[128], desc[192];
-            for (int which = 0; which < 2; which++) {
-                snprintf(name, sizeof(name), "%s_%s_%s", hier_coll_name(c), hier_path_ident(p),
-                         which ? "bytes" : "calls");
+            static const char *const what[] = {"calls", "bytes", "net_bytes"};
+            uint64_t *cell[] = {&hier_stats[c][p].calls, &hier_stats[c][p].bytes, &hier_stats[c][p].net_bytes};
+            for (int which = 0; which < 3; which++) {
+                snprintf(name, sizeof(name), "%s_%s_%s", hier_coll_name(c), hier_path_ident(p), what[which]);
                 snprintf(desc, sizeof(desc), "%s served by coll/hier path %s: %s of this process",
-                         hier_coll_name(c), hier_path_name(p), which ? "bytes" : "calls");
+                         hier_coll_name(c), hier_path_name(p), what[which]);
                 int rc = mca_base_pvar_register("ompi", "coll", "hier", name, desc, OPAL_INFO_LVL_4,
                                                 MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
                                                 MCA_BASE_VAR_BIND_NO_OBJECT,
                                                 MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL,
-                                                NULL, NULL,
-                                                which ? &hier_stats[c][p].bytes : &hier_stats[c][p].calls);
+                                                NULL, NULL, cell[which]);
                 if (rc < 0) return rc;
             }
         }

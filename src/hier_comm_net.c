@@ -1,0 +1,158 @@
+/* hier_comm_net.c: a communicator's inter-node level. One libfabric endpoint
+ * per process, opened by the first communicator that spans nodes and shared
+ * by all; per communicator, every owner (local index below `pieces`) has one
+ * credit channel to the rank of its local index on each other node. Channel
+ * ids are per process and exchanged, so communicators never see each other's
+ * messages. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier_comm_impl.h"
+#include "hier_log.h"
+#include "hier_net_exec.h"
+#include "hier_params.h"
+
+/* Polls of the endpoint before a waiting rank yields: each poll is a
+ * system call on tcp, so a few are worth a shared-memory spin of thousands. */
+#define HIER_COMM_NET_SPIN 16
+
+static hier_fabric_t *hier_core_fab;
+static int hier_core_fab_tried;
+static hier_progress_fn_t hier_core_glue_progress;
+
+void hier_core_set_progress(hier_progress_fn_t progress)
+{
+    hier_core_glue_progress = progress;
+}
+
+/* A rank waiting in shared memory still polls the endpoint: its peers on
+ * other nodes may need it to push its last writes (manual progress). */
+void hier_core_progress(void)
+{
+    if (hier_core_glue_progress) hier_core_glue_progress();
+    if (hier_core_fab) (void)hier_chan_progress(hier_core_fab);
+}
+
+/* The process's endpoint, opened once; NULL when no provider works (tried once). */
+static hier_fabric_t *hier_core_fabric(void)
+{
+    if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
+    hier_core_fab_tried = 1;
+    hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface};
+    if (hier_fabric_open(&cfg, &hier_core_fab) != HIER_OK) hier_core_fab = NULL;
+    return hier_core_fab;
+}
+
+void hier_core_fabric_close(void)
+{
+    hier_fabric_close(hier_core_fab);
+    hier_core_fab = NULL;
+    hier_core_fab_tried = 0;
+}
+
+void hier_comm_close_net(hier_comm_t *c)
+{
+    for (int n = 0; n < c->nnodes; n++) {
+        hier_chan_close(c->chans[n]);
+        c->chans[n] = NULL;
+    }
+}
+
+typedef struct {
+    uint64_t len;
+    uint8_t addr[HIER_FABRIC_ADDR_MAX];
+} hier_comm_addr_t;
+
+/* Step 3 of the set-up: my channels, one per other node, and their descriptions. */
+static hier_status_t hier_comm_open_chans(hier_comm_t *c, hier_fabric_t *fab, hier_chan_info_t *mine)
+{
+    size_t slot = hier_params.fabric_slot_size < 4096 ? 4096 : hier_params.fabric_slot_size;
+    size_t slots = hier_params.fabric_slots < 2 ? 2 : (size_t)hier_params.fabric_slots;
+    for (int n = 0; n < c->nnodes && c->me < c->pieces; n++) {
+        if (n == c->node) continue;
+        hier_status_t st = hier_chan_open(fab, slots, slot, &c->chans[n]);
+        if (st != HIER_OK) return st;
+        hier_chan_info(c->chans[n], &mine[n]);
+    }
+    return HIER_OK;
+}
+
+/* Step 5: insert my peers' addresses and connect my channels to theirs. */
+static hier_status_t hier_comm_connect_chans(hier_comm_t *c, hier_fabric_t *fab, const hier_comm_addr_t *addrs,
+                                             const hier_chan_info_t *infos)
+{
+    for (int n = 0; n < c->nnodes && c->me < c->pieces; n++) {
+        if (n == c->node) continue;
+        int r = c->node_ranks[c->node_first[n] + c->me];
+        hier_fabric_peer_t peer;
+        if (addrs[r].len > HIER_FABRIC_ADDR_MAX) return HIER_ERR_INVALID_ARG;
+        hier_status_t st = hier_fabric_insert(fab, addrs[r].addr, &peer);
+        if (st != HIER_OK) return st;
+        hier_chan_connect(c->chans[n], peer, &infos[(size_t)r * (size_t)c->nnodes + (size_t)c->node]);
+    }
+    return HIER_OK;
+}
+
+/* Channel set-up, collective over the communicator, at its first multi-node call:
+ * 1. open the process's endpoint (once) and agree that every rank has one;
+ * 2. allgather every rank's address;
+ * 3. owners open a channel per other node;
+ * 4. allgather every rank's channel descriptions (one per node);
+ * 5. insert the peers' addresses and connect the channels;
+ * 6. agree; on any failure everyone closes its channels and the communicator
+ *    uses the previous component from then on. */
+static hier_status_t hier_comm_setup_net(hier_comm_t *c)
+{
+    hier_fabric_t *fab = hier_core_fabric(); /* 1 */
+    hier_comm_addr_t mine = {0}, *addrs = calloc((size_t)c->size, sizeof(*addrs));
+    hier_chan_info_t my_info[HIER_SCHED_MAX_NODES];
+    hier_chan_info_t *infos = calloc((size_t)c->size * (size_t)c->nnodes, sizeof(*infos));
+    size_t len = sizeof(mine.addr);
+    int ok = fab && addrs && infos;
+
+    memset(my_info, 0, sizeof(my_info));
+
+    if (c->ops.agree(&ok, c->ops.arg) != 0 || !ok) goto close_chans;
+    ok = hier_fabric_addr(fab, mine.addr, &len) == HIER_OK; /* 2 */
+    mine.len = len;
+    if (c->ops.allgather(&mine, addrs, sizeof(mine), c->ops.arg) != 0) ok = 0;
+    if (ok) ok = hier_comm_open_chans(c, fab, my_info) == HIER_OK; /* 3 */
+    if (c->ops.allgather(my_info, infos, (size_t)c->nnodes * sizeof(*infos), c->ops.arg) != 0) ok = 0; /* 4 */
+    if (ok) ok = hier_comm_connect_chans(c, fab, addrs, infos) == HIER_OK; /* 5 */
+    if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0; /* 6 */
+    if (!ok) goto close_chans;
+    free(infos);
+    free(addrs);
+    c->net_state = HIER_SHM_STATE_READY;
+    HIER_LOG(HIER_LOG_DEBUG, "inter-node level ready: node %d of %d, local rank %d of %d, %d piece(s), provider %s",
+             c->node, c->nnodes, c->me, c->nranks, c->pieces, hier_fabric_provider(fab));
+    return HIER_OK;
+
+close_chans:
+    hier_comm_close_net(c);
+    free(infos);
+    free(addrs);
+    c->net_state = HIER_SHM_STATE_FAILED;
+    HIER_LOG(HIER_LOG_COMM, "no inter-node transport (%s): using the previous component on this communicator",
+             fab ? "channel set-up failed on some rank" : "no usable libfabric provider on some rank");
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
+hier_status_t hier_comm_ensure_net(hier_comm_t *c)
+{
+    switch (c->net_state) {
+    case HIER_SHM_STATE_READY: return HIER_OK;
+    case HIER_SHM_STATE_FAILED: return HIER_ERR_NOT_SUPPORTED;
+    case HIER_SHM_STATE_NONE: break;
+    }
+    return hier_comm_setup_net(c);
+}
+
+hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)
+{
+    hier_net_exec_t x = {.fab = hier_core_fab, .chans = c->chans, .bufs = bufs, .progress = hier_core_glue_progress,
+                         .spin = HIER_COMM_NET_SPIN};
+    hier_status_t st = hier_net_exec_run(&x, steps, n);
+    c->net_bytes += x.net_bytes;
+    return st;
+}
