@@ -76,7 +76,7 @@ static void die_usage(const char *msg, const char *arg)
             "  -d, --datatype T       float|double|int32 (default float)\n"
             "      --check/--no-check verify results after timing (default check)\n"
             "      --label NAME       first column of every row (default hier_bench)\n"
-            "      --memcpy           measure memcpy bandwidth first\n"
+            "      --memcpy           measure memcpy bandwidth first (and, across nodes, the link)\n"
             "  -h, --help\n", TARGET_SECONDS, MIN_ITERS, MAX_ITERS);
     }
     MPI_Finalize();
@@ -216,6 +216,50 @@ static double memcpy_bw(char *dst, const char *src, size_t bytes, int inner, int
         if (r > 0 && bw > best) best = bw;
     }
     return best;
+}
+
+/* The link between nodes as MPI sees it: ping-pong bandwidth between rank 0
+ * and the first rank on another node (hosts by MPI_Get_processor_name); also
+ * how many nodes and ranks on rank 0's node, for node-level figures. */
+static void run_link(void)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "", *all = calloc((size_t)np, MPI_MAX_PROCESSOR_NAME);
+    int len, peer = -1, nodes = 0, local = 0;
+    MPI_Get_processor_name(name, &len);
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < np; r++) {
+        const char *n = all + (size_t)r * MPI_MAX_PROCESSOR_NAME;
+        int first = 1;
+        for (int q = 0; q < r && first; q++) first = strcmp(n, all + (size_t)q * MPI_MAX_PROCESSOR_NAME) != 0;
+        nodes += first;
+        if (!strcmp(n, all)) local++;
+        else if (peer < 0) peer = r;
+    }
+    if (rank == 0) printf("# nodes %d ranks_per_node %d\n", nodes, local);
+    if (peer > 0 && (rank == 0 || rank == peer)) {
+        const size_t bytes = 16u << 20;
+        char *buf = alloc_touched(bytes);
+        double best = 0;
+        for (int r = 0; r < 6; r++) { /* first is a warm-up */
+            double t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(buf, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+            }
+            double bw = 2.0 * (double)bytes / (MPI_Wtime() - t0) / 1e9;
+            if (r > 0 && bw > best) best = bw;
+        }
+        if (rank == 0)
+            printf("# link %zu GB/s=%.2f (ping-pong rank 0 <-> rank %d on another node, MPI point-to-point, "
+                   "best of 5)\n", bytes, best, peer);
+        free(buf);
+    }
+    fflush(stdout);
+    free(all);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void run_memcpy(void)
@@ -433,7 +477,10 @@ int main(int argc, char **argv)
                opt.min_bytes, opt.max_bytes, opt.factor, dt_name);
         fflush(stdout);
     }
-    if (opt.memcpy_bench) run_memcpy();
+    if (opt.memcpy_bench) {
+        run_memcpy();
+        run_link();
+    }
 
     sbuf = alloc_touched(opt.max_bytes);
     rbuf = alloc_touched(opt.max_bytes);

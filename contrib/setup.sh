@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One-command set-up of coll/hier on Debian bookworm: install the packages it
 # needs, build, install the component, and (unless --no-demo) run the demo:
-# hier against Open MPI's default (tuned) on this node.
+# hier against Open MPI's default (tuned) and han on two nodes made on this
+# machine (contrib/hier-fake-node: a second host name in its own UTS
+# namespace; needs root), or on this node alone where that is not allowed.
 #
 #   contrib/setup.sh [--prefix DIR] [--no-deps] [--no-demo]
 #
@@ -39,6 +41,16 @@ echo "coll/hier installed in $prefix/lib/openmpi"
 echo "use: mpirun --mca mca_base_component_path $prefix/lib/openmpi:$pkglib --mca coll_hier_priority 100 ..."
 
 if [ $demo = 1 ]; then
-    HIER_COMPONENT_DIR="$prefix/lib/openmpi" HIER_BENCH="$prefix/bin/hier_bench" \
+    export HIER_COMPONENT_DIR="$prefix/lib/openmpi" HIER_BENCH="$prefix/bin/hier_bench"
+    if unshare --uts true 2>/dev/null; then
+        hosts=$(mktemp /tmp/coll-hier-hosts.XXXXXX)
+        printf '%s slots=2\nnode1 slots=2\n' "$(hostname)" >"$hosts"
+        # unbound: both "nodes" share these cores; yield: 4 ranks may outnumber them
+        "$prefix/bin/hier-bench-compare" --np 4 --runs 1 --configs hier,tuned,han \
+            --mpirun-args "--hostfile $hosts --mca plm_rsh_agent $prefix/bin/hier-fake-node --bind-to none --mca mpi_yield_when_idle 1" \
+            -- -e 16M -f 4 -c allreduce,allgather,reduce_scatter
+        rm -f "$hosts"
+    else
         "$prefix/bin/hier-bench-compare" --np 2 --runs 1 --configs hier,tuned -- -e 16M -c allreduce,allgather,reduce_scatter
+    fi
 fi

@@ -18,6 +18,9 @@ typedef struct {
     /* *value = minimum over the communicator (the previous module's allreduce). */
     int (*agree)(int *value, void *arg);
     hier_progress_fn_t progress;
+    /* Whether the runtime says processes outnumber cores (Open MPI's
+     * yield_when_idle, known only once MPI_Init is done); may be NULL. */
+    int (*oversubscribed)(void);
     void *arg;
 } hier_comm_ops_t;
 

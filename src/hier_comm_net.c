@@ -63,13 +63,18 @@ typedef struct {
     uint8_t addr[HIER_FABRIC_ADDR_MAX];
 } hier_comm_addr_t;
 
-/* Step 3 of the set-up: my channels, one per other node, and their descriptions. */
+/* Step 3 of the set-up: my channels, one per node my schedules talk to
+ * (ring neighbours, recursive-doubling partners: 2 + log2 nodes, not all),
+ * and their descriptions. */
 static hier_status_t hier_comm_open_chans(hier_comm_t *c, hier_fabric_t *fab, hier_chan_info_t *mine)
 {
     size_t slot = hier_params.fabric_slot_size < 4096 ? 4096 : hier_params.fabric_slot_size;
+    if (slot + 64 > hier_fabric_max_msg(fab)) slot = hier_fabric_max_msg(fab) - 64; /* a slot is one write */
     size_t slots = hier_params.fabric_slots < 2 ? 2 : (size_t)hier_params.fabric_slots;
+    uint8_t needed[HIER_SCHED_MAX_NODES];
+    hier_sched_net_peers(c->nnodes, c->node, needed);
     for (int n = 0; n < c->nnodes && c->me < c->pieces; n++) {
-        if (n == c->node) continue;
+        if (!needed[n]) continue;
         hier_status_t st = hier_chan_open(fab, slots, slot, &c->chans[n]);
         if (st != HIER_OK) return st;
         hier_chan_info(c->chans[n], &mine[n]);
@@ -82,7 +87,7 @@ static hier_status_t hier_comm_connect_chans(hier_comm_t *c, hier_fabric_t *fab,
                                              const hier_chan_info_t *infos)
 {
     for (int n = 0; n < c->nnodes && c->me < c->pieces; n++) {
-        if (n == c->node) continue;
+        if (!c->chans[n]) continue;
         int r = c->node_ranks[c->node_first[n] + c->me];
         hier_fabric_peer_t peer;
         if (addrs[r].len > HIER_FABRIC_ADDR_MAX) return HIER_ERR_INVALID_ARG;
@@ -96,7 +101,7 @@ static hier_status_t hier_comm_connect_chans(hier_comm_t *c, hier_fabric_t *fab,
 /* Channel set-up, collective over the communicator, at its first multi-node call:
  * 1. open the process's endpoint (once) and agree that every rank has one;
  * 2. allgather every rank's address;
- * 3. owners open a channel per other node;
+ * 3. owners open a channel per node their schedules talk to;
  * 4. allgather every rank's channel descriptions (one per node);
  * 5. insert the peers' addresses and connect the channels;
  * 6. agree; on any failure everyone closes its channels and the communicator

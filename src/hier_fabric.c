@@ -197,6 +197,11 @@ void hier_fabric_close(hier_fabric_t *fab)
     free(fab);
 }
 
+size_t hier_fabric_max_msg(const hier_fabric_t *fab)
+{
+    return fab->info->ep_attr->max_msg_size;
+}
+
 const char *hier_fabric_provider(const hier_fabric_t *fab)
 {
     return fab->info->fabric_attr->prov_name;

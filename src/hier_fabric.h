@@ -58,6 +58,9 @@ void hier_fabric_close(hier_fabric_t *fab);
 /* The provider actually used, e.g. "tcp;ofi_rxm". */
 const char *hier_fabric_provider(const hier_fabric_t *fab);
 
+/* The largest message (RMA write) the provider takes in one operation. */
+size_t hier_fabric_max_msg(const hier_fabric_t *fab);
+
 /* This endpoint's address, to exchange with the peers. */
 hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
 hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);

@@ -95,10 +95,10 @@ static const hier_param_desc_t hier_param_table[] = {
     {"fabric_iface", HIER_PARAM_STRING, "",
      "Network interface for the tcp provider (like NCCL_SOCKET_IFNAME / FI_TCP_IFACE); empty = provider's choice",
      HIER_PARAM_OFF(fabric_iface), 0},
-    {"fabric_slot_size", HIER_PARAM_SIZE, "128K",
+    {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
      HIER_PARAM_OFF(fabric_slot_size), 0},
-    {"fabric_slots", HIER_PARAM_INT, "8",
+    {"fabric_slots", HIER_PARAM_INT, "4",
      "Slots per inter-node channel: messages a sender may have in flight before the receiver returns credit",
      HIER_PARAM_OFF(fabric_slots), 0},
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
@@ -114,6 +114,10 @@ static const hier_param_desc_t hier_param_table[] = {
      "Multi-node allreduces from this many bytes per rank are split so every local rank drives the network "
      "with its own piece; smaller ones go through one rank per node",
      HIER_PARAM_OFF(net_split_min), 0},
+    {"net_chunk_size", HIER_PARAM_SIZE, "1M",
+     "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
+     "round of inter-node messages, so larger chunks mean fewer, longer messages",
+     HIER_PARAM_OFF(net_chunk_size), 0},
 };
 
 hier_params_t hier_params;

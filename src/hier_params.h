@@ -50,6 +50,7 @@ typedef struct {
     int net_algorithm;            /* inter-node allreduce: AUTO, RING or RD */
     size_t net_rd_max;            /* bytes per rank: recursive doubling up to here under auto */
     size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
+    size_t net_chunk_size;        /* shm_chunk_size of communicators that span nodes */
 } hier_params_t;
 
 typedef enum { HIER_PARAM_INT, HIER_PARAM_SIZE, HIER_PARAM_STRING, HIER_PARAM_ALGO } hier_param_type_t;

@@ -158,6 +158,10 @@ typedef struct {
 #define HIER_SCHED_NET_MAX_STEPS(nparts, nsegs) (4 * (size_t)(nsegs) + 4 * (size_t)(nparts) + 4)
 /* Returns the number of steps written (at most HIER_SCHED_NET_MAX_STEPS). */
 size_t hier_sched_net_build(const hier_net_args_t *args, hier_step_t *steps);
+/* needed[p] = 1 for every participant p that some inter-node schedule of
+ * participant `me` talks to (ring neighbours, recursive-doubling partners):
+ * the only ones it needs a channel to. Symmetric: p needs me when I need p. */
+void hier_sched_net_peers(int nparts, int me, uint8_t *needed);
 /* Equal blocks, cache-line aligned, for a ring over `count` elements. */
 void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *counts, size_t *displs);
 

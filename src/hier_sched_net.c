@@ -5,6 +5,8 @@
  * uneven blocks). Every element is reduced along exactly one chain and then
  * copied, or reduced by partners from the same two operands, so all
  * participants end with the same bits. */
+#include <string.h>
+
 #include "hier_part.h"
 #include "hier_sched_impl.h"
 
@@ -150,4 +152,20 @@ size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
     case HIER_NET_RD_ALLREDUCE: hier_sched_net_rd_allreduce(a, &out); break;
     }
     return out.n;
+}
+
+void hier_sched_net_peers(int nparts, int me, uint8_t *needed)
+{
+    size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];
+    hier_step_t steps[HIER_SCHED_NET_MAX_STEPS(HIER_SCHED_MAX_NODES, HIER_SCHED_MAX_NODES)];
+    memset(needed, 0, (size_t)nparts);
+    if (nparts < 2 || nparts > HIER_SCHED_MAX_NODES) return;
+    hier_sched_net_even_blocks((size_t)nparts, nparts, 1, counts, displs);
+    for (int kind = HIER_NET_RING_ALLREDUCE; kind <= HIER_NET_RD_ALLREDUCE; kind++) {
+        hier_net_args_t a = {.kind = (hier_net_kind_t)kind, .nparts = nparts, .me = me, .esize = 1,
+                             .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .count = (size_t)nparts, .counts = counts,
+                             .displs = displs};
+        size_t n = hier_sched_net_build(&a, steps);
+        for (size_t i = 0; i < n; i++) needed[steps[i].peer] = 1;
+    }
 }

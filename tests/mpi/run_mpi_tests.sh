@@ -19,7 +19,7 @@ hier_mpirun() {
     shift
     timeout -k 10 "$TIMEOUT" mpirun --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         --mca mca_base_component_path "$COMPONENT_PATH" --mca coll_hier_priority 100 \
-        --mca coll_hier_shm_chunk_size "$CHUNK" "$@"
+        --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" "$@"
 }
 
 # case NAME NP [mpirun args...] -- PROGRAM [args...]

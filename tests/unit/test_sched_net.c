@@ -176,3 +176,22 @@ Test(sched_net, recursive_doubling_takes_log_rounds)
         cr_assert_leq(sends, (size_t)rounds + 1, "n %d: %zu sends", n, sends);
     }
 }
+
+Test(sched_net, channels_needed_are_symmetric_and_few)
+{
+    uint8_t need[64][64];
+    for (int n = 2; n <= 64; n++) {
+        for (int p = 0; p < n; p++) hier_sched_net_peers(n, p, need[p]);
+        for (int p = 0; p < n; p++) {
+            int count = 0, lg = 0;
+            while ((1 << (lg + 1)) <= n) lg++;
+            cr_assert(!need[p][p], "n %d: participant %d talks to itself", n, p);
+            cr_assert(need[p][(p + 1) % n] && need[p][(p + n - 1) % n], "n %d: ring neighbours of %d", n, p);
+            for (int q = 0; q < n; q++) {
+                cr_assert_eq(need[p][q], need[q][p], "n %d: %d needs %d but not the reverse", n, p, q);
+                count += need[p][q];
+            }
+            cr_assert_leq(count, 2 + lg + 1, "n %d: participant %d has %d channels", n, p, count);
+        }
+    }
+}

@@ -54,6 +54,11 @@ static int mca_coll_hier_core_agree(int *value, void *arg)
     return hm->prev_allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, hm->comm, hm->prev_allreduce_module);
 }
 
+static int mca_coll_hier_core_oversubscribed(void)
+{
+    return opal_progress_yield_when_idle;
+}
+
 static void mca_coll_hier_core_progress(void)
 {
     opal_progress();
@@ -117,7 +122,8 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
     if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
         hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
-                               .progress = mca_coll_hier_core_progress, .arg = hm};
+                               .progress = mca_coll_hier_core_progress,
+                               .oversubscribed = mca_coll_hier_core_oversubscribed, .arg = hm};
         int node = mca_coll_hier_my_node(comm);
         hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), node, &ops, &hm->core);
         if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
