@@ -42,14 +42,20 @@ static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_
     return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
 }
 
-/* Several nodes: one owner per node for small vectors, else every local
- * rank with its piece; recursive doubling between nodes for two nodes and
- * small pieces, the ring otherwise (or as forced). */
+/* Several nodes: one owner per node below net_split_min bytes per rank (a
+ * message per node, not per rank), else every local rank with its piece. */
+static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
+{
+    return bytes_per_rank < hier_params.net_split_min ? 1 : c->pieces;
+}
+
+/* Allreduce between nodes: recursive doubling for two nodes and small
+ * pieces, the ring otherwise (or as forced). */
 static hier_sched_kind_t hier_comm_pick_net_allreduce(const hier_comm_t *c, size_t bytes, hier_sched_args_t *args,
                                                       hier_path_t *path_p)
 {
     int algo = hier_params.net_algorithm;
-    args->pieces = bytes < hier_params.net_split_min ? 1 : c->pieces;
+    args->pieces = hier_comm_net_pieces(c, bytes);
     if (algo == HIER_ALGO_AUTO)
         algo = c->nnodes == 2 || bytes / (size_t)args->pieces <= hier_params.net_rd_max ? HIER_ALGO_RD : HIER_ALGO_RING;
     args->net_kind = algo == HIER_ALGO_RD ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_ALLREDUCE;
@@ -107,7 +113,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
         st = HIER_OK;
     } else if (st == HIER_OK && c->nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
-                                  .in_place = sbuf == NULL};
+                                  .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes)};
         path = HIER_PATH_NET_COPY;
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
@@ -152,7 +158,8 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     }
     if (c->nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
-                                  .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL};
+                                  .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
+                                  .pieces = hier_comm_net_pieces(c, total * esize / (size_t)c->size)};
         path = HIER_PATH_NET_RS;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     } else if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {

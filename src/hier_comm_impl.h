@@ -13,7 +13,7 @@
 
 #define HIER_COMM_MIN_CHUNK 4096
 #define HIER_COMM_MAX_CHUNK ((size_t)1 << 30)
-#define HIER_COMM_CROWDED_SPIN 50 /* polls before yielding when ranks outnumber cores */
+#define HIER_COMM_CROWDED_SPIN 0 /* polls before yielding when ranks outnumber cores */
 
 typedef enum { HIER_SHM_STATE_NONE, HIER_SHM_STATE_READY, HIER_SHM_STATE_FAILED } hier_shm_state_t;
 

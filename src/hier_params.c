@@ -111,8 +111,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "(on two nodes always: it moves the same bytes as the ring in fewer messages); ring above",
      HIER_PARAM_OFF(net_rd_max), 0},
     {"net_split_min", HIER_PARAM_SIZE, "16K",
-     "Multi-node allreduces from this many bytes per rank are split so every local rank drives the network "
-     "with its own piece; smaller ones go through one rank per node",
+     "Multi-node collectives from this many bytes per rank (allreduce: the vector; allgather: a block; "
+     "reduce_scatter: the send buffer over the ranks) are split so every local rank drives the network with its "
+     "own piece; smaller ones go through one rank per node",
      HIER_PARAM_OFF(net_split_min), 0},
     {"net_chunk_size", HIER_PARAM_SIZE, "1M",
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "

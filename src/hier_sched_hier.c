@@ -91,62 +91,56 @@ void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t 
 }
 
 /* Allgather, one chunk: bytes [first, first + len) of every block (esize 1).
+ * An owner's slot holds the chunk of its own block, then (from U on) its
+ * piece of every block in node order (node_ranks), so a node's pieces are
+ * one range and travel as one message.
  * 1. copy my block's chunk into my slot, except my own piece;
  * 2. barrier (node);
- * 3. owners copy their piece of every local block into its place in their
- *    receive buffer (their own from their input);
- * 4. the owners of a piece allgather it over the nodes (ring; a node's part
- *    is one range per rank of that node);
- * 5. the owner copies its piece of every block into its slot, after the chunk;
- * 6. barrier (node);
- * 7. everyone copies the other owners' pieces of every block into place. */
+ * 3. owners copy their piece of every local block into their slot, in node order;
+ * 4. the owners of a piece allgather it over the nodes (ring, one range per node);
+ * 5. barrier (node);
+ * 6. everyone copies every owner's piece of every block into place. */
 void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
 {
     size_t block = a->count, u = hier_sched_hier_units(a), mo, ml;
-    int total = hier_sched_hier_total(a), me = hier_sched_hier_rank(a, a->node, a->me);
-    hier_ref_t in = hier_sched_input(a, first, (size_t)me * block + first);
+    int total = hier_sched_hier_total(a), mine = a->node_first[a->node];
+    int me = hier_sched_hier_rank(a, a->node, a->me);
+    hier_ref_t in = hier_sched_input(a, first, (size_t)me * block + first), tail = in;
 
     hier_sched_hier_my_piece(a, len, &mo, &ml);
-    hier_ref_t head = in, tail = in;                                                              /* 1 */
-    tail.off += mo + ml;
-    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), head, ml ? mo : len);
+    tail.off += mo + ml;                                                                          /* 1 */
+    hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, 0), in, ml ? mo : len);
     if (ml) hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo + ml), tail, len - mo - ml);
     hier_sched_barrier(out);                                                                      /* 2 */
     if (ml) {
         for (int l = 0; l < a->nranks; l++) {                                                     /* 3 */
-            int r = hier_sched_hier_rank(a, a->node, l);
             hier_ref_t src = hier_ref(HIER_BUF_SLOT, l, p, mo);
             if (l == a->me) {
-                if (a->in_place) continue;
                 src = in;
                 src.off += mo;
             }
-            hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + mo), src, ml);
+            hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, u + (size_t)(mine + l) * ml), src, ml);
         }
-        size_t seg_first[HIER_SCHED_MAX_NODES + 1], seg_off[HIER_SCHED_MAX_TOTAL], seg_len[HIER_SCHED_MAX_TOTAL];
-        for (int n = 0; n <= a->nnodes; n++) seg_first[n] = a->node_first[n];                     /* 4 */
-        for (int i = 0; i < total; i++) {
-            seg_off[i] = (size_t)a->node_ranks[i] * block + first + mo;
-            seg_len[i] = ml;
+        size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];                        /* 4 */
+        for (int n = 0; n < a->nnodes; n++) {
+            displs[n] = (size_t)a->node_first[n] * ml;
+            counts[n] = (size_t)(a->node_first[n + 1] - a->node_first[n]) * ml;
         }
         hier_net_args_t na = {.kind = HIER_NET_RING_ALLGATHER, .nparts = a->nnodes, .me = a->node, .esize = 1,
-                              .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .seg_first = seg_first,
-                              .seg_off = seg_off, .seg_len = seg_len};
+                              .base = hier_ref(HIER_BUF_SLOT, a->me, p, u), .counts = counts, .displs = displs};
         out->n += hier_sched_net_build(&na, out->steps + out->n);
-        for (int r = 0; r < total; r++)                                                           /* 5 */
-            hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, u + (size_t)r * ml),
-                            hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + mo), ml);
     }
-    hier_sched_barrier(out);                                                                      /* 6 */
-    for (int i = 1; i <= a->pieces; i++) {                                                        /* 7 */
+    hier_sched_barrier(out);                                                                      /* 5 */
+    for (int i = 0; i < a->pieces; i++) {                                                         /* 6 */
         int j = (a->me + i) % a->pieces;
         size_t jo, jl;
-        if (j == a->me) continue;
         hier_part_range(len, a->pieces, j, 64, &jo, &jl);
-        for (int r = 0; r < total; r++)
+        for (int x = 0; x < total; x++) {
+            int r = a->node_ranks[x];
             if (r != me || !a->in_place)
                 hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)r * block + first + jo),
-                                hier_ref(HIER_BUF_SLOT, j, p, u + (size_t)r * jl), jl);
+                                hier_ref(HIER_BUF_SLOT, j, p, u + (size_t)x * jl), jl);
+        }
     }
 }
 
