@@ -11,7 +11,7 @@
 typedef struct {
     const uint8_t *src;
     size_t len, done;
-    hier_chan_t *ch;
+    hier_chan_t *ch; /* NULL once every byte is handed to the channel */
 } hier_net_send_t;
 
 typedef struct {
@@ -21,7 +21,18 @@ typedef struct {
     hier_chan_t *ch;
 } hier_net_recv_t;
 
-/* Push as many segments of the pending send as credits allow now. */
+/* Sends not yet handed over in full, oldest first. A send never waits for
+ * the ones behind it; it waits only when the queue is full, so a schedule
+ * may post every message of a step before receiving any (one latency per
+ * step, not one per message) without two peers blocking each other. */
+#define HIER_NET_EXEC_QUEUE 256
+
+typedef struct {
+    hier_net_send_t q[HIER_NET_EXEC_QUEUE];
+    size_t head, n;
+} hier_net_queue_t;
+
+/* Push as many segments of one send as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 {
     while (s->ch && s->done < s->len) {
@@ -38,16 +49,48 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
     return HIER_OK;
 }
 
+/* Push every queued send whose channel has no older send still pending
+ * (messages on a channel stay in order), then drop the finished ones. */
+static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
+{
+    hier_chan_t *blocked[HIER_NET_EXEC_QUEUE];
+    size_t nblocked = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
+        int behind = 0;
+        for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->ch;
+        if (!s->ch || behind) continue;
+        hier_status_t st = hier_net_push(x, s);
+        if (st != HIER_OK) return st;
+        if (s->ch) blocked[nblocked++] = s->ch;
+    }
+    while (q->n && !q->q[q->head].ch) {
+        q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
+        q->n--;
+    }
+    return HIER_OK;
+}
+
+/* Whether [p, p + len) overlaps bytes a queued send has yet to hand over. */
+static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        const hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
+        if (s->ch && p < s->src + s->len && s->src + s->done < p + len) return 1;
+    }
+    return 0;
+}
+
 /* Take the next segment of the receive if it is there and may land: not on
- * bytes the pending send still has to read. */
-static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_send_t *s)
+ * bytes a queued send still has to read. */
+static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q)
 {
     const void *data;
     size_t len;
     int got;
     size_t seg = hier_chan_slot_bytes(r->ch);
     if (seg > r->len - r->done) seg = r->len - r->done;
-    if (s->ch && r->dst + r->done < s->src + s->len && s->src + s->done < r->dst + r->done + seg) return HIER_OK;
+    if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
     hier_status_t st = hier_chan_try_recv(r->ch, &data, &len, &got);
     if (st != HIER_OK || !got) return st;
     if (len != seg) {
@@ -86,40 +129,41 @@ static hier_status_t hier_net_progress(hier_net_exec_t *x, unsigned turn, time_t
     return hier_chan_progress(x->fab);
 }
 
-static hier_status_t hier_net_flush(hier_net_exec_t *x, hier_net_send_t *s)
+/* Wait until at most `keep` sends are queued. */
+static hier_status_t hier_net_flush(hier_net_exec_t *x, hier_net_queue_t *q, size_t keep)
 {
     time_t deadline = 0;
-    for (unsigned k = 0; s->ch; k++) {
-        hier_status_t st = hier_net_push(x, s);
-        if (st == HIER_OK && s->ch) st = hier_net_progress(x, k, &deadline, "sending (no credit from the peer)");
-        if (st != HIER_OK) return st;
+    for (unsigned k = 0;; k++) {
+        hier_status_t st = hier_net_push_all(x, q);
+        if (st != HIER_OK || q->n <= keep) return st;
+        if ((st = hier_net_progress(x, k, &deadline, "sending (no credit from the peer)")) != HIER_OK) return st;
     }
-    return HIER_OK;
 }
 
 hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
 {
-    hier_net_send_t send = {0};
+    hier_net_queue_t q = {.head = 0, .n = 0};
     hier_status_t st = HIER_OK;
 
     for (size_t i = 0; i < n && st == HIER_OK; i++) {
         const hier_step_t *s = &steps[i];
         if (s->op == HIER_STEP_NET_SEND) {
-            if ((st = hier_net_flush(x, &send)) != HIER_OK) break; /* one send in flight at a time */
-            send = (hier_net_send_t){.src = hier_exec_ref(x->bufs, s->src), .len = s->len, .ch = x->chans[s->peer]};
-            st = hier_net_push(x, &send);
+            if ((st = hier_net_flush(x, &q, HIER_NET_EXEC_QUEUE - 1)) != HIER_OK) break; /* room for one more */
+            q.q[(q.head + q.n++) % HIER_NET_EXEC_QUEUE] =
+                (hier_net_send_t){.src = hier_exec_ref(x->bufs, s->src), .len = s->len, .ch = x->chans[s->peer]};
+            st = hier_net_push_all(x, &q);
         } else if (s->op == HIER_STEP_NET_RECV) {
-            hier_net_recv_t r = {.dst = hier_exec_ref(x->bufs, s->dst), .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
-                                 .reduce = s->net_reduce, .ch = x->chans[s->peer]};
+            hier_net_recv_t r = {.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
+                                 .len = s->net_reduce ? s->len * x->bufs->esize : s->len, .ch = x->chans[s->peer]};
             time_t deadline = 0;
             for (unsigned k = 0; st == HIER_OK && r.done < r.len; k++)
-                if ((st = hier_net_push(x, &send)) == HIER_OK && (st = hier_net_pull(x, &r, &send)) == HIER_OK)
+                if ((st = hier_net_push_all(x, &q)) == HIER_OK && (st = hier_net_pull(x, &r, &q)) == HIER_OK)
                     st = hier_net_progress(x, k, &deadline, "receiving");
         } else {
             HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
             st = HIER_ERR_INVALID_ARG;
         }
     }
-    if (st == HIER_OK) st = hier_net_flush(x, &send);
+    if (st == HIER_OK) st = hier_net_flush(x, &q, 0);
     return st;
 }

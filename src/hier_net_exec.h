@@ -21,10 +21,11 @@ typedef struct {
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
 } hier_net_exec_t;
 
-/* Run the steps. A send proceeds while the next receive runs, segment by
- * segment as credits allow, so two participants sending to each other more
- * than a channel holds cannot deadlock; a receive segment that would
- * overwrite bytes the pending send has not sent yet waits for them. */
+/* Run the steps. Sends are queued and proceed, segment by segment as
+ * credits allow, while later steps run: a receive drives them, so two
+ * participants sending to each other more than a channel holds cannot
+ * deadlock; a receive segment that would overwrite bytes a queued send has
+ * not handed over yet waits for them. */
 hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
 
 #endif

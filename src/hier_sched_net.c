@@ -48,24 +48,21 @@ static void hier_sched_net_seg(const hier_net_args_t *a, int b, size_t i, size_t
     }
 }
 
-/* Send every range of block b to `peer` and receive every range of block c
- * from `from` (reduced into place, or copied), sends and receives taken in
- * turn: the executor keeps one send in flight and completes it only while
- * receiving, so two sends in a row could wait on a peer that waits likewise. */
+/* Send every range of block b to `peer`, then receive every range of block
+ * c from `from` (reduced into place, or copied): the executor queues the
+ * sends, so all of them are on their way before the first receive waits. */
 static void hier_sched_net_blocks(const hier_net_args_t *a, int peer, int b, int from, int c, unsigned tag,
                                   int reduce, hier_sched_out_t *out)
 {
-    size_t o, l, nb = hier_sched_net_nsegs(a, b), nc = hier_sched_net_nsegs(a, c);
-    for (size_t i = 0; i < nb || i < nc; i++) {
-        if (i < nb) {
-            hier_sched_net_seg(a, b, i, &o, &l);
-            hier_sched_net(out, HIER_STEP_NET_SEND, peer, tag, hier_sched_net_at(a, o), l * a->esize, 0);
-        }
-        if (i < nc) {
-            hier_sched_net_seg(a, c, i, &o, &l);
-            hier_sched_net(out, HIER_STEP_NET_RECV, from, tag, hier_sched_net_at(a, o), reduce ? l : l * a->esize,
-                           reduce);
-        }
+    size_t o, l;
+    for (size_t i = 0; i < hier_sched_net_nsegs(a, b); i++) {
+        hier_sched_net_seg(a, b, i, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_SEND, peer, tag, hier_sched_net_at(a, o), l * a->esize, 0);
+    }
+    for (size_t i = 0; i < hier_sched_net_nsegs(a, c); i++) {
+        hier_sched_net_seg(a, c, i, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_RECV, from, tag, hier_sched_net_at(a, o), reduce ? l : l * a->esize,
+                       reduce);
     }
 }
 
