@@ -49,15 +49,21 @@ static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
     return bytes_per_rank < hier_params.net_split_min ? 1 : c->pieces;
 }
 
-/* Allreduce between nodes: recursive doubling for two nodes and small
- * pieces, the ring otherwise (or as forced). */
+/* Between nodes, recursive doubling (fewest rounds) for two nodes or up to
+ * net_rd_max bytes per rank, the ring (least data) otherwise, or as forced. */
+static int hier_comm_net_rd(const hier_comm_t *c, size_t bytes_per_rank)
+{
+    int algo = hier_params.net_algorithm;
+    if (algo == HIER_ALGO_AUTO)
+        algo = c->nnodes == 2 || bytes_per_rank <= hier_params.net_rd_max ? HIER_ALGO_RD : HIER_ALGO_RING;
+    return algo == HIER_ALGO_RD;
+}
+
 static hier_sched_kind_t hier_comm_pick_net_allreduce(const hier_comm_t *c, size_t bytes, hier_sched_args_t *args,
                                                       hier_path_t *path_p)
 {
-    int algo = hier_params.net_algorithm;
     args->pieces = hier_comm_net_pieces(c, bytes);
-    if (algo == HIER_ALGO_AUTO)
-        algo = c->nnodes == 2 || bytes / (size_t)args->pieces <= hier_params.net_rd_max ? HIER_ALGO_RD : HIER_ALGO_RING;
+    int algo = hier_comm_net_rd(c, bytes) ? HIER_ALGO_RD : HIER_ALGO_RING;
     args->net_kind = algo == HIER_ALGO_RD ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_ALLREDUCE;
     *path_p = algo == HIER_ALGO_RD ? HIER_PATH_NET_RD : HIER_PATH_NET_RING;
     return HIER_SCHED_HIER_ALLREDUCE;
@@ -113,7 +119,9 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
         st = HIER_OK;
     } else if (st == HIER_OK && c->nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
-                                  .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes)};
+                                  .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes),
+                                  .net_kind = hier_comm_net_rd(c, block_bytes) ? HIER_NET_RD_ALLGATHER
+                                                                               : HIER_NET_RING_ALLGATHER};
         path = HIER_PATH_NET_COPY;
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
@@ -157,9 +165,12 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
         total += rcounts[r];
     }
     if (c->nnodes > 1) {
+        size_t per_rank = total * esize / (size_t)c->size; /* (on two nodes the ring moves less: half, not all) */
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
                                   .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
-                                  .pieces = hier_comm_net_pieces(c, total * esize / (size_t)c->size)};
+                                  .pieces = hier_comm_net_pieces(c, per_rank),
+                                  .net_kind = per_rank <= hier_params.net_rd_max && hier_comm_net_rd(c, per_rank)
+                                                  ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_REDUCE_SCATTER};
         path = HIER_PATH_NET_RS;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     } else if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {

@@ -132,6 +132,7 @@ typedef enum {
     HIER_NET_RING_REDUCE_SCATTER, /* afterwards block `me` is complete here */
     HIER_NET_RING_ALLGATHER,      /* block `me` is this participant's contribution */
     HIER_NET_RD_ALLREDUCE,        /* latency-optimal recursive doubling, any nparts */
+    HIER_NET_RD_ALLGATHER,        /* recursive doubling, any nparts; blocks in participant order, contiguous */
 } hier_net_kind_t;
 
 typedef struct {

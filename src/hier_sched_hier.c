@@ -97,7 +97,8 @@ void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t 
  * 1. copy my block's chunk into my slot, except my own piece;
  * 2. barrier (node);
  * 3. owners copy their piece of every local block into their slot, in node order;
- * 4. the owners of a piece allgather it over the nodes (ring, one range per node);
+ * 4. the owners of a piece allgather it over the nodes (ring, or recursive
+ *    doubling for small messages; one range per node);
  * 5. barrier (node);
  * 6. everyone copies every owner's piece of every block into place. */
 void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
@@ -126,7 +127,9 @@ void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t 
             displs[n] = (size_t)a->node_first[n] * ml;
             counts[n] = (size_t)(a->node_first[n + 1] - a->node_first[n]) * ml;
         }
-        hier_net_args_t na = {.kind = HIER_NET_RING_ALLGATHER, .nparts = a->nnodes, .me = a->node, .esize = 1,
+        hier_net_args_t na = {.kind = a->net_kind == HIER_NET_RD_ALLGATHER ? HIER_NET_RD_ALLGATHER
+                                                                           : HIER_NET_RING_ALLGATHER,
+                              .nparts = a->nnodes, .me = a->node, .esize = 1,
                               .base = hier_ref(HIER_BUF_SLOT, a->me, p, u), .counts = counts, .displs = displs};
         out->n += hier_sched_net_build(&na, out->steps + out->n);
     }
@@ -149,13 +152,37 @@ void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t 
  * 2. barrier (node);
  * 3. owners fold their piece over every local slot (theirs from their input)
  *    into their own slot, where nobody else reads;
- * 4. the owners of a piece reduce-scatter it over the nodes (ring): a node's
+ * 4. the owners of a piece reduce-scatter it over the nodes (ring: a node's
  *    part is what its ranks receive of the piece, one range per rank, and
- *    afterwards my node's part is complete in my slot;
+ *    afterwards my node's part is complete in my slot), or, for small
+ *    messages, allreduce it (recursive doubling: fewer rounds, all complete);
  * 5. barrier (node);
  * 6. everyone copies what it receives of each piece from the owner's slot.
  * In place, results land at or below the elements they come from, which
  * every rank has consumed by the barrier. */
+/* Step 4 of the reduce_scatter, ring form: node n's part of piece [mo, mo + ml)
+ * of the chunk is one range per rank of n. */
+static void hier_sched_hier_rs_ring(const hier_sched_args_t *a, size_t first, size_t mo, size_t ml, int p,
+                                    hier_sched_out_t *out)
+{
+    size_t seg_first[HIER_SCHED_MAX_NODES + 1], seg_off[HIER_SCHED_MAX_TOTAL], seg_len[HIER_SCHED_MAX_TOTAL];
+    size_t nseg = 0;
+    for (int n = 0; n < a->nnodes; n++) {
+        seg_first[n] = nseg;
+        for (int i = a->node_first[n]; i < a->node_first[n + 1]; i++) {
+            int r = a->node_ranks[i];
+            hier_part_intersect(a->rdispls[r], a->rcounts[r], first + mo, ml, &seg_off[nseg], &seg_len[nseg]);
+            seg_off[nseg] -= first;
+            nseg += seg_len[nseg] != 0;
+        }
+    }
+    seg_first[a->nnodes] = nseg;
+    hier_net_args_t na = {.kind = HIER_NET_RING_REDUCE_SCATTER, .nparts = a->nnodes, .me = a->node,
+                          .esize = a->esize, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .seg_first = seg_first,
+                          .seg_off = seg_off, .seg_len = seg_len};
+    out->n += hier_sched_net_build(&na, out->steps + out->n);
+}
+
 void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
                                     hier_sched_out_t *out)
 {
@@ -169,22 +196,13 @@ void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, si
         hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo * es),      /* 3 */
                                              hier_ref(HIER_BUF_SLOT, 0, p, mo * es), ml, a->order, a->nranks);
         hier_sched_reduce_self(red, a->me, hier_sched_input(a, (first + mo) * es, (first + mo) * es));
-        size_t seg_first[HIER_SCHED_MAX_NODES + 1], seg_off[HIER_SCHED_MAX_TOTAL], seg_len[HIER_SCHED_MAX_TOTAL];
-        size_t nseg = 0;                                                                          /* 4 */
-        for (int n = 0; n < a->nnodes; n++) {
-            seg_first[n] = nseg;
-            for (int i = a->node_first[n]; i < a->node_first[n + 1]; i++) {
-                int r = a->node_ranks[i];
-                hier_part_intersect(a->rdispls[r], a->rcounts[r], first + mo, ml, &seg_off[nseg], &seg_len[nseg]);
-                seg_off[nseg] -= first;
-                nseg += seg_len[nseg] != 0;
-            }
+        if (a->net_kind == HIER_NET_RD_ALLREDUCE) {                                               /* 4 */
+            hier_net_args_t na = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = a->nnodes, .me = a->node, .esize = es,
+                                  .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = mo, .count = ml};
+            out->n += hier_sched_net_build(&na, out->steps + out->n);
+        } else {
+            hier_sched_hier_rs_ring(a, first, mo, ml, p, out);
         }
-        seg_first[a->nnodes] = nseg;
-        hier_net_args_t na = {.kind = HIER_NET_RING_REDUCE_SCATTER, .nparts = a->nnodes, .me = a->node,
-                              .esize = es, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .seg_first = seg_first,
-                              .seg_off = seg_off, .seg_len = seg_len};
-        out->n += hier_sched_net_build(&na, out->steps + out->n);
     }
     hier_sched_barrier(out);                                                                      /* 5 */
     for (int j = 0; j < a->pieces; j++) {                                                         /* 6 */

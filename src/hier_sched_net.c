@@ -130,6 +130,70 @@ static void hier_sched_net_rd_allreduce(const hier_net_args_t *a, hier_sched_out
     if (me < 2 * rem) hier_sched_net(out, HIER_STEP_NET_SEND, me - 1, t + 1 + (unsigned)rounds, vec, bytes, 0); /* 3 */
 }
 
+/* Where the blocks of participants [lo, hi] start and how many elements
+ * they span (blocks are consecutive in participant order). */
+static void hier_sched_net_span(const hier_net_args_t *a, int lo, int hi, size_t *off_p, size_t *len_p)
+{
+    *off_p = a->displs[lo];
+    *len_p = a->displs[hi] + a->counts[hi] - a->displs[lo];
+}
+
+/* The participants a stand-in of the virtual numbering speaks for. */
+static int hier_sched_net_real_lo(int v, int rem)
+{
+    return v < rem ? 2 * v : v + rem;
+}
+
+static int hier_sched_net_real_hi(int v, int rem)
+{
+    return v < rem ? 2 * v + 1 : v + rem;
+}
+
+/* Recursive doubling allgather for any number of participants, with the
+ * numbering of the allreduce above:
+ * 1. fold in: each even participant below 2 rem hands its block to the odd
+ *    one above it, which then holds both (they are adjacent);
+ * 2. round i: exchange everything held (the blocks of 2^i consecutive
+ *    stand-ins, one contiguous range) with the partner at distance 2^i;
+ * 3. fold out: each stand-in hands the whole vector to its even participant. */
+static void hier_sched_net_rd_allgather(const hier_net_args_t *a, hier_sched_out_t *out)
+{
+    int n = a->nparts, p2 = 1, rounds = 0;
+    while (p2 * 2 <= n) p2 *= 2, rounds++;
+    int rem = n - p2, me = a->me, vrank;
+    size_t all_off, all_len, o, l;
+    unsigned t = a->tag_base;
+
+    hier_sched_net_span(a, 0, n - 1, &all_off, &all_len);
+    if (me < 2 * rem && me % 2 == 0) { /* 1, and 3 for the ones that hand over */
+        hier_sched_net(out, HIER_STEP_NET_SEND, me + 1, t, hier_sched_net_at(a, a->displs[me]),
+                       a->counts[me] * a->esize, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, me + 1, t + 1 + (unsigned)rounds, hier_sched_net_at(a, all_off),
+                       all_len * a->esize, 0);
+        return;
+    }
+    if (me < 2 * rem) {
+        hier_sched_net(out, HIER_STEP_NET_RECV, me - 1, t, hier_sched_net_at(a, a->displs[me - 1]),
+                       a->counts[me - 1] * a->esize, 0);
+        vrank = me / 2;
+    } else {
+        vrank = me - rem;
+    }
+    for (int i = 0; i < rounds; i++) { /* 2 */
+        int mask = (1 << i) - 1, pv = vrank ^ (1 << i), peer = pv < rem ? 2 * pv + 1 : pv + rem;
+        int mine_lo = vrank & ~mask, theirs_lo = pv & ~mask;
+        hier_sched_net_span(a, hier_sched_net_real_lo(mine_lo, rem), hier_sched_net_real_hi(mine_lo + mask, rem),
+                            &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l * a->esize, 0);
+        hier_sched_net_span(a, hier_sched_net_real_lo(theirs_lo, rem),
+                            hier_sched_net_real_hi(theirs_lo + mask, rem), &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l * a->esize, 0);
+    }
+    if (me < 2 * rem) /* 3 */
+        hier_sched_net(out, HIER_STEP_NET_SEND, me - 1, t + 1 + (unsigned)rounds, hier_sched_net_at(a, all_off),
+                       all_len * a->esize, 0);
+}
+
 void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *counts, size_t *displs)
 {
     for (int b = 0; b < nparts; b++) hier_part_range(count, nparts, b, hier_part_align(esize), &displs[b], &counts[b]);
@@ -147,6 +211,7 @@ size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
     case HIER_NET_RING_REDUCE_SCATTER: hier_sched_net_ring_rs(a, a->tag_base, &out); break;
     case HIER_NET_RING_ALLGATHER: hier_sched_net_ring_ag(a, a->tag_base, &out); break;
     case HIER_NET_RD_ALLREDUCE: hier_sched_net_rd_allreduce(a, &out); break;
+    case HIER_NET_RD_ALLGATHER: hier_sched_net_rd_allgather(a, &out); break;
     }
     return out.n;
 }

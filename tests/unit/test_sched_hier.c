@@ -274,9 +274,11 @@ static void sweep(hier_sched_kind_t kind, const size_t *counts, size_t ncounts)
         for (size_t ci = 0; ci < ncounts; ci++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int ip = 0; ip < 2; ip++)
-                    for (int rr = 0; rr < 2; rr++) {
+                    for (int rr = 0; rr < 4; rr++) { /* by node / round-robin x ring / recursive doubling */
+                        int rd = kind == HIER_SCHED_HIER_ALLGATHER ? HIER_NET_RD_ALLGATHER : HIER_NET_RD_ALLREDUCE;
                         layout_t L = {.kind = kind, .nnodes = sweep_layouts[li][0], .nlocal = &sweep_layouts[li][1],
-                                      .count = counts[ci], .chunk = chunks[hi], .in_place = ip, .round_robin = rr};
+                                      .count = counts[ci], .chunk = chunks[hi], .in_place = ip, .round_robin = rr & 1,
+                                      .net_kind = rr & 2 ? rd : 0};
                         unsigned seed = (unsigned)(li * 131 + ci * 17 + hi * 5 + (size_t)ip * 3 + (size_t)rr);
                         cr_assert_eq(run_layout(&L, seed), 0, "deadlock: kind %d layout %zu count %zu", (int)kind, li,
                                      counts[ci]);

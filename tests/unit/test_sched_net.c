@@ -76,7 +76,7 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
     size_t nsteps[MAXP], counts[MAXP], displs[MAXP], total = 0;
     uint8_t *ib[MAXP], *db[MAXP];
     hier_reduce_kernel_t ki, kd;
-    int gather = kind == HIER_NET_RING_ALLGATHER, rs = kind == HIER_NET_RING_REDUCE_SCATTER;
+    int gather = kind == HIER_NET_RING_ALLGATHER || kind == HIER_NET_RD_ALLGATHER, rs = kind == HIER_NET_RING_REDUCE_SCATTER;
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &ki), HIER_OK);
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &kd), HIER_OK);
     if (ucounts) {
@@ -129,12 +129,12 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
 }
 
 static const hier_net_kind_t kinds[] = {HIER_NET_RING_ALLREDUCE, HIER_NET_RING_REDUCE_SCATTER,
-                                        HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLREDUCE};
+                                        HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLGATHER, HIER_NET_RD_ALLREDUCE};
 
 Test(sched_net, every_kind_swept_over_participants_and_counts)
 {
     static const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 64, 100, 1037};
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (int n = 1; n <= MAXP; n++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                 for (unsigned seed = 0; seed < 3; seed++)
@@ -144,7 +144,7 @@ Test(sched_net, every_kind_swept_over_participants_and_counts)
 Test(sched_net, uneven_blocks_with_empty_ones)
 {
     size_t uc[MAXP];
-    for (size_t k = 0; k < 3; k++) /* the ring kinds take blocks per participant */
+    for (size_t k = 0; k < 4; k++) /* the kinds that take blocks per participant */
         for (int n = 2; n <= MAXP; n++) {
             for (int b = 0; b < n; b++) uc[b] = (size_t)(b * 7 % 5) * 13;
             run(kinds[k], n, 0, uc, 3, (unsigned)n);
