@@ -280,6 +280,7 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
     c->chunk_bytes = chunk;
     c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_comm_spin_count(c),
                                 .progress = hier_core_progress};
+    c->wait.sleep = c->wait.spin_count == HIER_COMM_CROWDED_SPIN && hier_params.spin_count > 0;
     if (hier_comm_setup_cma(c) != HIER_OK) goto free_stage; /* 6 */
     c->shm_state = HIER_SHM_STATE_READY;
     HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s), single copy %s, %d polls "

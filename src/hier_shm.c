@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,11 @@
 /* After this long in one wait, say once where every rank is: a schedule
  * mismatch would otherwise hang without a word. */
 #define HIER_SHM_REPORT_SECONDS 60
+/* Sleeping barrier waits: yields first, then futex sleeps this long at most
+ * (a wake-up normally comes first; the bound keeps Open MPI's progress and
+ * the liveness checks going). */
+#define HIER_SHM_SLEEP_AFTER_YIELDS 8
+#define HIER_SHM_SLEEP_NS 200000
 
 struct hier_shm {
     uint8_t *base;
@@ -299,14 +306,63 @@ static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
     return phase >= target;
 }
 
+/* The low 32 bits of a phase word, as the futex sees them (x86: little endian). */
+static uint32_t *hier_shm_futex_word(_Atomic uint64_t *phase)
+{
+    return (uint32_t *)(void *)phase;
+}
+
+/* Sleep until `rank`'s phase reaches target or the bound passes: announce
+ * the sleeper, check again (the waker stores its phase before it looks for
+ * sleepers, both sequentially consistent, so one of us sees the other). */
+static void hier_shm_sleep_on(hier_shm_t *shm, int rank, uint64_t target)
+{
+    hier_shm_ctl_t *peer = hier_shm_ctl(shm, rank);
+    atomic_fetch_add(&peer->sleepers, 1);
+    uint64_t seen = atomic_load(&peer->phase);
+    if (seen < target) {
+        struct timespec ts = {0, HIER_SHM_SLEEP_NS};
+        syscall(SYS_futex, hier_shm_futex_word(&peer->phase), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
+    }
+    atomic_fetch_sub(&peer->sleepers, 1);
+}
+
+static hier_status_t hier_shm_wait_sleeping(hier_shm_t *shm, int rank, uint64_t target, const hier_shm_wait_t *w)
+{
+    _Atomic uint64_t *word = &hier_shm_ctl(shm, rank)->phase;
+    time_t start = 0;
+    for (unsigned long y = 1;; y++) {
+        if (atomic_load_explicit(word, memory_order_acquire) >= target) return HIER_OK;
+        if (y <= HIER_SHM_SLEEP_AFTER_YIELDS) sched_yield();
+        else hier_shm_sleep_on(shm, rank, target);
+        if (w->progress) w->progress();
+        if (y % 1024) continue;
+        if (!hier_shm_peer_alive(shm, rank)) {
+            HIER_ERROR("local rank %d: local rank %d (pid %d) exited during a collective", w->me, rank,
+                       (int)hier_shm_ctl(shm, rank)->pid);
+            return HIER_ERR_PEER_DEAD;
+        }
+        if (!start) start = time(NULL);
+        else if (start > 0 && time(NULL) - start > HIER_SHM_REPORT_SECONDS) {
+            hier_shm_report(shm, rank, w);
+            start = -1; /* once per wait */
+        }
+    }
+}
+
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
 {
     uint64_t target = ++shm->my_phase;
+    hier_shm_ctl_t *mine = hier_shm_ctl(shm, w->me);
 
-    atomic_store_explicit(&hier_shm_ctl(shm, w->me)->phase, target, memory_order_release);
+    atomic_store(&mine->phase, target);
+    if (atomic_load(&mine->sleepers))
+        syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
     for (int i = 1; i < w->nranks; i++) {
         int r = (w->me + i) % w->nranks;
-        hier_status_t st = hier_shm_wait(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached, target, w);
+        hier_status_t st = w->sleep ? hier_shm_wait_sleeping(shm, r, target, w)
+                                    : hier_shm_wait(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached,
+                                                    target, w);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;

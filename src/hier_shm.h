@@ -23,7 +23,7 @@
 #include "hier_status.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 2u
+#define HIER_SHM_VERSION 3u
 /* Low-latency area: a header word, then up to 8312 payload bytes. */
 #define HIER_SHM_LL_WORDS 1025
 #define HIER_SHM_LL_AREA (HIER_SHM_LL_WORDS * 8 + 120) /* rounded to a line pair: 8320 */
@@ -43,9 +43,11 @@ typedef struct {
 static_assert(sizeof(hier_shm_header_t) == HIER_SHM_LINE, "header is one line pair");
 
 typedef struct {
-    /* Line 0, polled by every peer: barriers this rank has entered. */
+    /* Line 0, polled by every peer: barriers this rank has entered, and how
+     * many peers sleep on it (futex on its low 32 bits) waiting for the next. */
     _Atomic uint64_t phase;
-    uint8_t pad0[64 - 8];
+    _Atomic uint32_t sleepers;
+    uint8_t pad0[64 - 12];
     /* Line 1. Written once by the owner before the attach agreement: */
     int32_t pid;
     int32_t numa;               /* the owner's NUMA domain, -1 unknown */
@@ -72,6 +74,9 @@ typedef struct {
     int me;
     int spin_count;
     hier_progress_fn_t progress;
+    /* Ranks outnumber cores: a barrier wait that outlasts a few yields
+     * sleeps (futex, briefly) so the ranks doing work get the CPU. */
+    int sleep;
 } hier_shm_wait_t;
 
 typedef struct hier_shm hier_shm_t;
