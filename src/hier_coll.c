@@ -50,22 +50,31 @@ static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
 }
 
 /* Between nodes, recursive doubling (fewest rounds) for two nodes or up to
- * net_rd_max bytes per rank, the ring (least data) otherwise, or as forced. */
+ * net_rd_max bytes per rank; above, Rabenseifner (the ring's data in log
+ * rounds) on a power-of-two node count and the ring otherwise; or as forced. */
+static int hier_comm_net_algo(const hier_comm_t *c, size_t bytes_per_rank)
+{
+    int algo = hier_params.net_algorithm, pow2 = (c->nnodes & (c->nnodes - 1)) == 0;
+    if (algo != HIER_ALGO_AUTO) return algo;
+    if (c->nnodes == 2 || bytes_per_rank <= hier_params.net_rd_max) return HIER_ALGO_RD;
+    return pow2 ? HIER_ALGO_RH : HIER_ALGO_RING;
+}
+
 static int hier_comm_net_rd(const hier_comm_t *c, size_t bytes_per_rank)
 {
-    int algo = hier_params.net_algorithm;
-    if (algo == HIER_ALGO_AUTO)
-        algo = c->nnodes == 2 || bytes_per_rank <= hier_params.net_rd_max ? HIER_ALGO_RD : HIER_ALGO_RING;
-    return algo == HIER_ALGO_RD;
+    return hier_comm_net_algo(c, bytes_per_rank) == HIER_ALGO_RD;
 }
 
 static hier_sched_kind_t hier_comm_pick_net_allreduce(const hier_comm_t *c, size_t bytes, hier_sched_args_t *args,
                                                       hier_path_t *path_p)
 {
     args->pieces = hier_comm_net_pieces(c, bytes);
-    int algo = hier_comm_net_rd(c, bytes) ? HIER_ALGO_RD : HIER_ALGO_RING;
-    args->net_kind = algo == HIER_ALGO_RD ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_ALLREDUCE;
-    *path_p = algo == HIER_ALGO_RD ? HIER_PATH_NET_RD : HIER_PATH_NET_RING;
+    int algo = hier_comm_net_algo(c, bytes);
+    switch (algo) {
+    case HIER_ALGO_RD: args->net_kind = HIER_NET_RD_ALLREDUCE; *path_p = HIER_PATH_NET_RD; break;
+    case HIER_ALGO_RH: args->net_kind = HIER_NET_RH_ALLREDUCE; *path_p = HIER_PATH_NET_RH; break;
+    default: args->net_kind = HIER_NET_RING_ALLREDUCE; *path_p = HIER_PATH_NET_RING; break;
+    }
     return HIER_SCHED_HIER_ALLREDUCE;
 }
 

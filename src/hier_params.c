@@ -102,10 +102,13 @@ static const hier_param_desc_t hier_param_table[] = {
      "Slots per inter-node channel: messages a sender may have in flight before the receiver returns credit",
      HIER_PARAM_OFF(fabric_slots), 0},
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
-     "Inter-node allreduce between the ranks of one local index: auto, ring (bandwidth-optimal) or rd "
-     "(recursive doubling, fewest messages)",
+     "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "
+     "(recursive doubling, fewest rounds) or rabenseifner (recursive halving + doubling: the ring's data in "
+     "log2 rounds). Auto: rd on two nodes or up to net_rd_max, rabenseifner on a power-of-two node count, ring "
+     "otherwise; allgather and reduce_scatter use rd or ring by the same sizes",
      HIER_PARAM_OFF(net_algorithm),
-     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD)},
+     HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
+         HIER_ALGO_BIT(HIER_ALGO_RH)},
     {"net_rd_max", HIER_PARAM_SIZE, "64K",
      "Under auto, multi-node allreduces up to this many bytes per rank use recursive doubling between nodes "
      "(on two nodes always: it moves the same bytes as the ring in fewer messages); ring above",
@@ -127,6 +130,7 @@ static const char *const hier_algo_names[HIER_ALGO_COUNT] = {
     [HIER_ALGO_AUTO] = "auto", [HIER_ALGO_FLAT] = "flat", [HIER_ALGO_NUMA] = "numa",
     [HIER_ALGO_RSAG] = "rsag", [HIER_ALGO_FALLBACK] = "fallback", [HIER_ALGO_SHM] = "shm",
     [HIER_ALGO_CMA] = "cma", [HIER_ALGO_LL] = "ll", [HIER_ALGO_RING] = "ring", [HIER_ALGO_RD] = "rd",
+    [HIER_ALGO_RH] = "rabenseifner",
 };
 
 const char *hier_algo_name(hier_algo_t algo)

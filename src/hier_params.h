@@ -19,6 +19,7 @@ typedef enum {
     HIER_ALGO_LL,      /* any, small messages: flags inside the data, no barrier */
     HIER_ALGO_RING,    /* inter-node allreduce: ring reduce-scatter + allgather */
     HIER_ALGO_RD,      /* inter-node allreduce: recursive doubling */
+    HIER_ALGO_RH,      /* inter-node allreduce: Rabenseifner (recursive halving + doubling) */
     HIER_ALGO_COUNT
 } hier_algo_t;
 

@@ -133,6 +133,7 @@ typedef enum {
     HIER_NET_RING_ALLGATHER,      /* block `me` is this participant's contribution */
     HIER_NET_RD_ALLREDUCE,        /* latency-optimal recursive doubling, any nparts */
     HIER_NET_RD_ALLGATHER,        /* recursive doubling, any nparts; blocks in participant order, contiguous */
+    HIER_NET_RH_ALLREDUCE,        /* Rabenseifner: recursive halving reduce-scatter + doubling allgather, any nparts */
 } hier_net_kind_t;
 
 typedef struct {

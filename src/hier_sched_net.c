@@ -194,6 +194,75 @@ static void hier_sched_net_rd_allgather(const hier_net_args_t *a, hier_sched_out
                        all_len * a->esize, 0);
 }
 
+/* Elements [*off_p, + *len_p) of blocks [lo, hi) of the p2 equal blocks. */
+static void hier_sched_net_blocks_span(const size_t *counts, const size_t *displs, int lo, int hi, size_t *off_p,
+                                       size_t *len_p)
+{
+    *off_p = displs[lo];
+    *len_p = displs[hi - 1] + counts[hi - 1] - displs[lo];
+}
+
+/* Rabenseifner's allreduce for any number of participants: the bandwidth of
+ * the ring in 2 log2(p2) rounds, p2 the largest power of two <= N.
+ * 1. fold in as recursive doubling does (the extras hand their vector over);
+ * 2. recursive halving: with the vector cut into p2 blocks, at distance
+ *    p2/2, p2/4, ..., 1 each stand-in keeps the half of its current blocks on
+ *    its side, sends the other half to its partner and folds in the partner's
+ *    copy of its own half; afterwards stand-in v holds block v complete;
+ * 3. recursive doubling at distance 1, 2, ..., p2/2: partners swap what they
+ *    hold, so the ranges grow back to the whole vector;
+ * 4. fold out to the extras.
+ * Each element is reduced at one stand-in and copied to the rest, so every
+ * participant ends with the same bits. */
+static void hier_sched_net_rh_allreduce(const hier_net_args_t *a, hier_sched_out_t *out)
+{
+    int n = a->nparts, p2 = 1, rounds = 0;
+    while (p2 * 2 <= n) p2 *= 2, rounds++;
+    int rem = n - p2, me = a->me, vrank, lo = 0, hi = p2;
+    size_t bytes = a->count * a->esize, counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES], o, l;
+    unsigned t = a->tag_base;
+
+    if (me < 2 * rem && me % 2 == 0) { /* 1, and 4 for the ones that hand over */
+        hier_sched_net(out, HIER_STEP_NET_SEND, me + 1, t, hier_sched_net_at(a, 0), bytes, 0);
+        hier_sched_net(out, HIER_STEP_NET_RECV, me + 1, t + 1 + 2 * (unsigned)rounds, hier_sched_net_at(a, 0), bytes,
+                       0);
+        return;
+    }
+    if (me < 2 * rem) {
+        hier_sched_net(out, HIER_STEP_NET_RECV, me - 1, t, hier_sched_net_at(a, 0), a->count, 1);
+        vrank = me / 2;
+    } else {
+        vrank = me - rem;
+    }
+    hier_sched_net_even_blocks(a->count, p2, a->esize, counts, displs);
+    for (int i = 0, d = p2 / 2; d >= 1; i++, d /= 2) { /* 2 */
+        int pv = vrank ^ d, peer = pv < rem ? 2 * pv + 1 : pv + rem, mid = lo + (hi - lo) / 2;
+        int keep_lo = vrank < pv ? lo : mid, keep_hi = vrank < pv ? mid : hi;
+        int give_lo = vrank < pv ? mid : lo, give_hi = vrank < pv ? hi : mid;
+        hier_sched_net_blocks_span(counts, displs, give_lo, give_hi, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l * a->esize, 0);
+        hier_sched_net_blocks_span(counts, displs, keep_lo, keep_hi, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l, 1);
+        lo = keep_lo;
+        hi = keep_hi;
+    }
+    for (int i = 0, d = 1; d < p2; i++, d *= 2) { /* 3 */
+        int pv = vrank ^ d, peer = pv < rem ? 2 * pv + 1 : pv + rem;
+        int plo = vrank < pv ? hi : lo - (hi - lo), phi = vrank < pv ? hi + (hi - lo) : lo;
+        hier_sched_net_blocks_span(counts, displs, lo, hi, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)(rounds + i), hier_sched_net_at(a, o),
+                       l * a->esize, 0);
+        hier_sched_net_blocks_span(counts, displs, plo, phi, &o, &l);
+        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)(rounds + i), hier_sched_net_at(a, o),
+                       l * a->esize, 0);
+        lo = vrank < pv ? lo : plo;
+        hi = vrank < pv ? phi : hi;
+    }
+    if (me < 2 * rem) /* 4 */
+        hier_sched_net(out, HIER_STEP_NET_SEND, me - 1, t + 1 + 2 * (unsigned)rounds, hier_sched_net_at(a, 0), bytes,
+                       0);
+}
+
 void hier_sched_net_even_blocks(size_t count, int nparts, size_t esize, size_t *counts, size_t *displs)
 {
     for (int b = 0; b < nparts; b++) hier_part_range(count, nparts, b, hier_part_align(esize), &displs[b], &counts[b]);
@@ -212,6 +281,7 @@ size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
     case HIER_NET_RING_ALLGATHER: hier_sched_net_ring_ag(a, a->tag_base, &out); break;
     case HIER_NET_RD_ALLREDUCE: hier_sched_net_rd_allreduce(a, &out); break;
     case HIER_NET_RD_ALLGATHER: hier_sched_net_rd_allgather(a, &out); break;
+    case HIER_NET_RH_ALLREDUCE: hier_sched_net_rh_allreduce(a, &out); break;
     }
     return out.n;
 }
@@ -223,8 +293,10 @@ void hier_sched_net_peers(int nparts, int me, uint8_t *needed)
     memset(needed, 0, (size_t)nparts);
     if (nparts < 2 || nparts > HIER_SCHED_MAX_NODES) return;
     hier_sched_net_even_blocks((size_t)nparts, nparts, 1, counts, displs);
-    for (int kind = HIER_NET_RING_ALLREDUCE; kind <= HIER_NET_RD_ALLREDUCE; kind++) {
-        hier_net_args_t a = {.kind = (hier_net_kind_t)kind, .nparts = nparts, .me = me, .esize = 1,
+    static const hier_net_kind_t kinds[] = {HIER_NET_RING_ALLREDUCE, HIER_NET_RD_ALLREDUCE, HIER_NET_RH_ALLREDUCE};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        hier_net_kind_t kind = kinds[k];
+        hier_net_args_t a = {.kind = kind, .nparts = nparts, .me = me, .esize = 1,
                              .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .count = (size_t)nparts, .counts = counts,
                              .displs = displs};
         size_t n = hier_sched_net_build(&a, steps);

@@ -24,6 +24,7 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_CMA_RS] = {"cma_rs", "cma_rs"},
     [HIER_PATH_NET_RING] = {"net_ring", "net_ring"},
     [HIER_PATH_NET_RD] = {"net_rd", "net_rd"},
+    [HIER_PATH_NET_RH] = {"net_rh", "net_rh"},
     [HIER_PATH_NET_COPY] = {"net_copy", "net_copy"},
     [HIER_PATH_NET_RS] = {"net_rs", "net_rs"},
     [HIER_PATH_FALLBACK_OP] = {"fallback:op", "fallback_op"},

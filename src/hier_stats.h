@@ -29,6 +29,7 @@ typedef enum {
     HIER_PATH_CMA_RS,            /* reduce_scatter, single copy */
     HIER_PATH_NET_RING,          /* several nodes: allreduce, ring between nodes */
     HIER_PATH_NET_RD,            /* several nodes: allreduce, recursive doubling between nodes */
+    HIER_PATH_NET_RH,            /* several nodes: allreduce, Rabenseifner between nodes */
     HIER_PATH_NET_COPY,          /* several nodes: allgather */
     HIER_PATH_NET_RS,            /* several nodes: reduce_scatter */
     HIER_PATH_FIRST_FALLBACK,

@@ -108,6 +108,9 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes3_uneven_2_1_1_tcp 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
         $TC --quick $NET
+    case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
+        --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
+        $TC --quick --world-only $NET --allreduce-path net_rh
     case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \

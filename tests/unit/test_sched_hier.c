@@ -251,8 +251,9 @@ Test(sched_hier, allreduce_over_nodes_sweep)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int ip = 0; ip < 2; ip++)
-                    for (int net = 0; net < 2; net++) {
-                        int kind = net ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_ALLREDUCE;
+                    for (int net = 0; net < 3; net++) {
+                        int kind = net == 2 ? HIER_NET_RH_ALLREDUCE : net ? HIER_NET_RD_ALLREDUCE
+                                                                         : HIER_NET_RING_ALLREDUCE;
                         unsigned seed = (unsigned)(li * 131 + ci * 17 + hi * 5 + (size_t)ip);
                         cr_assert_eq(run(layouts[li][0], &layouts[li][1], counts[ci], chunks[hi], ip, kind, 0, seed),
                                      0, "deadlock: layout %zu count %zu", li, counts[ci]);

@@ -129,7 +129,8 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
 }
 
 static const hier_net_kind_t kinds[] = {HIER_NET_RING_ALLREDUCE, HIER_NET_RING_REDUCE_SCATTER,
-                                        HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLGATHER, HIER_NET_RD_ALLREDUCE};
+                                        HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLGATHER, HIER_NET_RD_ALLREDUCE,
+                                        HIER_NET_RH_ALLREDUCE};
 
 Test(sched_net, every_kind_swept_over_participants_and_counts)
 {
@@ -162,6 +163,21 @@ Test(sched_net, ring_moves_two_vectors_minus_two_blocks)
     for (size_t i = 0; i < n; i++)
         if (steps[i].op == HIER_STEP_NET_SEND) sent += steps[i].len;
     cr_assert_eq(sent, 2 * 3 * 4096 * 8 / 4, "a ring participant sends 2 (N-1)/N of the vector");
+}
+
+Test(sched_net, rabenseifner_moves_as_little_as_the_ring_in_log_rounds)
+{
+    static hier_step_t steps[64];
+    for (int n = 2; n <= 8; n *= 2) {
+        hier_net_args_t a = {.kind = HIER_NET_RH_ALLREDUCE, .nparts = n, .me = 1, .base = {.kind = HIER_BUF_RECV},
+                             .esize = 8, .count = 4096};
+        size_t m = hier_sched_net_build(&a, steps), sent = 0, sends = 0, lg = 0;
+        while ((1 << (lg + 1)) <= n) lg++;
+        for (size_t i = 0; i < m; i++)
+            if (steps[i].op == HIER_STEP_NET_SEND) sent += steps[i].len, sends++;
+        cr_assert_eq(sent, 2 * (size_t)(n - 1) * 4096 * 8 / (size_t)n, "n %d: %zu bytes", n, sent);
+        cr_assert_eq(sends, 2 * lg, "n %d: %zu messages", n, sends);
+    }
 }
 
 Test(sched_net, recursive_doubling_takes_log_rounds)
