@@ -2,6 +2,7 @@
  * the call itself. */
 #include <string.h>
 
+#include "hier_coll_dev.h"
 #include "hier_comm_impl.h"
 #include "hier_params.h"
 
@@ -91,12 +92,20 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     size_t esize = hier_dtype_size(dt), bytes = count * esize;
     int algo = hier_params.allreduce_algorithm;
     hier_path_t path;
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
 
+    c->staged = 0;
+    if (hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st)) {
+        if (st == HIER_OK) st = hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p);
+        c->staged = 1;
+        return st;
+    }
     if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
         *path_p = HIER_PATH_FALLBACK_OP;
         return HIER_ERR_NOT_SUPPORTED;
     }
-    hier_status_t st = hier_comm_prepare(c, algo, &path);
+    st = hier_comm_prepare(c, algo, &path);
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, bytes);
         st = HIER_OK;
@@ -121,7 +130,16 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
 {
     int algo = hier_params.allgather_algorithm;
     hier_path_t path;
-    hier_status_t st = hier_comm_prepare(c, algo, &path);
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
+
+    c->staged = 0;
+    if (hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf, &dev.rbuf, &st)) {
+        if (st == HIER_OK) st = hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p);
+        c->staged = 1;
+        return st;
+    }
+    st = hier_comm_prepare(c, algo, &path);
 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, block_bytes);
@@ -154,12 +172,23 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_TOTAL], total = 0;
     int algo = hier_params.reduce_scatter_algorithm;
     hier_path_t path;
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
 
+    for (int r = 0; r < c->size; r++) total += rcounts[r];
+    c->staged = 0;
+    if (hier_coll_dev_classify(sbuf, total * esize, rbuf, (sbuf ? rcounts[c->rank] : total) * esize, &dev.sbuf,
+                               &dev.rbuf, &st)) {
+        if (st == HIER_OK) st = hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
+        c->staged = 1;
+        return st;
+    }
+    total = 0;
     if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
         *path_p = HIER_PATH_FALLBACK_OP;
         return HIER_ERR_NOT_SUPPORTED;
     }
-    hier_status_t st = hier_comm_prepare(c, algo, &path);
+    st = hier_comm_prepare(c, algo, &path);
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, rcounts[0] * esize);
         *path_p = path;

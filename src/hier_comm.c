@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hier_accel.h"
 #include "hier_cma.h"
 #include "hier_exec.h"
 #include "hier_log.h"
@@ -85,6 +86,7 @@ hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_
         return HIER_ERR_NO_MEMORY;
     }
     hier_core_set_progress(ops->progress);
+    hier_accel_init();
     *comm_p = c;
     return HIER_OK;
 }
@@ -122,12 +124,18 @@ void hier_comm_destroy(hier_comm_t *c)
     hier_shm_detach(c->shm);
     free(c->stage);
     free(c->steps);
+    free(c->dev_host);
     free(c);
 }
 
 uint64_t hier_comm_net_bytes(const hier_comm_t *c)
 {
     return c->net_bytes;
+}
+
+int hier_comm_staged(const hier_comm_t *c)
+{
+    return c->staged;
 }
 
 /* The machine's topology, loaded once per process whatever the threads do. */

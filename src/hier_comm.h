@@ -48,6 +48,8 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void
 
 /* Bytes this rank put on the fabric during its last collective. */
 uint64_t hier_comm_net_bytes(const hier_comm_t *comm);
+/* Whether the last collective's buffers were device memory, staged through host memory. */
+int hier_comm_staged(const hier_comm_t *comm);
 
 /* Release process-wide state (the topology, the fabric endpoint). */
 void hier_core_finalize(void);

@@ -35,6 +35,9 @@ struct hier_comm {
     hier_shm_state_t net_state;
     hier_chan_t *chans[HIER_SCHED_MAX_NODES]; /* to my local index on each other node */
     uint64_t net_bytes;         /* put on the fabric by the last call */
+    int staged;                 /* the last call's buffers were device memory, staged through dev_host */
+    uint8_t *dev_host;          /* host staging buffer for device buffers (hier_coll_dev.c) */
+    size_t dev_host_len;
     hier_shm_state_t shm_state;
     hier_shm_t *shm;
     size_t chunk_bytes;

@@ -56,9 +56,11 @@ void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][
     for (int c = 0; c < HIER_COLL_COUNT; c++) {
         for (int p = 0; p < HIER_PATH_COUNT; p++) {
             if (!cells[c][p].calls) continue;
-            fprintf(out, "coll:hier:stats coll=%s path=%s calls=%" PRIu64 " bytes=%" PRIu64 " net_bytes=%" PRIu64 "\n",
+            fprintf(out,
+                    "coll:hier:stats coll=%s path=%s calls=%" PRIu64 " bytes=%" PRIu64 " net_bytes=%" PRIu64
+                    " staged=%" PRIu64 "\n",
                     hier_coll_name(c), hier_path_name(p), cells[c][p].calls, cells[c][p].bytes,
-                    cells[c][p].net_bytes);
+                    cells[c][p].net_bytes, cells[c][p].staged);
         }
     }
     fflush(out);

@@ -47,6 +47,7 @@ typedef struct {
     uint64_t calls;
     uint64_t bytes;
     uint64_t net_bytes; /* bytes this process put on the fabric */
+    uint64_t staged;    /* calls whose buffers were device memory, staged through host memory */
 } hier_stats_cell_t;
 
 extern hier_stats_cell_t hier_stats[HIER_COLL_COUNT][HIER_PATH_COUNT];
@@ -62,14 +63,16 @@ static inline int hier_path_is_fallback(hier_path_t path)
     return path >= HIER_PATH_FIRST_FALLBACK;
 }
 
-static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes, uint64_t net_bytes)
+static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes, uint64_t net_bytes,
+                                    int staged)
 {
+    if (staged) __atomic_fetch_add(&hier_stats[coll][path].staged, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&hier_stats[coll][path].calls, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&hier_stats[coll][path].bytes, bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&hier_stats[coll][path].net_bytes, net_bytes, __ATOMIC_RELAXED);
 }
 
-/* One "coll:hier:stats coll=... path=... calls=... bytes=... net_bytes=..." line per
+/* One "coll:hier:stats coll=... path=... calls=... bytes=... net_bytes=... staged=..." line per
  * non-empty cell of `cells` (a table shaped like hier_stats). */
 void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][HIER_PATH_COUNT]);
 

@@ -93,6 +93,8 @@ void check_pvars_read(check_counters_t *c)
             c->served[k] += c->path_calls[k][p];
             snprintf(name, sizeof(name), "coll_hier_%s_%s_net_bytes", check_colls[k], check_served_paths[p]);
             c->net_bytes[k] += check_read(name);
+            snprintf(name, sizeof(name), "coll_hier_%s_%s_staged", check_colls[k], check_served_paths[p]);
+            c->staged[k] += check_read(name);
         }
         for (int p = 0; check_fallback_paths[p]; p++) {
             snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", check_colls[k], check_fallback_paths[p]);

@@ -15,6 +15,7 @@ extern const char *const check_fallback_paths[];
 typedef struct {
     unsigned long served[NCOLL];
     unsigned long net_bytes[NCOLL]; /* put on the fabric, all served paths */
+    unsigned long staged[NCOLL];    /* served calls on device buffers, staged through host memory */
     unsigned long fallback[NCOLL];
     unsigned long path_calls[NCOLL][20]; /* by index into check_served_paths */
     unsigned long reason_calls[NCOLL][20]; /* by index into check_fallback_paths */

@@ -43,14 +43,14 @@ has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "
 has_stats_lines() {
     local c
     for c in allreduce allgather reduce_scatter reduce_scatter_block; do
-        grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma|net)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+ net_bytes=[0-9]+$" "$1" || return 1
+        grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma|net)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+ net_bytes=[0-9]+ staged=[0-9]+$" "$1" || return 1
     done
 }
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
     local c
     for c in allreduce allgather reduce_scatter reduce_scatter_block; do
-        grep -Eq "^coll:hier:stats coll=$c path=net_[a-z]+ calls=[1-9][0-9]* bytes=[0-9]+ net_bytes=[1-9][0-9]*$" "$1" || return 1
+        grep -Eq "^coll:hier:stats coll=$c path=net_[a-z]+ calls=[1-9][0-9]* bytes=[0-9]+ net_bytes=[1-9][0-9]* staged=[0-9]+$" "$1" || return 1
     done
 }
 
@@ -73,6 +73,8 @@ case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_cma 1 --mca coll_hier_a
 case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
     --mca coll_hier_allreduce_flat_max 8K $TC
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
+# Device buffers (the test backend: memory the CPU faults on), staged through host memory
+case_run np3_device_staged 3 -x HIER_TEST_DEVICE=1 $TC
 # When the previous component computes, Open MPI's own reduction bugs show:
 # op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
 # MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
@@ -112,6 +114,8 @@ if unshare --uts true 2>/dev/null; then
         --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
         $TC --quick --world-only $NET --allreduce-path net_rh
     case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
+        --mca coll_hier_fabric_provider tcp $TC --quick $NET
+    case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" -x HIER_TEST_DEVICE=1 \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \

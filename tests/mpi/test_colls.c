@@ -4,6 +4,11 @@
  * known inputs; MPI_T counters prove which path served each call.
  *
  *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--net] [--quick]
+ *
+ * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
+ * "device memory" of the test backend (tests/common/test_dev_backend.c: the
+ * CPU faults on it), which this program offers to hier through
+ * hier_test_accel_backend(); the counters must then show every call staged.
  */
 #include <complex.h>
 #include <getopt.h>
@@ -14,6 +19,41 @@
 #include <string.h>
 
 #include "mpi_check.h"
+#include "test_dev_backend.h"
+
+/* ---------------------------------------------------------------- buffers */
+
+static int device; /* HIER_TEST_DEVICE set: buffers handed to MPI are device memory */
+
+/* Found by hier at start-up (dlsym): our backend, when asked for. */
+HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void);
+HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void)
+{
+    return getenv("HIER_TEST_DEVICE") ? tdev_backend() : NULL;
+}
+
+typedef struct {
+    char *p; /* what MPI gets */
+    char *h; /* what this program reads and writes */
+} xbuf_t;
+
+static xbuf_t xalloc(size_t bytes)
+{
+    xbuf_t b;
+    if (device) {
+        b.p = tdev_alloc(bytes);
+        b.h = (char *)tdev_alias(b.p);
+    } else {
+        b.p = b.h = malloc(bytes);
+    }
+    return b;
+}
+
+static void xfree(xbuf_t b)
+{
+    if (device) tdev_free(b.p);
+    else free(b.p);
+}
 
 /* ---------------------------------------------------------------- types */
 
@@ -348,15 +388,16 @@ static void run_allreduce(const ttype_t *t, int o, size_t count, int inplace, MP
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
     size_t bytes = count * t->size + 1;
-    char *s = malloc(bytes), *r = malloc(bytes), *w = malloc(bytes);
-    memset(r, 0x5a, bytes);
-    fill_input(t, o, rank, count, inplace ? r : s);
-    MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, (int)count, t->dt, ops[o].op, comm);
+    xbuf_t s = xalloc(bytes), r = xalloc(bytes);
+    char *w = malloc(bytes);
+    memset(r.h, 0x5a, bytes);
+    fill_input(t, o, rank, count, inplace ? r.h : s.h);
+    MPI_Allreduce(inplace ? MPI_IN_PLACE : s.p, r.p, (int)count, t->dt, ops[o].op, comm);
     fold_expect(t, o, n, 0, count, w);
-    compare("allreduce", t, o, count, inplace, comm, r, w);
+    compare("allreduce", t, o, count, inplace, comm, r.h, w);
     e->calls[0] += count > 0; /* Open MPI returns before the component when there is nothing to do */
     e->single[0] += count > 0 && n == 1;
-    free(s), free(r), free(w);
+    xfree(s), xfree(r), free(w);
 }
 
 /* rcounts: uneven, with zeros; block: the _block variant */
@@ -373,19 +414,20 @@ static void run_reduce_scatter(const ttype_t *t, int o, size_t count, int inplac
         total += (size_t)rc[j];
     }
     size_t bytes = total * t->size + 1;
-    char *s = malloc(bytes), *r = malloc(bytes), *w = malloc(bytes);
-    memset(r, 0x5a, bytes);
-    fill_input(t, o, rank, total, inplace ? r : s);
+    xbuf_t s = xalloc(bytes), r = xalloc(bytes);
+    char *w = malloc(bytes);
+    memset(r.h, 0x5a, bytes);
+    fill_input(t, o, rank, total, inplace ? r.h : s.h);
     /* the input vector of rank r is gen(r, i) for i over the whole vector */
     if (block)
-        MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : s, r, (int)count, t->dt, ops[o].op, comm);
+        MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : s.p, r.p, (int)count, t->dt, ops[o].op, comm);
     else
-        MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : s, r, rc, t->dt, ops[o].op, comm);
+        MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : s.p, r.p, rc, t->dt, ops[o].op, comm);
     fold_expect(t, o, n, mine, (size_t)rc[rank], w);
-    compare(block ? "reduce_scatter_block" : "reduce_scatter", t, o, (size_t)rc[rank], inplace, comm, r, w);
+    compare(block ? "reduce_scatter_block" : "reduce_scatter", t, o, (size_t)rc[rank], inplace, comm, r.h, w);
     e->calls[block ? 3 : 2] += total > 0;
     e->single[block ? 3 : 2] += total > 0 && n == 1;
-    free(s), free(r), free(w);
+    xfree(s), xfree(r), free(w);
 }
 
 static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size_t rsize, size_t scount,
@@ -395,11 +437,12 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
     size_t block = scount * ssize, rcount = block / rsize;
-    unsigned char *s = malloc(block + 1), *r = malloc(block * (size_t)n + 1);
+    xbuf_t sx = xalloc(block + 1), rx = xalloc(block * (size_t)n + 1);
+    unsigned char *s = (unsigned char *)sx.h, *r = (unsigned char *)rx.h;
     memset(r, 0x5a, block * (size_t)n + 1);
     unsigned char *mine = inplace ? r + (size_t)rank * block : s;
     for (size_t i = 0; i < block; i++) mine[i] = (unsigned char)mix((uint64_t)rank * 1000003 + i);
-    MPI_Allgather(inplace ? MPI_IN_PLACE : s, (int)scount, sdt, r, (int)rcount, rdt, comm);
+    MPI_Allgather(inplace ? MPI_IN_PLACE : sx.p, (int)scount, sdt, rx.p, (int)rcount, rdt, comm);
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < block; i++)
             if (r[(size_t)j * block + i] != (unsigned char)mix((uint64_t)j * 1000003 + i)) {
@@ -410,7 +453,7 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     CHECK(r[block * (size_t)n] == 0x5a, "allgather wrote past the receive buffer");
     e->calls[1] += rcount > 0;
     e->single[1] += rcount > 0 && n == 1;
-    free(s), free(r);
+    xfree(sx), xfree(rx);
 }
 
 /* Every type x op x count x in-place on one communicator. */
@@ -507,6 +550,9 @@ static void verify(const char *label, const check_counters_t *before, const chec
         if (served) {
             CHECK(got_served == e->calls[k] && got_fb == 0, "%s: %s: hier served %ld of %ld calls, %ld fell back",
                   label, check_colls[k], got_served, e->calls[k], got_fb);
+            long got_staged = (long)(after->staged[k] - before->staged[k]);
+            CHECK(got_staged == (device ? e->calls[k] : 0), "%s: %s: %ld of %ld calls staged from device memory",
+                  label, check_colls[k], got_staged, e->calls[k]);
         } else {
             /* one-rank communicators need no segment: they stay served when it is missing */
             long single = !strcmp(expect, "fallback:shm") ? e->single[k] : 0;
@@ -559,6 +605,7 @@ int main(int argc, char **argv)
     int opt, rank, n, derived_types = 0, world_only = 0, net = 0;
 
     MPI_Init(&argc, &argv);
+    device = getenv("HIER_TEST_DEVICE") != NULL;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
         case 'e': expect = optarg; break;
@@ -590,7 +637,7 @@ int main(int argc, char **argv)
     sweep(MPI_COMM_WORLD, &e);
     /* Open MPI's argument checks refuse predefined ops on derived types; with
      * mpi_param_check=0 they reach the component, which must handle them */
-    if (derived_types) derived(MPI_COMM_WORLD, &e);
+    if (derived_types && !device) derived(MPI_COMM_WORLD, &e);
     check_pvars_read(&c1);
     verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
     if (net) verify_net("MPI_COMM_WORLD", &c0, &c1, &e);

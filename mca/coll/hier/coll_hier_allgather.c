@@ -3,10 +3,20 @@
  * datatypes of the same signature, so whether hier serves a call must not
  * depend on them (a rank that fell back alone would hang the others): a
  * non-contiguous layout is packed into, or unpacked from, a contiguous
- * temporary instead. */
+ * temporary instead. Device buffers are never packed by the CPU: such a call
+ * goes to the previous component, on every rank alike only if every rank's
+ * layout is non-contiguous (the same rule Open MPI's own device support has). */
 #include "coll_hier.h"
 
 #include <stdlib.h>
+
+#include "hier_accel.h"
+
+static int mca_coll_hier_on_device(const void *p, size_t len)
+{
+    hier_accel_buf_t b;
+    return hier_accel_classify(p, len, &b) != HIER_OK || hier_accel_is_device(&b);
+}
 
 int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
                             ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -28,6 +38,10 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
     if (mca_coll_hier_map_bytes(rdtype, (size_t)rcount * (size_t)n, &rlb) == MCA_COLL_HIER_SERVED) {
         r = (char *)rbuf + rlb;
     } else {
+        if (mca_coll_hier_on_device(rbuf, 1)) {
+            path = HIER_PATH_FALLBACK_DATATYPE;
+            goto fallback;
+        }
         if (!(r = rpack = malloc(total ? total : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
         ompi_datatype_get_extent(rdtype, &rext_lb, &rext);
         if (in_place) /* my block sits in rbuf in the receive layout */
@@ -39,6 +53,10 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
         ompi_datatype_type_size(sdtype, &ssize);
         if (mca_coll_hier_map_bytes(sdtype, (size_t)scount, &slb) == MCA_COLL_HIER_SERVED) {
             s = (const char *)sbuf + slb;
+        } else if (mca_coll_hier_on_device(sbuf, 1)) {
+            free(rpack);
+            path = HIER_PATH_FALLBACK_DATATYPE;
+            goto fallback;
         } else {
             if (!(spack = malloc(block ? block : 1))) {
                 rc = OMPI_ERR_OUT_OF_RESOURCE;

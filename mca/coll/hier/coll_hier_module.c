@@ -156,8 +156,9 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
 
 void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes)
 {
-    uint64_t net = hm->core && !hier_path_is_fallback(path) ? hier_comm_net_bytes(hm->core) : 0;
-    hier_stats_count(coll, path, bytes, net);
+    int served = hm->core && !hier_path_is_fallback(path);
+    hier_stats_count(coll, path, bytes, served ? hier_comm_net_bytes(hm->core) : 0,
+                     served && hier_comm_staged(hm->core));
     HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
              (unsigned)ompi_comm_get_cid(hm->comm), bytes, hier_path_name(path));
 }

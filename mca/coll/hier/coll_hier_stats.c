@@ -13,17 +13,19 @@ int mca_coll_hier_world_rank = -1;
 
 static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "pvars read the counters as unsigned long long");
 
-/* Three counters per (collective, path): coll_hier_<coll>_<path>_calls,
- * _bytes and _net_bytes (what this process put on the fabric). The default
- * getter reads one value straight from the context pointer. */
+/* Four counters per (collective, path): coll_hier_<coll>_<path>_calls,
+ * _bytes, _net_bytes (what this process put on the fabric) and _staged
+ * (calls on device buffers, staged through host memory). The default getter
+ * reads one value straight from the context pointer. */
 int mca_coll_hier_register_pvars(void)
 {
     for (int c = 0; c < HIER_COLL_COUNT; c++) {
         for (int p = 0; p < HIER_PATH_COUNT; p++) {
             char name[128], desc[192];
-            static const char *const what[] = {"calls", "bytes", "net_bytes"};
-            uint64_t *cell[] = {&hier_stats[c][p].calls, &hier_stats[c][p].bytes, &hier_stats[c][p].net_bytes};
-            for (int which = 0; which < 3; which++) {
+            static const char *const what[] = {"calls", "bytes", "net_bytes", "staged"};
+            uint64_t *cell[] = {&hier_stats[c][p].calls, &hier_stats[c][p].bytes, &hier_stats[c][p].net_bytes,
+                                &hier_stats[c][p].staged};
+            for (int which = 0; which < 4; which++) {
                 snprintf(name, sizeof(name), "%s_%s_%s", hier_coll_name(c), hier_path_ident(p), what[which]);
                 snprintf(desc, sizeof(desc), "%s served by coll/hier path %s: %s of this process",
                          hier_coll_name(c), hier_path_name(p), what[which]);

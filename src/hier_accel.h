@@ -1,0 +1,66 @@
+/* hier_accel.h: accelerator (device) memory, behind one small interface.
+ *
+ * A backend knows its runtime's memory: whether a pointer is device memory
+ * (which device, which allocation range), how to copy between it and host
+ * memory, and the libfabric `iface` to register it with. Backends register
+ * at start-up; one whose runtime is absent never registers, so it costs
+ * nothing. The CUDA backend loads libcuda.so.1 at run time (no CUDA headers
+ * or libraries at build time); tests register their own.
+ *
+ * The CPU never touches device memory: the core copies it through a backend
+ * into host staging buffers and runs the host algorithms there. */
+#ifndef HIER_ACCEL_H
+#define HIER_ACCEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_status.h"
+
+#define HIER_ACCEL_MAX_BACKENDS 4
+
+/* What a backend reports about one pointer. */
+typedef struct {
+    uintptr_t base; /* the allocation the pointer lies in */
+    size_t len;
+    int device;     /* device ordinal */
+} hier_accel_range_t;
+
+typedef struct {
+    const char *name; /* "cuda", "test", ... */
+    int fi_iface;     /* enum fi_hmem_iface to register its memory with (FI_HMEM_CUDA, ...) */
+    /* 1 and *range when p is this backend's device memory, else 0. Must be
+     * cheap for host pointers: it runs on every collective. */
+    int (*query)(const void *p, hier_accel_range_t *range);
+    hier_status_t (*to_host)(void *dst, const void *src, size_t len);
+    hier_status_t (*from_host)(void *dst, const void *src, size_t len);
+} hier_accel_backend_t;
+
+/* One buffer of a collective as the core sees it. */
+typedef struct {
+    const hier_accel_backend_t *backend; /* NULL: host memory */
+    hier_accel_range_t range;
+} hier_accel_buf_t;
+
+/* Add a backend (process-wide; the same one twice is a no-op). */
+hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
+/* Forget every backend (finalize, tests). */
+void hier_accel_reset(void);
+/* Load the runtimes present on this machine (CUDA), once. */
+void hier_accel_init(void);
+
+/* Classify [p, p + len): host, or one backend's device memory. A device
+ * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
+ * With no backend registered this is one load and a branch; the last device
+ * allocation seen is remembered so repeated calls on it skip the runtime. */
+hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf);
+
+static inline int hier_accel_is_device(const hier_accel_buf_t *buf)
+{
+    return buf->backend != NULL;
+}
+
+/* The CUDA backend, when libcuda.so.1 and a device are present (hier_accel_cuda.c). */
+const hier_accel_backend_t *hier_accel_cuda_backend(void);
+
+#endif

@@ -1,0 +1,26 @@
+/* hier_coll_dev.h: collectives whose buffers are device memory (internal;
+ * hier_coll_dev.c). */
+#ifndef HIER_COLL_DEV_H
+#define HIER_COLL_DEV_H
+
+#include "hier_accel.h"
+#include "hier_comm.h"
+
+typedef struct {
+    hier_accel_buf_t sbuf;
+    hier_accel_buf_t rbuf;
+} hier_coll_dev_call_t;
+
+/* 1 when either buffer is device memory (or classifying failed: *st_p). */
+int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
+                           hier_accel_buf_t *rb, hier_status_t *st_p);
+
+hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t block_bytes, hier_path_t *path_p);
+hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
+                                           void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
+                                           hier_path_t *path_p);
+
+#endif

@@ -1,0 +1,23 @@
+/* test_dev_backend.h: "device memory" without a device, for tests.
+ *
+ * An allocation is a memfd mapped twice: PROT_NONE at the address handed to
+ * the code under test, so any CPU access there kills the test with SIGSEGV,
+ * and read-write at a private alias that only this backend's copy functions
+ * (and the test's own checks) use. Registered with hier as backend "test". */
+#ifndef TEST_DEV_BACKEND_H
+#define TEST_DEV_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier_accel.h"
+
+void *tdev_alloc(size_t len);
+void tdev_free(void *dev);
+/* The CPU-visible alias of a device address. */
+uint8_t *tdev_alias(const void *dev);
+const hier_accel_backend_t *tdev_backend(void);
+/* How many device copies the backend made (to host, from host). */
+extern unsigned long tdev_copies_in, tdev_copies_out;
+
+#endif
