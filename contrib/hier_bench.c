@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_dev_backend.h"
+
 enum { C_ALLREDUCE, C_ALLGATHER, C_RS, C_RSB, C_NCOLL };
 static const char *coll_names[C_NCOLL] = {
     "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
@@ -57,8 +59,18 @@ static int rank, np;
 static MPI_Datatype mpi_dt;
 static size_t esz;
 static const char *dt_name;
-static void *sbuf, *rbuf;
+static void *sbuf, *rbuf; /* what MPI gets */
+static void *sview, *rview; /* what this program reads and writes: the same, or the device alias */
 static int *counts, *displs;
+static int device; /* --device test: buffers are the test backend's "device memory" */
+
+/* hier looks for this (dlsym) at start-up: with --device test, device
+ * memory the CPU faults on, staged by hier through host memory. */
+HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void);
+HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void)
+{
+    return getenv("HIER_TEST_DEVICE") ? tdev_backend() : NULL;
+}
 
 static void die_usage(const char *msg, const char *arg)
 {
@@ -77,6 +89,8 @@ static void die_usage(const char *msg, const char *arg)
             "      --check/--no-check verify results after timing (default check)\n"
             "      --label NAME       first column of every row (default hier_bench)\n"
             "      --memcpy           measure memcpy bandwidth first (and, across nodes, the link)\n"
+            "      --device test      send and receive buffers are device memory of hier's test backend\n"
+            "                         (the CPU faults on it; hier stages it through host memory)\n"
             "  -h, --help\n", TARGET_SECONDS, MIN_ITERS, MAX_ITERS);
     }
     MPI_Finalize();
@@ -127,14 +141,15 @@ static void parse_colls(const char *arg)
 
 static void parse_args(int argc, char **argv)
 {
-    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY };
+    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY, O_DEVICE };
     static const struct option lo[] = {
         {"coll", required_argument, 0, 'c'}, {"min-bytes", required_argument, 0, 'b'},
         {"max-bytes", required_argument, 0, 'e'}, {"factor", required_argument, 0, 'f'},
         {"warmup", required_argument, 0, 'w'}, {"iters", required_argument, 0, 'n'},
         {"datatype", required_argument, 0, 'd'}, {"check", no_argument, 0, O_CHECK},
         {"no-check", no_argument, 0, O_NOCHECK}, {"label", required_argument, 0, O_LABEL},
-        {"memcpy", no_argument, 0, O_MEMCPY}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"memcpy", no_argument, 0, O_MEMCPY}, {"device", required_argument, 0, O_DEVICE},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:h", lo, NULL)) != -1) {
@@ -155,6 +170,9 @@ static void parse_args(int argc, char **argv)
         case O_NOCHECK: opt.check = 0; break;
         case O_LABEL: opt.label = optarg; break;
         case O_MEMCPY: opt.memcpy_bench = 1; break;
+        case O_DEVICE:
+            if (strcmp(optarg, "test")) die_usage("unknown device backend (this build knows: test)", optarg);
+            break; /* seen before MPI_Init */
         case 'h': die_usage(NULL, NULL); break;
         default: die_usage("unknown or incomplete option", argv[optind - 1]);
         }
@@ -348,17 +366,17 @@ static long check(int coll, size_t n)
     size_t sn = coll == C_ALLGATHER ? n / (size_t)np : n, rn, off = 0;
     size_t sum_r = (size_t)np * (size_t)(np + 1) / 2;
     if (coll == C_ALLGATHER) off = (size_t)rank * sn;
-    for (size_t i = 0; i < sn; i++) set_elem(sbuf, i, in_val(rank, off + i));
+    for (size_t i = 0; i < sn; i++) set_elem(sview, i, in_val(rank, off + i));
     rn = coll == C_ALLREDUCE || coll == C_ALLGATHER ? n : (size_t)counts[rank];
     off = coll == C_RS ? (size_t)displs[rank] : coll == C_RSB ? (size_t)rank * rn : 0;
-    for (size_t i = 0; i < rn; i++) set_elem(rbuf, i, -12345);
+    for (size_t i = 0; i < rn; i++) set_elem(rview, i, -12345);
     call(coll, n);
     long bad = 0;
     for (size_t i = 0; i < rn; i++) {
         size_t g = off + i;
         double want = coll == C_ALLGATHER ? (double)in_val((int)(g / sn), g)
                                           : (double)((g % 7 + 1) * sum_r);
-        double got = get_elem(rbuf, i);
+        double got = get_elem(rview, i);
         if (got != want && bad++ < 5)
             fprintf(stderr, "hier_bench: FAIL %s n=%zu rank %d: recv[%zu] = %g, expected %g\n",
                     coll_names[coll], n, rank, i, got, want);
@@ -366,7 +384,7 @@ static long check(int coll, size_t n)
     /* the send buffer is input only */
     for (size_t i = 0; i < sn; i++) {
         size_t g = coll == C_ALLGATHER ? (size_t)rank * sn + i : i;
-        if (get_elem(sbuf, i) != (double)in_val(rank, g) && bad++ < 5)
+        if (get_elem(sview, i) != (double)in_val(rank, g) && bad++ < 5)
             fprintf(stderr, "hier_bench: FAIL %s n=%zu rank %d: send buffer modified at %zu\n",
                     coll_names[coll], n, rank, i);
     }
@@ -452,6 +470,12 @@ static int bench_coll(int coll, int lw)
 
 int main(int argc, char **argv)
 {
+    /* before MPI_Init: hier looks for device backends when it starts */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "test")) {
+            setenv("HIER_TEST_DEVICE", "1", 1);
+            device = 1;
+        }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -482,8 +506,16 @@ int main(int argc, char **argv)
         run_link();
     }
 
-    sbuf = alloc_touched(opt.max_bytes);
-    rbuf = alloc_touched(opt.max_bytes);
+    if (device) {
+        sbuf = tdev_alloc(opt.max_bytes);
+        rbuf = tdev_alloc(opt.max_bytes);
+        sview = tdev_alias(sbuf);
+        rview = tdev_alias(rbuf);
+        if (rank == 0) printf("# device buffers: hier's test backend, staged through host memory\n");
+    } else {
+        sbuf = sview = alloc_touched(opt.max_bytes);
+        rbuf = rview = alloc_touched(opt.max_bytes);
+    }
     counts = calloc((size_t)np, sizeof(int));
     displs = calloc((size_t)np, sizeof(int));
     int lw = (int)strlen(opt.label) > 7 ? (int)strlen(opt.label) : 7;
@@ -492,8 +524,13 @@ int main(int argc, char **argv)
         if (opt.colls[c]) failed |= bench_coll(c, lw);
     MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0 && failed) printf("# FAIL: some results were wrong\n");
-    free(sbuf);
-    free(rbuf);
+    if (device) {
+        tdev_free(sbuf);
+        tdev_free(rbuf);
+    } else {
+        free(sbuf);
+        free(rbuf);
+    }
     free(counts);
     free(displs);
     MPI_Finalize();

@@ -1,11 +1,9 @@
 /* hier_comm.c: per-communicator state, lazy segment set-up, algorithm choice
  * and the loop that feeds schedules to the executor. */
-#define _GNU_SOURCE /* sched_getaffinity */
 #include "hier_comm.h"
 #include "hier_comm_impl.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,14 +202,13 @@ static uint64_t hier_comm_params_digest(size_t chunk)
 }
 
 /* Polls before a waiting rank yields. When ranks outnumber the cores (the
- * runtime says so, or this node's ranks exceed the CPUs we may run on), the
+ * runtime says so, or this node's ranks exceed its online CPUs), the
  * rank we wait for is likely waiting for our core: spinning long only delays
  * it (on 4 ranks over 2 cores, 2000 polls made a small allreduce 3x slower, and
  * even 50 doubled its time against yielding at once). */
 static int hier_comm_spin_count(const hier_comm_t *c)
 {
-    cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN); /* not our affinity: a rank bound to one core is not crowded */
     int crowded = (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && c->nranks > cpus);
     return crowded && hier_params.spin_count > HIER_COMM_CROWDED_SPIN ? HIER_COMM_CROWDED_SPIN
                                                                     : hier_params.spin_count;
