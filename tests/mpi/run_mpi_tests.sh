@@ -75,6 +75,9 @@ case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hie
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
 # Device buffers (the test backend: memory the CPU faults on), staged through host memory
 case_run np3_device_staged 3 -x HIER_TEST_DEVICE=1 $TC
+# Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
+case_run np2_cuda 2 "$B/tests/mpi/test_cuda"
+grep -h '^SKIP:' "$LOG/np2_cuda.out" || true
 # When the previous component computes, Open MPI's own reduction bugs show:
 # op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
 # MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
