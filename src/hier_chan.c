@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <rdma/fi_errno.h>
+
 #include "hier_log.h"
 
 #define HIER_CHAN_CREDIT (1u << 31)
@@ -32,6 +34,7 @@ struct hier_chan {
     uint64_t credit_word;      /* written by the peer: how many of ours it released */
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */
+    uint64_t credits_sent, credits_done; /* credit returns written, and completed (or failed) */
 };
 
 /* Channels by id, per process: events arrive on the shared endpoint. */
@@ -95,9 +98,22 @@ free_ch:
     return st;
 }
 
+/* The provider may still read our staging buffers for writes not completed
+ * yet: wait for them (a second at most: a vanished peer completes nothing)
+ * before the memory goes. */
+static void hier_chan_drain(hier_chan_t *ch)
+{
+    time_t end = time(NULL) + 2;
+    for (unsigned i = 0; ch->done < ch->sent || ch->credits_done < ch->credits_sent; i++) {
+        if (hier_chan_progress(ch->fab) != HIER_OK) break;
+        if (i % 1024 == 1023 && time(NULL) > end) break;
+    }
+}
+
 void hier_chan_close(hier_chan_t *ch)
 {
     if (!ch) return;
+    hier_chan_drain(ch);
     hier_chan_table[ch->id] = NULL;
     hier_fabric_mr_dereg(ch->credit_mr);
     hier_fabric_mr_dereg(ch->stage_mr);
@@ -122,11 +138,28 @@ void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan
     ch->remote = *peer_info;
 }
 
+/* A write of ours failed. A credit return may fail harmlessly: the peer
+ * may have closed its end once it had every message (communicators are
+ * freed without a handshake); a failed message is an error. */
+static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *ev)
+{
+    int peer_gone = ev->data == FI_ECONNREFUSED || ev->data == FI_ECONNRESET || ev->data == FI_ENOTCONN ||
+                    ev->data == FI_EHOSTUNREACH;
+    if (ch && ((uintptr_t)ev->context & 1)) {
+        ch->credits_done++;
+        return HIER_OK;
+    }
+    HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch ? ch->id : 0u, fi_strerror((int)ev->data),
+               ev->data);
+    return peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
+}
+
 /* Events of one channel: a message landed, a credit came back, a write of ours completed. */
 static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
     if (ev->kind == HIER_FABRIC_EV_WRITE_DONE) {
         if (!((uintptr_t)ev->context & 1)) ch->done++;
+        else ch->credits_done++;
     } else if (ev->data & HIER_CHAN_CREDIT) {
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
@@ -142,9 +175,11 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
     size_t n;
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
     for (size_t i = 0; st == HIER_OK && i < n; i++) {
-        unsigned id = ev[i].kind == HIER_FABRIC_EV_WRITE_DONE ? (unsigned)((uintptr_t)ev[i].context >> 1)
-                                                              : (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID;
-        if (id <= HIER_CHAN_MAX_ID && hier_chan_table[id]) hier_chan_event(hier_chan_table[id], &ev[i]);
+        unsigned id = ev[i].kind == HIER_FABRIC_EV_REMOTE ? (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID
+                                                          : (unsigned)((uintptr_t)ev[i].context >> 1);
+        hier_chan_t *ch = id <= HIER_CHAN_MAX_ID ? hier_chan_table[id] : NULL;
+        if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) st = hier_chan_write_failed(ch, &ev[i]);
+        else if (ch) hier_chan_event(ch, &ev[i]);
     }
     return st;
 }
@@ -256,6 +291,7 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
     *word = ch->released;
     ch->credited = ch->released;
+    ch->credits_sent++;
     return hier_fabric_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr, ch->remote.credit, 0,
                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT), HIER_CHAN_CTX(ch->id, 1));
 }

@@ -39,6 +39,7 @@ typedef struct {
 typedef enum {
     HIER_FABRIC_EV_WRITE_DONE, /* a write of ours completed locally (its buffer may be reused) */
     HIER_FABRIC_EV_REMOTE,     /* a peer's write landed here: `data` is its immediate */
+    HIER_FABRIC_EV_WRITE_FAILED, /* a write of ours failed: `context` is the caller's, `data` the fi_errno */
 } hier_fabric_ev_kind_t;
 
 typedef struct {

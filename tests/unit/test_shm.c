@@ -14,9 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hier_accel.h"
 #include "hier_comm.h"
 #include "hier_params.h"
 #include "hier_shm.h"
+#include "test_dev_backend.h"
 
 /* The glue's services (bcast, agree), over an anonymous shared mapping. */
 typedef struct {
@@ -78,6 +80,10 @@ static int count_segments(void)
 
 typedef int (*rank_body_t)(hier_comm_t *comm, int me, int n, fork_world_t *w);
 
+/* Ranks per node for the next run_ranks: 0 = all on one node; K = nodes of
+ * K consecutive ranks, joined by the libfabric provider in hier_params. */
+static int fork_ranks_per_node;
+
 /* Fork n ranks running body; returns how many exited with status 0. */
 static int run_ranks(int n, rank_body_t body, int *statuses)
 {
@@ -94,7 +100,8 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
             prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
             hier_comm_ops_t ops = {.allgather = fork_allgather, .agree = fork_agree, .progress = NULL, .arg = &fr};
             hier_comm_t *comm;
-            if (hier_comm_create(n, r, -1, &ops, &comm) != HIER_OK) _exit(3);
+            int node = fork_ranks_per_node ? r / fork_ranks_per_node : -1;
+            if (hier_comm_create(n, r, node, &ops, &comm) != HIER_OK) _exit(3);
             int rc = body(comm, r, n, w);
             hier_comm_destroy(comm);
             _exit(rc);
@@ -268,4 +275,122 @@ Test(shm, layout_is_a_wire_format)
     /* header, 2 control lines, 2 x 2 low-latency areas = 33664 bytes: 9 pages, then the slots */
     cr_assert_eq(hier_shm_segment_size(2, 4096), 9 * 4096 + 2 * 8192);
     cr_assert_eq(hier_shm_segment_size(40, 4096), 164 * 4096 + 40 * 8192); /* 670848 bytes before the slots */
+}
+
+/* ---- several nodes: forked ranks as nodes of 2, joined over libfabric ---- */
+
+/* Allreduce, allgather and reduce_scatter of int64 on host or device
+ * buffers, exact; every call must have been served between nodes. */
+static int across_nodes(hier_comm_t *comm, int me, int n, fork_world_t *w, int on_device)
+{
+    size_t cap = 20000 * (size_t)n;
+    int64_t *s = on_device ? tdev_alloc(cap * 8) : malloc(cap * 8);
+    int64_t *r = on_device ? tdev_alloc(cap * 8) : malloc(cap * 8);
+    int64_t *sh = on_device ? (int64_t *)tdev_alias(s) : s, *rh = on_device ? (int64_t *)tdev_alias(r) : r;
+    size_t rcounts[64];
+    (void)w;
+    for (int it = 0; it < 60; it++) {
+        size_t count = it % 2 ? 1 + (size_t)(it * 7919 % 20000) : 1 + (size_t)it;
+        hier_path_t path;
+        hier_params.net_algorithm = it % 3 == 0 ? HIER_ALGO_AUTO : it % 3 == 1 ? HIER_ALGO_RING : HIER_ALGO_RH;
+        for (size_t i = 0; i < count * (size_t)n; i++) sh[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
+        switch (it % 3) {
+        case 0:
+            if (hier_comm_allreduce(comm, s, r, count, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 10;
+            for (size_t i = 0; i < count; i++)
+                if (rh[i] != (int64_t)n * (n + 1) / 2 * (it + (int)i)) return 11;
+            if (path != HIER_PATH_NET_RD && path != HIER_PATH_NET_RING && path != HIER_PATH_NET_RH) return 12;
+            break;
+        case 1:
+            if (hier_comm_allgather(comm, s, r, count * 8, &path) != HIER_OK) return 20;
+            for (int j = 0; j < n; j++)
+                for (size_t i = 0; i < count; i++)
+                    if (rh[(size_t)j * count + i] != (int64_t)(j + 1) * (it + (int)i)) return 21;
+            if (path != HIER_PATH_NET_COPY) return 22;
+            break;
+        default: {
+            size_t mine = 0;
+            for (int j = 0; j < n; j++) {
+                rcounts[j] = (count + (size_t)j * 5) / (size_t)n;
+                if (j < me) mine += rcounts[j];
+            }
+            if (hier_comm_reduce_scatter(comm, s, r, rcounts, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK)
+                return 30;
+            for (size_t i = 0; i < rcounts[me]; i++)
+                if (rh[i] != (int64_t)n * (n + 1) / 2 * (it + (int)(mine + i))) return 31;
+            if (path != HIER_PATH_NET_RS) return 32;
+        }
+        }
+        if (hier_comm_staged(comm) != on_device) return 40;
+    }
+    return 0;
+}
+
+static int across_nodes_host(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    return across_nodes(comm, me, n, w, 0);
+}
+
+static int across_nodes_device(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    return across_nodes(comm, me, n, w, 1);
+}
+
+static void nodes_setup(const char *provider)
+{
+    setup();
+    hier_params.fabric_provider = (char *)provider;
+    hier_params.fabric_iface = "lo";
+    hier_params.net_chunk_size = 8192;
+    hier_params.net_split_min = 1024;
+    hier_params.fabric_slot_size = 4096;
+    fork_ranks_per_node = 2;
+}
+
+Test(shm, several_nodes_over_tcp_and_shm_providers)
+{
+    static const char *const providers[] = {"tcp", "shm"};
+    int st[64];
+    for (int p = 0; p < 2; p++)
+        for (int n = 3; n <= 4; n++) { /* 2 + 1 and 2 + 2 */
+            nodes_setup(providers[p]);
+            int ok = run_ranks(n, across_nodes_host, st);
+            for (int r = 0; r < n; r++) cr_expect_eq(st[r], 0, "%s n %d rank %d exited with %d", providers[p], n, r, st[r]);
+            cr_assert_eq(ok, n);
+        }
+    fork_ranks_per_node = 0;
+}
+
+/* Device buffers the CPU faults on, on one node and on two: staged. */
+Test(shm, device_buffers_are_staged_never_touched)
+{
+    int st[64];
+    cr_assert_eq(hier_accel_register(tdev_backend()), HIER_OK); /* the forked ranks inherit it */
+    nodes_setup("tcp");
+    cr_assert_eq(run_ranks(4, across_nodes_device, st), 4, "statuses %d %d %d %d", st[0], st[1], st[2], st[3]);
+    fork_ranks_per_node = 0;
+    hier_accel_reset();
+}
+
+/* One rank cannot open the fabric: every rank falls back, and keeps doing so. */
+static int one_without_provider(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    int64_t x = me, y;
+    hier_path_t path = HIER_PATH_COUNT;
+    (void)w;
+    if (me == n - 1) hier_params.fabric_provider = "no-such-provider";
+    for (int i = 0; i < 3; i++) {
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED)
+            return 1;
+        if (path != HIER_PATH_FALLBACK_NET) return 2;
+    }
+    return 0;
+}
+
+Test(shm, a_rank_without_provider_makes_all_fall_back)
+{
+    int st[64];
+    nodes_setup("tcp");
+    cr_assert_eq(run_ranks(4, one_without_provider, st), 4, "statuses %d %d %d %d", st[0], st[1], st[2], st[3]);
+    fork_ranks_per_node = 0;
 }
