@@ -85,8 +85,10 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
         }
         out.backend = hier_accel_backends[i];
         out.range = r;
-        hier_accel_last.backend = out.backend;
-        hier_accel_last.range = r;
+        if (out.backend->stable_ranges) { /* (other backends' freed ranges may turn into host memory) */
+            hier_accel_last.backend = out.backend;
+            hier_accel_last.range = r;
+        }
         break;
     }
     *buf = out;

@@ -29,6 +29,9 @@ typedef struct {
 typedef struct {
     const char *name; /* "cuda", "test", ... */
     int fi_iface;     /* enum fi_hmem_iface to register its memory with (FI_HMEM_CUDA, ...) */
+    /* 1 when its device addresses never become host memory (CUDA's unified
+     * address space): a range seen once may be remembered */
+    int stable_ranges;
     /* 1 and *range when p is this backend's device memory, else 0. Must be
      * cheap for host pointers: it runs on every collective. */
     int (*query)(const void *p, hier_accel_range_t *range);
@@ -52,7 +55,8 @@ void hier_accel_init(void);
 /* Classify [p, p + len): host, or one backend's device memory. A device
  * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
  * With no backend registered this is one load and a branch; the last device
- * allocation seen is remembered so repeated calls on it skip the runtime. */
+ * allocation of a backend with stable ranges is remembered, so repeated calls
+ * on it skip the runtime. */
 hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf);
 
 static inline int hier_accel_is_device(const hier_accel_buf_t *buf)

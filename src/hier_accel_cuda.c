@@ -30,9 +30,10 @@ static struct {
     CUresult (*pointer_get_attribute)(void *, int, CUdeviceptr);
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*ctx_get_current)(CUcontext *);
-    CUresult (*ctx_set_current)(CUcontext);
     CUresult (*device_get)(CUdevice *, int);
     CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
+    CUresult (*ctx_push_current)(CUcontext);
+    CUresult (*ctx_pop_current)(CUcontext *);
 } hier_cu;
 
 static int hier_cu_query(const void *p, hier_accel_range_t *range)
@@ -53,20 +54,26 @@ static int hier_cu_query(const void *p, hier_accel_range_t *range)
     return 1;
 }
 
-/* Copies need a current context: the application's, or the primary context
- * of device 0 for a thread that never made one current. */
+/* Copies need a current context: the application's, or, for a thread that
+ * has none, the primary context of the buffer's device, pushed for the copy
+ * and popped after it so the application's state is left as it was. */
 static hier_status_t hier_cu_copy(void *dst, const void *src, size_t len)
 {
-    CUcontext ctx = NULL;
+    CUcontext ctx = NULL, popped;
+    int pushed = 0;
     if (hier_cu.ctx_get_current(&ctx) == 0 && !ctx) {
+        hier_accel_range_t r;
         CUdevice dev;
-        if (hier_cu.device_get(&dev, 0) != 0 || hier_cu.primary_ctx_retain(&ctx, dev) != 0 ||
-            hier_cu.ctx_set_current(ctx) != 0) {
-            HIER_ERROR("CUDA: no context for a device copy");
+        int ordinal = hier_cu_query(src, &r) || hier_cu_query(dst, &r) ? r.device : 0;
+        if (hier_cu.device_get(&dev, ordinal) != 0 || hier_cu.primary_ctx_retain(&ctx, dev) != 0 ||
+            hier_cu.ctx_push_current(ctx) != 0) {
+            HIER_ERROR("CUDA: no context for a copy on device %d", ordinal);
             return HIER_ERR_INTERNAL;
         }
+        pushed = 1;
     }
     CUresult rc = hier_cu.memcpy((CUdeviceptr)dst, (CUdeviceptr)src, len);
+    if (pushed) (void)hier_cu.ctx_pop_current(&popped);
     if (rc != 0) {
         HIER_ERROR("CUDA: cuMemcpy of %zu bytes failed (CUresult %d)", len, rc);
         return HIER_ERR_INTERNAL;
@@ -75,16 +82,19 @@ static hier_status_t hier_cu_copy(void *dst, const void *src, size_t len)
 }
 
 static const hier_accel_backend_t hier_cu_backend = {
-    .name = "cuda", .fi_iface = FI_HMEM_CUDA, .query = hier_cu_query, .to_host = hier_cu_copy,
+    .name = "cuda", .fi_iface = FI_HMEM_CUDA, .stable_ranges = 1, .query = hier_cu_query, .to_host = hier_cu_copy,
     .from_host = hier_cu_copy,
 };
 
 static const hier_accel_backend_t *hier_cu_found;
 
-#define HIER_CU_SYM(field, name)                                   \
-    do {                                                           \
-        *(void **)&hier_cu.field = dlsym(lib, name);               \
-        if (!hier_cu.field) goto close_lib;                        \
+#define HIER_CU_SYM(field, name)                                                       \
+    do {                                                                               \
+        *(void **)&hier_cu.field = dlsym(lib, name);                                   \
+        if (!hier_cu.field) {                                                          \
+            HIER_LOG(HIER_LOG_COMM, "libcuda.so.1 lacks %s: no CUDA device buffers", name); \
+            goto close_lib;                                                            \
+        }                                                                              \
     } while (0)
 
 static void hier_cu_load(void)
@@ -97,9 +107,10 @@ static void hier_cu_load(void)
     HIER_CU_SYM(pointer_get_attribute, "cuPointerGetAttribute");
     HIER_CU_SYM(memcpy, "cuMemcpy");
     HIER_CU_SYM(ctx_get_current, "cuCtxGetCurrent");
-    HIER_CU_SYM(ctx_set_current, "cuCtxSetCurrent");
     HIER_CU_SYM(device_get, "cuDeviceGet");
-    HIER_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain_v2");
+    HIER_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"); /* (only Release/Reset/SetFlags have _v2) */
+    HIER_CU_SYM(ctx_push_current, "cuCtxPushCurrent_v2");
+    HIER_CU_SYM(ctx_pop_current, "cuCtxPopCurrent_v2");
     if (hier_cu.init(0) != 0 || hier_cu.device_get_count(&ndev) != 0 || ndev < 1) goto close_lib;
     HIER_LOG(HIER_LOG_COMM, "CUDA driver found: %d device(s)", ndev);
     hier_cu_found = &hier_cu_backend;

@@ -35,10 +35,15 @@ struct hier_chan {
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */
     uint64_t credits_sent, credits_done; /* credit returns written, and completed (or failed) */
+    int owing;                 /* a credit return could not be posted: retried by hier_chan_progress */
 };
 
 /* Channels by id, per process: events arrive on the shared endpoint. */
 static hier_chan_t *hier_chan_table[HIER_CHAN_MAX_ID + 1];
+/* Channels owing their peer a credit return the provider would not take. */
+static hier_chan_t *hier_chan_owing[HIER_CHAN_MAX_ID + 1];
+static unsigned hier_chan_nowing;
+static hier_status_t hier_chan_return_credit(hier_chan_t *ch);
 static unsigned hier_chan_next_id;
 
 /* A free id, taken round the table so a closed channel's id (and any late
@@ -60,7 +65,7 @@ hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes
 {
     hier_status_t st = HIER_ERR_NO_MEMORY;
     unsigned id;
-    if (slots < 2) return HIER_ERR_INVALID_ARG;
+    if (slots < 2 || slot_bytes > UINT32_MAX) return HIER_ERR_INVALID_ARG;
     if (!hier_chan_free_id(&id)) {
         HIER_ERROR("no free channel id: %d channels are open in this process", HIER_CHAN_MAX_ID + 1);
         return HIER_ERR_NO_MEMORY;
@@ -110,10 +115,18 @@ static void hier_chan_drain(hier_chan_t *ch)
     }
 }
 
+static void hier_chan_forgive(hier_chan_t *ch)
+{
+    for (unsigned i = 0; ch->owing && i < hier_chan_nowing; i++)
+        if (hier_chan_owing[i] == ch) hier_chan_owing[i] = hier_chan_owing[--hier_chan_nowing];
+    ch->owing = 0;
+}
+
 void hier_chan_close(hier_chan_t *ch)
 {
     if (!ch) return;
     hier_chan_drain(ch);
+    hier_chan_forgive(ch);
     hier_chan_table[ch->id] = NULL;
     hier_fabric_mr_dereg(ch->credit_mr);
     hier_fabric_mr_dereg(ch->stage_mr);
@@ -129,13 +142,20 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
     info->ring = hier_fabric_mr_rkey(ch->ring_mr);
     info->credit = hier_fabric_mr_rkey(ch->credit_mr);
     info->id = ch->id;
-    info->pad = 0;
+    info->slot_bytes = (uint32_t)ch->slot_bytes;
+    info->slots = ch->slots;
 }
 
-void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
+hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
 {
+    if (peer_info->slot_bytes != ch->slot_bytes || peer_info->slots != ch->slots) {
+        HIER_ERROR("channel %u: the peer's ring has %llu slots of %u bytes, mine %zu of %zu (different settings?)",
+                   ch->id, (unsigned long long)peer_info->slots, peer_info->slot_bytes, ch->slots, ch->slot_bytes);
+        return HIER_ERR_INVALID_ARG;
+    }
     ch->peer = peer;
     ch->remote = *peer_info;
+    return HIER_OK;
 }
 
 /* A write of ours failed. A credit return may fail harmlessly: the peer
@@ -181,6 +201,8 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
         if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) st = hier_chan_write_failed(ch, &ev[i]);
         else if (ch) hier_chan_event(ch, &ev[i]);
     }
+    for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) /* (a success removes entry i - 1) */
+        if (hier_chan_owing[i - 1]->fab == fab) st = hier_chan_return_credit(hier_chan_owing[i - 1]);
     return st;
 }
 
@@ -281,17 +303,36 @@ hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p
     return HIER_OK;
 }
 
+/* Return credit: our release count into the sender's word. Never waits:
+ * when the provider has no room (or the sender is gone for good, its last
+ * call over) the channel owes the return and progress retries it, so a
+ * receiver never hangs on a sender that needs nothing more. The source word
+ * may be rewritten while an older return is in flight: counts only grow, so
+ * the sender can only ever see a newer one. */
+static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
+{
+    uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
+    int posted;
+    *word = ch->released;
+    hier_status_t st = hier_fabric_try_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr,
+                                             ch->remote.credit, 0,
+                                             HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
+                                             HIER_CHAN_CTX(ch->id, 1), &posted);
+    if (st != HIER_OK) return st;
+    if (posted) {
+        ch->credited = *word;
+        ch->credits_sent++;
+        hier_chan_forgive(ch);
+    } else if (!ch->owing) {
+        ch->owing = 1;
+        hier_chan_owing[hier_chan_nowing++] = ch;
+    }
+    return HIER_OK;
+}
+
 hier_status_t hier_chan_release(hier_chan_t *ch)
 {
     ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
-    /* return credit: our release count into the sender's word. The source
-     * word may be rewritten while an older return is in flight: counts only
-     * grow, so the sender can only ever see a newer one. */
-    uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
-    *word = ch->released;
-    ch->credited = ch->released;
-    ch->credits_sent++;
-    return hier_fabric_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr, ch->remote.credit, 0,
-                             HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT), HIER_CHAN_CTX(ch->id, 1));
+    return hier_chan_return_credit(ch);
 }

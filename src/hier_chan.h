@@ -31,7 +31,8 @@ typedef struct {
     hier_fabric_rkey_t ring;
     hier_fabric_rkey_t credit;
     uint32_t id;
-    uint32_t pad;
+    uint32_t slot_bytes; /* both ends must have the same ring shape: */
+    uint64_t slots;      /* a writer computes offsets from its own */
 } hier_chan_info_t;
 
 /* A channel end with `slots` slots of `slot_bytes` payload each, both ways
@@ -40,7 +41,8 @@ typedef struct {
 hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
 void hier_chan_close(hier_chan_t *ch);
 void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
-void hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
+/* HIER_ERR_INVALID_ARG when the peer's ring is shaped differently. */
+hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
 
 /* Send len <= slot_bytes bytes; waits (polling) while every slot is in use.
  * *waited_p (may be NULL) counts the times it had to wait for credit. */

@@ -85,22 +85,15 @@ static void hier_coll_self(const void *sbuf, void *rbuf, size_t bytes)
     if (sbuf) memcpy(rbuf, sbuf, bytes);
 }
 
-hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                  hier_op_t op, hier_path_t *path_p)
+hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                       hier_op_t op, hier_path_t *path_p)
 {
     hier_reduce_kernel_t kernel;
     size_t esize = hier_dtype_size(dt), bytes = count * esize;
     int algo = hier_params.allreduce_algorithm;
     hier_path_t path;
-    hier_coll_dev_call_t dev;
     hier_status_t st;
 
-    c->staged = 0;
-    if (hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st)) {
-        if (st == HIER_OK) st = hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p);
-        c->staged = 1;
-        return st;
-    }
     if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
         *path_p = HIER_PATH_FALLBACK_OP;
         return HIER_ERR_NOT_SUPPORTED;
@@ -125,21 +118,12 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     return st;
 }
 
-hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                  hier_path_t *path_p)
+hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                       hier_path_t *path_p)
 {
     int algo = hier_params.allgather_algorithm;
     hier_path_t path;
-    hier_coll_dev_call_t dev;
-    hier_status_t st;
-
-    c->staged = 0;
-    if (hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf, &dev.rbuf, &st)) {
-        if (st == HIER_OK) st = hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p);
-        c->staged = 1;
-        return st;
-    }
-    st = hier_comm_prepare(c, algo, &path);
+    hier_status_t st = hier_comm_prepare(c, algo, &path);
 
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, block_bytes);
@@ -165,25 +149,15 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     return st;
 }
 
-hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                            hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
 {
     hier_reduce_kernel_t kernel;
     size_t esize = hier_dtype_size(dt), displs[HIER_SCHED_MAX_TOTAL], total = 0;
     int algo = hier_params.reduce_scatter_algorithm;
     hier_path_t path;
-    hier_coll_dev_call_t dev;
     hier_status_t st;
 
-    for (int r = 0; r < c->size; r++) total += rcounts[r];
-    c->staged = 0;
-    if (hier_coll_dev_classify(sbuf, total * esize, rbuf, (sbuf ? rcounts[c->rank] : total) * esize, &dev.sbuf,
-                               &dev.rbuf, &st)) {
-        if (st == HIER_OK) st = hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
-        c->staged = 1;
-        return st;
-    }
-    total = 0;
     if (hier_reduce_kernel_get(dt, op, &kernel) != HIER_OK) {
         *path_p = HIER_PATH_FALLBACK_OP;
         return HIER_ERR_NOT_SUPPORTED;
@@ -224,4 +198,44 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     }
     if (st == HIER_OK) *path_p = path;
     return st;
+}
+
+/* ---- entry points: host buffers go straight to the algorithms above;
+ * device buffers through hier_coll_dev.c, which stages them and calls the
+ * host versions (never these: a staging buffer is host memory by
+ * construction, and classifying it again could only go wrong). */
+
+hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                  hier_op_t op, hier_path_t *path_p)
+{
+    size_t bytes = count * hier_dtype_size(dt);
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
+    c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
+    if (!c->staged) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
+    return st == HIER_OK ? hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p) : st;
+}
+
+hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                  hier_path_t *path_p)
+{
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
+    c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf,
+                                       &dev.rbuf, &st);
+    if (!c->staged) return hier_coll_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
+    return st == HIER_OK ? hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p) : st;
+}
+
+hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+{
+    size_t es = hier_dtype_size(dt), total = 0;
+    hier_coll_dev_call_t dev;
+    hier_status_t st;
+    for (int r = 0; r < c->size; r++) total += rcounts[r];
+    c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
+                                       &dev.rbuf, &st);
+    if (!c->staged) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
+    return st == HIER_OK ? hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p) : st;
 }

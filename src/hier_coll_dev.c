@@ -1,16 +1,17 @@
 /* hier_coll_dev.c: collectives on device (accelerator) buffers, by staging.
  *
- * The CPU never touches device memory: the call's input is copied through
- * its backend into one host buffer, the host collective runs there in place,
- * and the result is copied back. One buffer, not two, because every
- * collective has an in-place form:
- * 1. copy the input (send buffer, or the receive buffer when in place) to
- *    where the in-place call expects it in the host buffer;
- * 2. run the host collective in place on the host buffer;
+ * The CPU never touches device memory: the call's buffers are mirrored in
+ * host memory, the host collective runs on the mirrors, and the result is
+ * copied back. The mirrors keep the call's shape — a separate send area
+ * unless the caller passed MPI_IN_PLACE — because algorithm choices may
+ * depend on it, and every rank must choose alike whatever its memory:
+ * 1. copy the input (send buffer, or the receive buffer when in place) into
+ *    its host mirror;
+ * 2. run the host collective on the mirrors;
  * 3. copy this rank's result out to the receive buffer.
  * Host buffers of a mixed call (one side on the device) are copied with
- * memcpy. The host buffer is kept per communicator and grows to the largest
- * call seen. */
+ * memcpy. The mirrors live in one host buffer per communicator, grown to the
+ * largest call seen. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,13 +65,14 @@ int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size
 hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
                                       size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
 {
-    size_t bytes = count * hier_dtype_size(dt);
-    uint8_t *host = hier_dev_host(c, bytes ? bytes : 1);
+    size_t bytes = count * hier_dtype_size(dt), send_area = sbuf ? bytes : 0;
+    uint8_t *host = hier_dev_host(c, send_area + bytes + 1);
     if (!host) return HIER_ERR_NO_MEMORY;
+    uint8_t *hr = host + send_area;
     hier_status_t st = sbuf ? hier_dev_copy_in(host, sbuf, &d->sbuf, bytes) /* 1 */
-                            : hier_dev_copy_in(host, rbuf, &d->rbuf, bytes);
-    if (st == HIER_OK) st = hier_comm_allreduce(c, NULL, host, count, dt, op, path_p); /* 2 */
-    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, host, &d->rbuf, bytes);            /* 3 */
+                            : hier_dev_copy_in(hr, rbuf, &d->rbuf, bytes);
+    if (st == HIER_OK) st = hier_coll_host_allreduce(c, sbuf ? host : NULL, hr, count, dt, op, path_p); /* 2 */
+    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, hr, &d->rbuf, bytes);                              /* 3 */
     return st;
 }
 
@@ -78,12 +80,14 @@ hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t
                                       size_t block_bytes, hier_path_t *path_p)
 {
     size_t total = block_bytes * (size_t)c->size, mine = block_bytes * (size_t)c->rank;
-    uint8_t *host = hier_dev_host(c, total ? total : 1);
+    size_t send_area = sbuf ? block_bytes : 0;
+    uint8_t *host = hier_dev_host(c, send_area + total + 1);
     if (!host) return HIER_ERR_NO_MEMORY;
-    hier_status_t st = sbuf ? hier_dev_copy_in(host + mine, sbuf, &d->sbuf, block_bytes) /* 1 */
-                            : hier_dev_copy_in(host + mine, (const uint8_t *)rbuf + mine, &d->rbuf, block_bytes);
-    if (st == HIER_OK) st = hier_comm_allgather(c, NULL, host, block_bytes, path_p); /* 2 */
-    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, host, &d->rbuf, total);           /* 3 */
+    uint8_t *hr = host + send_area;
+    hier_status_t st = sbuf ? hier_dev_copy_in(host, sbuf, &d->sbuf, block_bytes) /* 1 */
+                            : hier_dev_copy_in(hr + mine, (const uint8_t *)rbuf + mine, &d->rbuf, block_bytes);
+    if (st == HIER_OK) st = hier_coll_host_allgather(c, sbuf ? host : NULL, hr, block_bytes, path_p); /* 2 */
+    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, hr, &d->rbuf, total);                              /* 3 */
     return st;
 }
 
@@ -93,11 +97,13 @@ hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_c
 {
     size_t es = hier_dtype_size(dt), total = 0;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
-    uint8_t *host = hier_dev_host(c, total ? total * es : 1);
+    size_t send_area = sbuf ? total * es : 0, recv_area = sbuf ? rcounts[c->rank] * es : total * es;
+    uint8_t *host = hier_dev_host(c, send_area + recv_area + 1);
     if (!host) return HIER_ERR_NO_MEMORY;
+    uint8_t *hr = host + send_area;
     hier_status_t st = sbuf ? hier_dev_copy_in(host, sbuf, &d->sbuf, total * es) /* 1 */
-                            : hier_dev_copy_in(host, rbuf, &d->rbuf, total * es);
-    if (st == HIER_OK) st = hier_comm_reduce_scatter(c, NULL, host, rcounts, dt, op, path_p); /* 2 */
-    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, host, &d->rbuf, rcounts[c->rank] * es);    /* 3 */
+                            : hier_dev_copy_in(hr, rbuf, &d->rbuf, total * es);
+    if (st == HIER_OK) st = hier_coll_host_reduce_scatter(c, sbuf ? host : NULL, hr, rcounts, dt, op, path_p); /* 2 */
+    if (st == HIER_OK) st = hier_dev_copy_out(rbuf, hr, &d->rbuf, rcounts[c->rank] * es);                      /* 3 */
     return st;
 }

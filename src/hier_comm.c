@@ -49,6 +49,8 @@ static int hier_comm_layout(hier_comm_t *c, const int *node_of)
         dense[r] = n;
         count[n]++;
     }
+    for (int n = 0; n < c->nnodes; n++) /* every rank must come to the same verdict */
+        if (count[n] > HIER_SCHED_MAX_RANKS) goto too_big;
     c->node = dense[c->rank];
     c->pieces = c->size;
     for (int n = 0, at = 0; n < c->nnodes; n++) {
@@ -89,30 +91,36 @@ hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_
     return HIER_OK;
 }
 
-/* Every rank's node and the step buffer the layout needs, once (collective
- * when several nodes). Returns 0 when the layout exceeds the schedules. */
+/* Every rank's node and the step buffer the layout needs, once, collective:
+ * 1. agree that every rank sees one node, or every rank several (different
+ *    settings of ranks_per_node would split them) and can hold the map;
+ * 2. several: allgather the node names;
+ * 3. lay the communicator out, size the step buffer, and agree it all went
+ *    well. Returns 0 (on every rank alike) when hier cannot serve it. */
 static int hier_comm_ensure_layout(hier_comm_t *c)
 {
     if (c->layout_done) return !c->too_big;
     c->layout_done = 1;
-    int *node_of = NULL;
-    if (c->my_node >= 0) {
-        if (!(node_of = calloc((size_t)c->size, sizeof(*node_of))) ||
-            c->ops.allgather(&c->my_node, node_of, sizeof(int), c->ops.arg) != 0) {
-            free(node_of); /* (the allgather failing on one rank fails it everywhere) */
-            c->too_big = 1;
-            return 0;
-        }
+    int *node_of = c->my_node >= 0 ? calloc((size_t)c->size, sizeof(*node_of)) : NULL;
+    int several = c->my_node >= 0 && node_of, one = c->my_node < 0, ok; /* 1 */
+    if (c->ops.agree(&several, c->ops.arg) != 0 || c->ops.agree(&one, c->ops.arg) != 0 || (!several && !one)) {
+        if (!several && !one) HIER_LOG(HIER_LOG_COMM, "ranks disagree about the nodes (or lack memory): not served");
+        free(node_of);
+        c->too_big = 1;
+        return 0;
     }
-    c->too_big = !hier_comm_layout(c, node_of);
+    if (several && c->ops.allgather(&c->my_node, node_of, sizeof(int), c->ops.arg) != 0) several = -1; /* 2 */
+    ok = several >= 0 && hier_comm_layout(c, node_of); /* 3 */
     free(node_of);
-    size_t nsteps = c->nnodes > 1 ? hier_sched_hier_max_steps(c->size, c->nnodes, c->pieces) : 0;
-    if (!c->too_big && nsteps > HIER_SCHED_MAX_STEPS) {
+    size_t nsteps = ok && c->nnodes > 1 ? hier_sched_hier_max_steps(c->size, c->nnodes, c->pieces) : 0;
+    if (nsteps > HIER_SCHED_MAX_STEPS) {
         hier_step_t *steps = realloc(c->steps, nsteps * sizeof(*steps));
         if (steps) c->steps = steps;
-        c->too_big = !steps;
+        ok = steps != NULL;
     }
-    return !c->too_big;
+    if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0;
+    c->too_big = !ok;
+    return ok;
 }
 
 void hier_comm_destroy(hier_comm_t *c)
@@ -168,17 +176,21 @@ static hier_status_t hier_comm_build_groups(hier_comm_t *c)
     return HIER_OK;
 }
 
-/* Whether every rank can read every other rank's memory: each probes all
- * its peers' cookies, then all agree. Collective, after the segment exists. */
-static hier_status_t hier_comm_setup_cma(hier_comm_t *c)
+/* The last agreement of the set-up: whether this rank's NUMA groups could
+ * be built (`ready`; else every rank gives up), and whether every rank can
+ * read every other rank's memory (each probes all its peers' cookies).
+ * Collective, after the segment exists: agree on 0 (failed), 1 (ready,
+ * no single copy) or 2 (ready, single copy). */
+static hier_status_t hier_comm_setup_cma(hier_comm_t *c, int ready)
 {
     int ok = hier_params.cma != 0;
-    for (int i = 1; ok && i < c->nranks; i++) {
+    for (int i = 1; ok && ready && i < c->nranks; i++) {
         const hier_shm_ctl_t *peer = hier_shm_ctl(c->shm, (c->me + i) % c->nranks);
         ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
     }
-    if (c->ops.agree(&ok, c->ops.arg) != 0) return HIER_ERR_INTERNAL;
-    c->cma = ok;
+    int verdict = ready ? 1 + ok : 0;
+    if (c->ops.agree(&verdict, c->ops.arg) != 0 || verdict == 0) return HIER_ERR_INTERNAL;
+    c->cma = verdict == 2;
     return HIER_OK;
 }
 
@@ -195,7 +207,7 @@ static uint64_t hier_comm_params_digest(size_t chunk)
                           hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain,
                           (uint64_t)hier_params.net_algorithm, hier_params.net_rd_max, hier_params.net_split_min,
                           hier_params.fabric_slot_size, (uint64_t)hier_params.fabric_slots,
-                          hier_params.net_chunk_size};
+                          hier_params.net_chunk_size, (uint64_t)hier_params.ranks_per_node};
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) h = (h ^ v[i]) * 0x100000001b3ull;
     return h;
@@ -233,7 +245,8 @@ static size_t hier_comm_chunk_bytes(int nranks, int nnodes)
  *    reserves its own slot and publishes its pid and NUMA domain;
  * 4. everyone agrees (minimum) on success;
  * 5. local rank 0 unlinks the name: from here on nothing is left behind even after a crash;
- * 6. every rank probes single copy to every other, and all agree on it;
+ * 6. every rank builds its NUMA groups and probes single copy to every
+ *    other, and all agree on both;
  * on any failure everyone detaches and the communicator falls back for good. */
 typedef struct {
     char name[HIER_SHM_NAME_MAX];
@@ -281,12 +294,12 @@ static hier_status_t hier_comm_setup_shm(hier_comm_t *c)
     if (c->me == 0 && c->shm) hier_shm_unlink(c->shm); /* 5 */
     free(all);
     all = NULL;
-    if (!ok || hier_comm_build_groups(c) != HIER_OK) goto free_stage;
+    if (!ok) goto free_stage;
     c->chunk_bytes = chunk;
     c->wait = (hier_shm_wait_t){.nranks = c->nranks, .me = c->me, .spin_count = hier_comm_spin_count(c),
                                 .progress = hier_core_progress};
     c->wait.sleep = c->wait.spin_count == HIER_COMM_CROWDED_SPIN && hier_params.spin_count > 0;
-    if (hier_comm_setup_cma(c) != HIER_OK) goto free_stage; /* 6 */
+    if (hier_comm_setup_cma(c, hier_comm_build_groups(c) == HIER_OK) != HIER_OK) goto free_stage; /* 6 */
     c->shm_state = HIER_SHM_STATE_READY;
     HIER_LOG(HIER_LOG_DEBUG, "segment ready: %d ranks, chunk %zu, %d NUMA group(s), single copy %s, %d polls "
              "before yielding", c->nranks, chunk, c->groups.ngroups, c->cma ? "on" : "off", c->wait.spin_count);

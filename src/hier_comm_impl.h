@@ -64,6 +64,15 @@ void hier_core_progress(void);
 void hier_core_set_progress(hier_progress_fn_t progress);
 void hier_core_fabric_close(void);
 
+/* The collectives on host buffers (hier_coll.c); the public entry points
+ * add device-buffer handling around them. */
+hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                       hier_op_t op, hier_path_t *path_p);
+hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                       hier_path_t *path_p);
+hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                            hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+
 /* Common entry of a collective: HIER_OK to go on, HIER_IN_PROGRESS for a
  * one-rank communicator (the caller copies), or a fallback with its reason. */
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p);

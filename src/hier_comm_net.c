@@ -70,6 +70,7 @@ static hier_status_t hier_comm_open_chans(hier_comm_t *c, hier_fabric_t *fab, hi
 {
     size_t slot = hier_params.fabric_slot_size < 4096 ? 4096 : hier_params.fabric_slot_size;
     if (slot + 64 > hier_fabric_max_msg(fab)) slot = hier_fabric_max_msg(fab) - 64; /* a slot is one write */
+    slot &= ~(size_t)63; /* whole elements of any type in every message (reductions split at slot ends) */
     size_t slots = hier_params.fabric_slots < 2 ? 2 : (size_t)hier_params.fabric_slots;
     uint8_t needed[HIER_SCHED_MAX_NODES];
     hier_sched_net_peers(c->nnodes, c->node, needed);
@@ -93,7 +94,8 @@ static hier_status_t hier_comm_connect_chans(hier_comm_t *c, hier_fabric_t *fab,
         if (addrs[r].len > HIER_FABRIC_ADDR_MAX) return HIER_ERR_INVALID_ARG;
         hier_status_t st = hier_fabric_insert(fab, addrs[r].addr, &peer);
         if (st != HIER_OK) return st;
-        hier_chan_connect(c->chans[n], peer, &infos[(size_t)r * (size_t)c->nnodes + (size_t)c->node]);
+        st = hier_chan_connect(c->chans[n], peer, &infos[(size_t)r * (size_t)c->nnodes + (size_t)c->node]);
+        if (st != HIER_OK) return st;
     }
     return HIER_OK;
 }

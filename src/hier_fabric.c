@@ -340,6 +340,17 @@ hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, con
     }
 }
 
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p)
+{
+    ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
+                               context);
+    *posted_p = ret == 0;
+    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
+    return hier_fabric_fail(fab, "fi_writedata", (int)ret);
+}
+
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
 {
     if (fab->npending) { /* first what a blocked write polled */

@@ -79,6 +79,12 @@ hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, con
                                 hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                 void *context);
 
+/* The same without waiting for room: *posted_p = 0 when the provider said
+ * -FI_EAGAIN (a peer that is gone says it for ever). */
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p);
+
 /* Progress: at most `max` events into `ev`, their number in *n_p (0 if none). */
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p);
 

@@ -36,7 +36,7 @@ Test(accel, device_memory_and_its_range)
     cr_assert_eq(b.backend, tdev_backend());
     cr_assert_eq(b.range.base, (uintptr_t)dev);
     cr_assert_geq(b.range.len, 10000);
-    cr_assert_eq(hier_accel_classify(dev + 200, 10, &b), HIER_OK, "the cached range answers too");
+    cr_assert_eq(hier_accel_classify(dev + 200, 10, &b), HIER_OK, "asked again");
     cr_assert_eq(b.backend, tdev_backend());
     cr_assert_eq(hier_accel_classify(host, sizeof(host), &b), HIER_OK);
     cr_assert(!hier_accel_is_device(&b), "host memory stays host memory with a backend registered");
@@ -59,6 +59,31 @@ Test(accel, copies_go_through_the_backend)
     tdev_free(dev);
 }
 
+/* A backend whose ranges never turn into host memory is remembered: the
+ * second lookup does not ask it. */
+static int stable_queries;
+static int stable_query(const void *p, hier_accel_range_t *range)
+{
+    stable_queries++;
+    return tdev_backend()->query(p, range);
+}
+
+Test(accel, stable_ranges_are_remembered)
+{
+    hier_accel_backend_t stable = *tdev_backend();
+    hier_accel_buf_t b;
+    stable.stable_ranges = 1;
+    stable.query = stable_query;
+    cr_assert_eq(hier_accel_register(&stable), HIER_OK);
+    uint8_t *dev = tdev_alloc(8192);
+    cr_assert_eq(hier_accel_classify(dev, 100, &b), HIER_OK);
+    cr_assert_eq(hier_accel_classify(dev + 4096, 100, &b), HIER_OK);
+    cr_assert_eq(b.backend, &stable);
+    cr_assert_eq(stable_queries, 1, "the remembered range answered the second lookup");
+    hier_accel_reset();
+    tdev_free(dev);
+}
+
 static double ns_per_classify(const void *p)
 {
     struct timespec a, b;
@@ -75,8 +100,14 @@ Test(accel, what_classifying_costs)
     double none = ns_per_classify(host);
     cr_assert_eq(hier_accel_register(tdev_backend()), HIER_OK);
     uint8_t *dev = tdev_alloc(4096);
-    double with = ns_per_classify(host), cached = ns_per_classify(dev);
-    printf("classify: host buffer, no backend %.1f ns; host buffer, test backend %.1f ns; "
-           "device buffer, cached %.1f ns\n", none, with, cached);
+    double with = ns_per_classify(host), device = ns_per_classify(dev);
+    hier_accel_backend_t stable = *tdev_backend();
+    stable.stable_ranges = 1;
+    hier_accel_reset();
+    cr_assert_eq(hier_accel_register(&stable), HIER_OK);
+    double cached = ns_per_classify(dev);
+    printf("classify: host buffer, no backend %.1f ns; host buffer, test backend %.1f ns; device buffer %.1f ns, "
+           "remembered %.1f ns\n", none, with, device, cached);
+    hier_accel_reset();
     tdev_free(dev);
 }

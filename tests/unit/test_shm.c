@@ -104,6 +104,7 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
             if (hier_comm_create(n, r, node, &ops, &comm) != HIER_OK) _exit(3);
             int rc = body(comm, r, n, w);
             hier_comm_destroy(comm);
+            hier_core_finalize(); /* closes the endpoint: the shm provider leaves a file behind otherwise */
             _exit(rc);
         }
     }
