@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fabric_reap.h"
 #include "hier_chan.h"
 #include "hier_net_exec.h"
 #include "hier_reduce.h"
@@ -67,6 +68,7 @@ static int run_pair(body_t body, const char *prov)
     for (int r = 0; r < 2; r++) {
         int st;
         waitpid(pids[r], &st, 0);
+        fabric_reap(pids[r]);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
         else fprintf(stderr, "%s: rank %d ended with %d\n", prov, r, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
     }
@@ -392,6 +394,7 @@ static int run_group(int np, const char *prov, hier_net_kind_t kind, size_t coun
     for (int r = 0; r < np; r++) {
         int st;
         waitpid(pids[r], &st, 0);
+        fabric_reap(pids[r]);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
         else fprintf(stderr, "%s np %d kind %d count %zu: rank %d ended with %d\n", prov, np, kind, count, r,
                      WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));

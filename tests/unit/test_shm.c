@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fabric_reap.h"
 #include "hier_accel.h"
 #include "hier_comm.h"
 #include "hier_params.h"
@@ -111,6 +112,7 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
     for (int r = 0; r < n; r++) {
         int st;
         waitpid(pids[r], &st, 0);
+        fabric_reap(pids[r]);
         statuses[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         ok += statuses[r] == 0;
     }
