@@ -456,6 +456,42 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     xfree(sx), xfree(rx);
 }
 
+/* Allgather with strided layouts: ints at even positions, sent as one
+ * vector of k (receive contiguous), then received as one vector per rank
+ * (send contiguous). Packed on the host, or, for device buffers, through
+ * host mirrors of the whole span. */
+static void strided_allgather(MPI_Comm comm, int k, expect_t *e)
+{
+    int rank, n;
+    MPI_Datatype vec;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    MPI_Type_vector(k, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    size_t span = (size_t)n * (size_t)(2 * k) + 2;
+    xbuf_t s = xalloc(span * sizeof(int)), r = xalloc(span * sizeof(int));
+    int *sh = (int *)s.h, *rh = (int *)r.h;
+    for (size_t i = 0; i < span; i++) sh[i] = rh[i] = -7;
+    for (int i = 0; i < k; i++) sh[2 * i] = rank * 1000 + i;
+    MPI_Allgather(s.p, 1, vec, r.p, k, MPI_INT, comm); /* 1. strided send */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < k; i++)
+            CHECK(rh[j * k + i] == j * 1000 + i, "strided-send allgather k %d: block %d [%d] = %d", k, j, i,
+                  rh[j * k + i]);
+    for (size_t i = 0; i < span; i++) rh[i] = -7;
+    for (int i = 0; i < k; i++) sh[i] = rank * 1000 + i;
+    MPI_Allgather(s.p, k, MPI_INT, r.p, 1, vec, comm); /* 2. strided receive: block j at j (2k - 1) */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < k; i++)
+            CHECK(rh[j * (2 * k - 1) + 2 * i] == j * 1000 + i, "strided-receive allgather k %d: block %d [%d]", k,
+                  j, i);
+    CHECK(rh[0 * (2 * k - 1) + 1] == -7 || k == 1, "strided-receive allgather wrote into a gap");
+    e->calls[1] += 2;
+    e->single[1] += 2 * (n == 1);
+    xfree(s), xfree(r);
+    MPI_Type_free(&vec);
+}
+
 /* Every type x op x count x in-place on one communicator. */
 static void sweep(MPI_Comm comm, expect_t *e)
 {
@@ -494,6 +530,8 @@ static void sweep(MPI_Comm comm, expect_t *e)
             run_allgather(c3, 12, MPI_INT, 4, gcounts[ci] / 12 + 1, ip, comm, e);
         }
     MPI_Type_free(&c3);
+    strided_allgather(comm, 1, e);
+    strided_allgather(comm, 37, e);
 }
 
 /* A contiguous derived type reduces like its base type. */

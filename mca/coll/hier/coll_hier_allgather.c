@@ -3,19 +3,62 @@
  * datatypes of the same signature, so whether hier serves a call must not
  * depend on them (a rank that fell back alone would hang the others): a
  * non-contiguous layout is packed into, or unpacked from, a contiguous
- * temporary instead. Device buffers are never packed by the CPU: such a call
- * goes to the previous component, on every rank alike only if every rank's
- * layout is non-contiguous (the same rule Open MPI's own device support has). */
+ * temporary instead. Device buffers are never touched by the CPU: one with a
+ * non-contiguous layout is mirrored whole in host memory through its backend
+ * first (and a receive buffer copied back after), so it is served like the
+ * others. */
 #include "coll_hier.h"
 
 #include <stdlib.h>
 
 #include "hier_accel.h"
 
-static int mca_coll_hier_on_device(const void *p, size_t len)
+/* A device buffer described by a non-contiguous type, mirrored in host
+ * memory: its whole span (gaps too), so the datatype engine works on the host. */
+typedef struct {
+    const hier_accel_backend_t *backend; /* NULL: no mirror */
+    char *host, *dev;                    /* the span's first byte, on each side */
+    size_t span;
+    ptrdiff_t tlb;
+} mca_coll_hier_mirror_t;
+
+static int mca_coll_hier_mirror_in(const void *buf, int count, ompi_datatype_t *dt, mca_coll_hier_mirror_t *m)
 {
     hier_accel_buf_t b;
-    return hier_accel_classify(p, len, &b) != HIER_OK || hier_accel_is_device(&b);
+    ptrdiff_t lb, ext, text;
+    ptrdiff_t ignored;
+    m->backend = NULL;
+    if (count <= 0 || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, (size_t)count, &ignored) ==
+        MCA_COLL_HIER_SERVED || hier_accel_classify(buf, 1, &b) != HIER_OK || !hier_accel_is_device(&b))
+        return OMPI_SUCCESS;
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    ompi_datatype_get_true_extent(dt, &m->tlb, &text);
+    m->span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+    m->dev = (char *)buf + m->tlb;
+    if (!(m->host = malloc(m->span ? m->span : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (b.backend->to_host(m->host, m->dev, m->span) != HIER_OK) {
+        free(m->host);
+        return OMPI_ERROR;
+    }
+    m->backend = b.backend;
+    return OMPI_SUCCESS;
+}
+
+/* The call on mirrors of its non-contiguous device buffers; the receive
+ * mirror goes back to the device. */
+static int mca_coll_hier_allgather_mirrored(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                            int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                            mca_coll_base_module_t *module, mca_coll_hier_mirror_t *sm,
+                                            mca_coll_hier_mirror_t *rm)
+{
+    const void *s = sm->backend ? (const void *)(sm->host - sm->tlb) : sbuf;
+    void *r = rm->backend ? (void *)(rm->host - rm->tlb) : rbuf;
+    int rc = mca_coll_hier_allgather(s, scount, sdtype, r, rcount, rdtype, comm, module);
+    if (rc == MPI_SUCCESS && rm->backend && rm->backend->from_host(rm->dev, rm->host, rm->span) != HIER_OK)
+        rc = OMPI_ERROR;
+    free(sm->backend ? sm->host : NULL);
+    free(rm->backend ? rm->host : NULL);
+    return rc;
 }
 
 int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
@@ -34,14 +77,20 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
     hier_path_t path = hm->comm_fallback;
     if (path != MCA_COLL_HIER_SERVED) goto fallback;
 
+    /* 0. device buffers with non-contiguous layouts: through host mirrors */
+    mca_coll_hier_mirror_t sm, rm;
+    if ((rc = mca_coll_hier_mirror_in(rbuf, rcount * n, rdtype, &rm)) != OMPI_SUCCESS) return rc;
+    if ((rc = mca_coll_hier_mirror_in(in_place ? NULL : sbuf, scount, sdtype, &sm)) != OMPI_SUCCESS) {
+        free(rm.backend ? rm.host : NULL);
+        return rc;
+    }
+    if (sm.backend || rm.backend)
+        return mca_coll_hier_allgather_mirrored(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module, &sm, &rm);
+
     /* 1. the receive side: straight into rbuf, or through a contiguous temporary */
     if (mca_coll_hier_map_bytes(rdtype, (size_t)rcount * (size_t)n, &rlb) == MCA_COLL_HIER_SERVED) {
         r = (char *)rbuf + rlb;
     } else {
-        if (mca_coll_hier_on_device(rbuf, 1)) {
-            path = HIER_PATH_FALLBACK_DATATYPE;
-            goto fallback;
-        }
         if (!(r = rpack = malloc(total ? total : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
         ompi_datatype_get_extent(rdtype, &rext_lb, &rext);
         if (in_place) /* my block sits in rbuf in the receive layout */
@@ -53,10 +102,6 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
         ompi_datatype_type_size(sdtype, &ssize);
         if (mca_coll_hier_map_bytes(sdtype, (size_t)scount, &slb) == MCA_COLL_HIER_SERVED) {
             s = (const char *)sbuf + slb;
-        } else if (mca_coll_hier_on_device(sbuf, 1)) {
-            free(rpack);
-            path = HIER_PATH_FALLBACK_DATATYPE;
-            goto fallback;
         } else {
             if (!(spack = malloc(block ? block : 1))) {
                 rc = OMPI_ERR_OUT_OF_RESOURCE;
