@@ -177,7 +177,9 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         total += rcounts[r];
     }
     if (c->nnodes > 1) {
-        size_t per_rank = total * esize / (size_t)c->size; /* (on two nodes the ring moves less: half, not all) */
+        /* recursive doubling of the piece only when small: unlike an allreduce,
+         * on two nodes too the ring moves less (half the piece, not all of it) */
+        size_t per_rank = total * esize / (size_t)c->size;
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
                                   .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
                                   .pieces = hier_comm_net_pieces(c, per_rank),

@@ -307,16 +307,26 @@ static double hier_fabric_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p)
+{
+    ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
+                               context);
+    *posted_p = ret == 0;
+    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
+    return hier_fabric_fail(fab, "fi_writedata", (int)ret);
+}
+
 hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                 hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                 void *context)
 {
     double deadline = 0;
     for (unsigned spins = 0;; spins++) {
-        ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
-                                   context);
-        if (ret == 0) return HIER_OK;
-        if (ret != -FI_EAGAIN) return hier_fabric_fail(fab, "fi_writedata", (int)ret);
+        int posted;
+        hier_status_t st = hier_fabric_try_write(fab, peer, src, len, mr, rkey, off, data, context, &posted);
+        if (st != HIER_OK || posted) return st;
         if (spins % 1024 == 0) { /* the clock only now and then */
             double t = hier_fabric_now();
             if (!deadline) deadline = t + fab->timeout;
@@ -333,22 +343,10 @@ hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, con
             return HIER_ERR_INTERNAL;
         }
         size_t n;
-        hier_status_t st = hier_fabric_cq_drain(fab, fab->pending + fab->npending,
-                                                HIER_FABRIC_PENDING - fab->npending, &n);
+        st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &n);
         if (st != HIER_OK) return st;
         fab->npending += n;
     }
-}
-
-hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
-                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
-                                    void *context, int *posted_p)
-{
-    ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
-                               context);
-    *posted_p = ret == 0;
-    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
-    return hier_fabric_fail(fab, "fi_writedata", (int)ret);
 }
 
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)

@@ -273,10 +273,33 @@ static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
                w->me, HIER_SHM_REPORT_SECONDS, rank, line);
 }
 
+/* The low 32 bits of a 64-bit word, as a futex sees them (x86: little endian). */
+static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word)
+{
+    return (uint32_t *)(void *)word;
+}
+
+/* Sleep until `word` is ready or the bound passes: announce the sleeper,
+ * check again (the waker stores the word before it looks for sleepers,
+ * both sequentially consistent, so one of us sees the other). */
+static void hier_shm_sleep_on(_Atomic uint64_t *word, _Atomic uint32_t *sleepers, hier_shm_ready_fn_t ready,
+                              uint64_t arg)
+{
+    atomic_fetch_add(sleepers, 1);
+    uint64_t seen = atomic_load(word);
+    if (!ready(seen, arg)) {
+        struct timespec ts = {0, HIER_SHM_SLEEP_NS};
+        syscall(SYS_futex, hier_shm_futex_word(word), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
+    }
+    atomic_fetch_sub(sleepers, 1);
+}
+
 /* Spin briefly (the peer is usually running on another core), then yield so
- * an oversubscribed peer gets the CPU, driving the caller's progress engine. */
-hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *w)
+ * an oversubscribed peer gets the CPU, driving the caller's progress engine;
+ * where the writer wakes `sleepers` (barrier phases) and ranks outnumber
+ * cores, sleep after a few yields instead. */
+static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                                      uint64_t arg, const hier_shm_wait_t *w, _Atomic uint32_t *sleepers)
 {
     for (int i = 0; i < w->spin_count; i++) {
         if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
@@ -285,7 +308,8 @@ hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, h
     time_t start = 0;
     for (unsigned long y = 1;; y++) {
         if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
-        sched_yield();
+        if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, ready, arg);
+        else sched_yield();
         if (w->progress) w->progress();
         if (y % HIER_SHM_LIVENESS_YIELDS) continue;
         if (!hier_shm_peer_alive(shm, rank)) {
@@ -301,53 +325,15 @@ hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, h
     }
 }
 
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *w)
+{
+    return hier_shm_wait_on(shm, rank, word, ready, arg, w, NULL);
+}
+
 static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
 {
     return phase >= target;
-}
-
-/* The low 32 bits of a phase word, as the futex sees them (x86: little endian). */
-static uint32_t *hier_shm_futex_word(_Atomic uint64_t *phase)
-{
-    return (uint32_t *)(void *)phase;
-}
-
-/* Sleep until `rank`'s phase reaches target or the bound passes: announce
- * the sleeper, check again (the waker stores its phase before it looks for
- * sleepers, both sequentially consistent, so one of us sees the other). */
-static void hier_shm_sleep_on(hier_shm_t *shm, int rank, uint64_t target)
-{
-    hier_shm_ctl_t *peer = hier_shm_ctl(shm, rank);
-    atomic_fetch_add(&peer->sleepers, 1);
-    uint64_t seen = atomic_load(&peer->phase);
-    if (seen < target) {
-        struct timespec ts = {0, HIER_SHM_SLEEP_NS};
-        syscall(SYS_futex, hier_shm_futex_word(&peer->phase), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
-    }
-    atomic_fetch_sub(&peer->sleepers, 1);
-}
-
-static hier_status_t hier_shm_wait_sleeping(hier_shm_t *shm, int rank, uint64_t target, const hier_shm_wait_t *w)
-{
-    _Atomic uint64_t *word = &hier_shm_ctl(shm, rank)->phase;
-    time_t start = 0;
-    for (unsigned long y = 1;; y++) {
-        if (atomic_load_explicit(word, memory_order_acquire) >= target) return HIER_OK;
-        if (y <= HIER_SHM_SLEEP_AFTER_YIELDS) sched_yield();
-        else hier_shm_sleep_on(shm, rank, target);
-        if (w->progress) w->progress();
-        if (y % 1024) continue;
-        if (!hier_shm_peer_alive(shm, rank)) {
-            HIER_ERROR("local rank %d: local rank %d (pid %d) exited during a collective", w->me, rank,
-                       (int)hier_shm_ctl(shm, rank)->pid);
-            return HIER_ERR_PEER_DEAD;
-        }
-        if (!start) start = time(NULL);
-        else if (start > 0 && time(NULL) - start > HIER_SHM_REPORT_SECONDS) {
-            hier_shm_report(shm, rank, w);
-            start = -1; /* once per wait */
-        }
-    }
 }
 
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
@@ -360,9 +346,9 @@ hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
         syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
     for (int i = 1; i < w->nranks; i++) {
         int r = (w->me + i) % w->nranks;
-        hier_status_t st = w->sleep ? hier_shm_wait_sleeping(shm, r, target, w)
-                                    : hier_shm_wait(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached,
-                                                    target, w);
+        hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
+        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
+                                            &peer->sleepers);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;
