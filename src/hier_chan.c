@@ -12,8 +12,12 @@
 #define HIER_CHAN_SEQ_MASK 0xfffffu
 #define HIER_CHAN_ID_SHIFT 20
 #define HIER_CHAN_HDR 8 /* a slot starts with the message length */
-/* Write contexts: (id << 1) | 1 for credit returns, (id << 1) for messages. */
-#define HIER_CHAN_CTX(id, credit) ((void *)(uintptr_t)(((uintptr_t)(id) << 1) | (credit)))
+/* Write contexts: bit 0 credit return, then the channel id, then (messages)
+ * the slot the write came from, so completions may come in any order. */
+#define HIER_CHAN_CTX(id, slot, credit)                                                                          \
+    ((void *)(uintptr_t)((((uintptr_t)(slot) * (HIER_CHAN_MAX_ID + 1) + (uintptr_t)(id)) << 1) | (credit)))
+#define HIER_CHAN_CTX_ID(ctx) ((unsigned)(((uintptr_t)(ctx) >> 1) % (HIER_CHAN_MAX_ID + 1)))
+#define HIER_CHAN_CTX_SLOT(ctx) ((size_t)(((uintptr_t)(ctx) >> 1) / (HIER_CHAN_MAX_ID + 1)))
 
 struct hier_chan {
     hier_fabric_t *fab;
@@ -34,6 +38,7 @@ struct hier_chan {
     uint64_t credit_word;      /* written by the peer: how many of ours it released */
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */
+    uint64_t *posted;          /* per slot: message number + 1 still being written from it, 0 when done */
     uint64_t credits_sent, credits_done; /* credit returns written, and completed (or failed) */
     int owing;                 /* a credit return could not be posted: retried by hier_chan_progress */
 };
@@ -80,7 +85,8 @@ hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes
     if (!(ch->ring = aligned_alloc(64, slots * ch->stride))) goto free_ch;
     if (!(ch->stage = aligned_alloc(64, slots * ch->stride + 64))) goto free_ring;
     if (!(ch->arrived = calloc(slots, sizeof(*ch->arrived)))) goto free_stage;
-    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_arrived, st);
+    if (!(ch->posted = calloc(slots, sizeof(*ch->posted)))) goto free_arrived;
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_posted, st);
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->stage, slots * ch->stride + 64, &ch->stage_mr), dereg_ring, st);
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, &ch->credit_word, sizeof(ch->credit_word), &ch->credit_mr),
                     dereg_stage, st);
@@ -92,6 +98,8 @@ dereg_stage:
     hier_fabric_mr_dereg(ch->stage_mr);
 dereg_ring:
     hier_fabric_mr_dereg(ch->ring_mr);
+free_posted:
+    free(ch->posted);
 free_arrived:
     free(ch->arrived);
 free_stage:
@@ -131,6 +139,7 @@ void hier_chan_close(hier_chan_t *ch)
     hier_fabric_mr_dereg(ch->credit_mr);
     hier_fabric_mr_dereg(ch->stage_mr);
     hier_fabric_mr_dereg(ch->ring_mr);
+    free(ch->posted);
     free(ch->arrived);
     free(ch->stage);
     free(ch->ring);
@@ -178,8 +187,12 @@ static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_e
 static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
     if (ev->kind == HIER_FABRIC_EV_WRITE_DONE) {
-        if (!((uintptr_t)ev->context & 1)) ch->done++;
-        else ch->credits_done++;
+        if ((uintptr_t)ev->context & 1) {
+            ch->credits_done++;
+        } else {
+            ch->done++;
+            ch->posted[HIER_CHAN_CTX_SLOT(ev->context) % ch->slots] = 0;
+        }
     } else if (ev->data & HIER_CHAN_CREDIT) {
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
@@ -196,7 +209,7 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
     for (size_t i = 0; st == HIER_OK && i < n; i++) {
         unsigned id = ev[i].kind == HIER_FABRIC_EV_REMOTE ? (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID
-                                                          : (unsigned)((uintptr_t)ev[i].context >> 1);
+                                                          : HIER_CHAN_CTX_ID(ev[i].context);
         hier_chan_t *ch = id <= HIER_CHAN_MAX_ID ? hier_chan_table[id] : NULL;
         if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) st = hier_chan_write_failed(ch, &ev[i]);
         else if (ch) hier_chan_event(ch, &ev[i]);
@@ -237,7 +250,12 @@ static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_cha
 static int hier_chan_can_send(const hier_chan_t *ch)
 {
     uint64_t acked = __atomic_load_n(&ch->credit_word, __ATOMIC_ACQUIRE);
-    return ch->sent - acked < ch->slots && ch->sent - ch->done < ch->slots;
+    return ch->sent - acked < ch->slots && !ch->posted[ch->sent % ch->slots];
+}
+
+int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
+{
+    return ch->posted[msg % ch->slots] != msg + 1; /* done, or the slot carries a later message already */
 }
 
 size_t hier_chan_slot_bytes(const hier_chan_t *ch)
@@ -245,7 +263,11 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
     return ch->slot_bytes;
 }
 
-hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p)
+/* Message k goes to slot k % slots: an 8-byte length, then the data. The
+ * length comes from the staging slot; the data from there too (copied), or
+ * straight from the caller's registered memory when the provider gathers. */
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
+                                      int *sent_p, uint64_t *msg_p)
 {
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
@@ -254,15 +276,27 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, 
     uint8_t *src = ch->stage + slot * ch->stride;
     uint64_t hdr = len;
     memcpy(src, &hdr, sizeof(hdr));
-    memcpy(src + HIER_CHAN_HDR, data, len);
-    uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
-    hier_status_t st = hier_fabric_write(ch->fab, ch->peer, src, HIER_CHAN_HDR + len, ch->stage_mr, ch->remote.ring,
-                                         slot * ch->stride, imm, HIER_CHAN_CTX(ch->id, 0));
-    if (st == HIER_OK) {
-        ch->sent++;
-        *sent_p = 1;
+    hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
+    size_t n = 2;
+    if (!mr || hier_fabric_iov_limit(ch->fab) < 2 || !len) {
+        memcpy(src + HIER_CHAN_HDR, data, len);
+        iov[0].len += len;
+        n = 1;
     }
-    return st;
+    uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
+    hier_status_t st = hier_fabric_writev(ch->fab, ch->peer, iov, n, ch->remote.ring, slot * ch->stride, imm,
+                                          HIER_CHAN_CTX(ch->id, slot, 0));
+    if (st != HIER_OK) return st;
+    ch->posted[slot] = ch->sent + 1;
+    *msg_p = ch->sent++;
+    *sent_p = 1;
+    return HIER_OK;
+}
+
+hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p)
+{
+    uint64_t msg;
+    return hier_chan_try_send_from(ch, data, len, NULL, sent_p, &msg);
 }
 
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
@@ -317,7 +351,7 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
     hier_status_t st = hier_fabric_try_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr,
                                              ch->remote.credit, 0,
                                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
-                                             HIER_CHAN_CTX(ch->id, 1), &posted);
+                                             HIER_CHAN_CTX(ch->id, 0, 1), &posted);
     if (st != HIER_OK) return st;
     if (posted) {
         ch->credited = *word;

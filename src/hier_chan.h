@@ -49,6 +49,15 @@ hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const 
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p);
 /* The same without waiting: *sent_p = 0 when every slot is in use. */
 hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p);
+/* The same sending the data straight from `mr`, registered memory that
+ * holds it (NULL: copy, like hier_chan_try_send): the provider reads it
+ * until hier_chan_sent_done(ch, *msg_p), so it must not change before.
+ * Without gathering writes (iov_limit 1) the data is copied anyway. */
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
+                                      int *sent_p, uint64_t *msg_p);
+/* Whether message `msg` (from hier_chan_try_send_from) completed here: its
+ * source may be reused. */
+int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 /* The next message if it is there (*got_p = 1), without waiting. */
 hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p);
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);

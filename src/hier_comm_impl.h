@@ -34,6 +34,7 @@ struct hier_comm {
     uint16_t node_ranks[HIER_SCHED_MAX_TOTAL];
     hier_shm_state_t net_state;
     hier_chan_t *chans[HIER_SCHED_MAX_NODES]; /* to my local index on each other node */
+    hier_fabric_mr_t *slot_mr;  /* my slot, registered: inter-node sends go from it without a copy */
     uint64_t net_bytes;         /* put on the fabric by the last call */
     int staged;                 /* the last call's buffers were device memory, staged through dev_host */
     uint8_t *dev_host;          /* host staging buffer for device buffers (hier_coll_dev.c) */

@@ -50,12 +50,15 @@ void hier_core_fabric_close(void)
     hier_core_fab_tried = 0;
 }
 
+/* Channels first: closing drains their writes, which may read my slot. */
 void hier_comm_close_net(hier_comm_t *c)
 {
     for (int n = 0; n < c->nnodes; n++) {
         hier_chan_close(c->chans[n]);
         c->chans[n] = NULL;
     }
+    hier_fabric_mr_dereg(c->slot_mr);
+    c->slot_mr = NULL;
 }
 
 typedef struct {
@@ -74,6 +77,11 @@ static hier_status_t hier_comm_open_chans(hier_comm_t *c, hier_fabric_t *fab, hi
     size_t slots = hier_params.fabric_slots < 2 ? 2 : (size_t)hier_params.fabric_slots;
     uint8_t needed[HIER_SCHED_MAX_NODES];
     hier_sched_net_peers(c->nnodes, c->node, needed);
+    /* Schedules send only from my slot: registered, it goes to the wire in
+     * place. Without it (registration refused) sends are copied. */
+    if (c->me < c->pieces &&
+        hier_fabric_mr_reg(fab, hier_shm_slot(c->shm, c->me), 2 * hier_shm_parity_stride(c->shm), &c->slot_mr) != HIER_OK)
+        c->slot_mr = NULL;
     for (int n = 0; n < c->nnodes && c->me < c->pieces; n++) {
         if (!needed[n]) continue;
         hier_status_t st = hier_chan_open(fab, slots, slot, &c->chans[n]);
@@ -158,7 +166,9 @@ hier_status_t hier_comm_ensure_net(hier_comm_t *c)
 hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)
 {
     hier_net_exec_t x = {.fab = hier_core_fab, .chans = c->chans, .bufs = bufs, .progress = hier_core_glue_progress,
-                         .spin = HIER_COMM_NET_SPIN};
+                         .spin = HIER_COMM_NET_SPIN, .mr = c->slot_mr,
+                         .mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL,
+                         .mr_len = c->slot_mr ? 2 * hier_shm_parity_stride(c->shm) : 0};
     hier_status_t st = hier_net_exec_run(&x, steps, n);
     c->net_bytes += x.net_bytes;
     return st;

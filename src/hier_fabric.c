@@ -16,6 +16,7 @@
 #include "hier_log.h"
 
 #define HIER_FABRIC_PENDING 256
+#define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
 
 struct hier_fabric {
     struct fi_info *info;
@@ -307,32 +308,64 @@ static double hier_fabric_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+size_t hier_fabric_iov_limit(const hier_fabric_t *fab)
+{
+    size_t n = fab->info->tx_attr->iov_limit;
+    return n < HIER_FABRIC_IOV_MAX ? (n ? n : 1) : HIER_FABRIC_IOV_MAX;
+}
+
+/* Post one write; -FI_EAGAIN (no room) comes back as *posted_p = 0. One
+ * piece goes by fi_writedata, several by fi_writemsg with the same flags. */
+static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                      size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                      int *posted_p)
+{
+    ssize_t ret;
+    if (n == 1) {
+        ret = fi_writedata(fab->ep, iov[0].buf, iov[0].len, iov[0].mr ? iov[0].mr->desc : NULL, data, peer,
+                           rkey.base + off, rkey.key, context);
+    } else {
+        struct iovec v[HIER_FABRIC_IOV_MAX];
+        void *desc[HIER_FABRIC_IOV_MAX];
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = (struct iovec){.iov_base = (void *)iov[i].buf, .iov_len = iov[i].len};
+            desc[i] = iov[i].mr ? iov[i].mr->desc : NULL;
+            total += iov[i].len;
+        }
+        struct fi_rma_iov rma = {.addr = rkey.base + off, .len = total, .key = rkey.key};
+        struct fi_msg_rma msg = {.msg_iov = v, .desc = desc, .iov_count = n, .addr = peer, .rma_iov = &rma,
+                                 .rma_iov_count = 1, .context = context, .data = data};
+        ret = fi_writemsg(fab->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    }
+    *posted_p = ret == 0;
+    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
+    return hier_fabric_fail(fab, n == 1 ? "fi_writedata" : "fi_writemsg", (int)ret);
+}
+
 hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                     hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                     void *context, int *posted_p)
 {
-    ssize_t ret = fi_writedata(fab->ep, src, len, mr ? mr->desc : NULL, data, peer, rkey.base + off, rkey.key,
-                               context);
-    *posted_p = ret == 0;
-    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
-    return hier_fabric_fail(fab, "fi_writedata", (int)ret);
+    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
+    return hier_fabric_post(fab, peer, &iov, 1, rkey, off, data, context, posted_p);
 }
 
-hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
-                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
-                                void *context)
+hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
+                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
 {
     double deadline = 0;
+    if (n == 0 || n > hier_fabric_iov_limit(fab)) return HIER_ERR_INVALID_ARG;
     for (unsigned spins = 0;; spins++) {
         int posted;
-        hier_status_t st = hier_fabric_try_write(fab, peer, src, len, mr, rkey, off, data, context, &posted);
+        hier_status_t st = hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, &posted);
         if (st != HIER_OK || posted) return st;
         if (spins % 1024 == 0) { /* the clock only now and then */
             double t = hier_fabric_now();
             if (!deadline) deadline = t + fab->timeout;
             if (t > deadline) {
-                HIER_ERROR("provider %s: no room to write %zu bytes for %.0f s; is the peer gone?",
-                           hier_fabric_provider(fab), len, fab->timeout);
+                HIER_ERROR("provider %s: no room to write for %.0f s; is the peer gone?", hier_fabric_provider(fab),
+                           fab->timeout);
                 return HIER_ERR_TIMEOUT;
             }
         }
@@ -342,11 +375,19 @@ hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, con
                        hier_fabric_provider(fab), HIER_FABRIC_PENDING);
             return HIER_ERR_INTERNAL;
         }
-        size_t n;
-        st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &n);
+        size_t got;
+        st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &got);
         if (st != HIER_OK) return st;
-        fab->npending += n;
+        fab->npending += got;
     }
+}
+
+hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                void *context)
+{
+    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
+    return hier_fabric_writev(fab, peer, &iov, 1, rkey, off, data, context);
 }
 
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)

@@ -71,6 +71,17 @@ hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier
 void hier_fabric_mr_dereg(hier_fabric_mr_t *mr);
 hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr);
 
+/* One piece of a gathered write: bytes, and the region that holds them
+ * (NULL allowed without FI_MR_LOCAL). */
+typedef struct {
+    const void *buf;
+    size_t len;
+    hier_fabric_mr_t *mr;
+} hier_fabric_iov_t;
+
+/* How many pieces one write may gather (the provider's iov_limit). */
+size_t hier_fabric_iov_limit(const hier_fabric_t *fab);
+
 /* Write len bytes from src (inside `mr`, may be NULL without FI_MR_LOCAL) to
  * offset `off` of the peer's region, with immediate `data`. `context` comes
  * back in a WRITE_DONE event. Retries while the provider says -FI_EAGAIN,
@@ -78,6 +89,11 @@ hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr);
 hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                 hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                 void *context);
+
+/* The same gathering n <= hier_fabric_iov_limit pieces into one contiguous
+ * remote range, with one immediate. */
+hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
+                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context);
 
 /* The same without waiting for room: *posted_p = 0 when the provider said
  * -FI_EAGAIN (a peer that is gone says it for ever). */

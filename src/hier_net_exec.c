@@ -10,8 +10,11 @@
 
 typedef struct {
     const uint8_t *src;
-    size_t len, done;
-    hier_chan_t *ch; /* NULL once every byte is handed to the channel */
+    size_t len, done;      /* bytes handed to the channel */
+    size_t freed;          /* bytes no longer needed: copied, or (in place) their writes completed */
+    hier_chan_t *ch;       /* NULL once every byte is freed */
+    hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
+    uint64_t first;        /* in place: the channel's number of the first segment */
 } hier_net_send_t;
 
 typedef struct {
@@ -35,22 +38,35 @@ typedef struct {
 /* Push as many segments of one send as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 {
-    while (s->ch && s->done < s->len) {
+    while (s->done < s->len) {
         size_t seg = s->len - s->done, max = hier_chan_slot_bytes(s->ch);
         int sent;
+        uint64_t msg;
         if (seg > max) seg = max;
-        hier_status_t st = hier_chan_try_send(s->ch, s->src + s->done, seg, &sent);
+        hier_status_t st = hier_chan_try_send_from(s->ch, s->src + s->done, seg, s->mr, &sent, &msg);
         if (st != HIER_OK) return st;
         if (!sent) break;
+        if (!s->done) s->first = msg;
         s->done += seg;
         x->net_bytes += seg;
+        if (!s->mr) s->freed = s->done;
     }
-    if (s->ch && s->done == s->len) s->ch = NULL;
     return HIER_OK;
 }
 
-/* Push every queued send whose channel has no older send still pending
- * (messages on a channel stay in order), then drop the finished ones. */
+/* Sent in place, segments free their bytes as their writes complete, in
+ * order (a receive may land on them only then; segments are whole slots but
+ * the last). Returns whether the send is over: every byte freed. */
+static int hier_net_send_advance(hier_net_send_t *s)
+{
+    size_t slot = hier_chan_slot_bytes(s->ch);
+    while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot))
+        s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
+    return s->freed == s->len;
+}
+
+/* Push every queued send whose channel has no older send still handing
+ * bytes over (messages on a channel stay in order), then drop the ones over. */
 static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
 {
     hier_chan_t *blocked[HIER_NET_EXEC_QUEUE];
@@ -58,11 +74,13 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
     for (size_t i = 0; i < q->n; i++) {
         hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
         int behind = 0;
+        if (!s->ch) continue;
         for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->ch;
-        if (!s->ch || behind) continue;
+        if (behind) continue;
         hier_status_t st = hier_net_push(x, s);
         if (st != HIER_OK) return st;
-        if (s->ch) blocked[nblocked++] = s->ch;
+        if (s->done < s->len) blocked[nblocked++] = s->ch;
+        if (hier_net_send_advance(s)) s->ch = NULL;
     }
     while (q->n && !q->q[q->head].ch) {
         q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
@@ -71,12 +89,13 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
     return HIER_OK;
 }
 
-/* Whether [p, p + len) overlaps bytes a queued send has yet to hand over. */
+/* Whether [p, p + len) overlaps bytes a queued send still needs: not yet
+ * copied, or (in place) not yet written by the provider. */
 static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < q->n; i++) {
         const hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
-        if (s->ch && p < s->src + s->len && s->src + s->done < p + len) return 1;
+        if (s->ch && p < s->src + s->len && s->src + s->freed < p + len) return 1;
     }
     return 0;
 }
@@ -149,8 +168,10 @@ hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, si
         const hier_step_t *s = &steps[i];
         if (s->op == HIER_STEP_NET_SEND) {
             if ((st = hier_net_flush(x, &q, HIER_NET_EXEC_QUEUE - 1)) != HIER_OK) break; /* room for one more */
-            q.q[(q.head + q.n++) % HIER_NET_EXEC_QUEUE] =
-                (hier_net_send_t){.src = hier_exec_ref(x->bufs, s->src), .len = s->len, .ch = x->chans[s->peer]};
+            const uint8_t *src = hier_exec_ref(x->bufs, s->src);
+            int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
+            q.q[(q.head + q.n++) % HIER_NET_EXEC_QUEUE] = (hier_net_send_t){
+                .src = src, .len = s->len, .ch = x->chans[s->peer], .mr = in_place ? x->mr : NULL};
             st = hier_net_push_all(x, &q);
         } else if (s->op == HIER_STEP_NET_RECV) {
             hier_net_recv_t r = {.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,

@@ -18,6 +18,9 @@ typedef struct {
     const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
     hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
     int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
+    hier_fabric_mr_t *mr;      /* registered memory [mr_base, mr_base + mr_len): sends from it go */
+    const uint8_t *mr_base;    /* without a copy (NULL: every send is copied) */
+    size_t mr_len;
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
 } hier_net_exec_t;
 
@@ -25,7 +28,8 @@ typedef struct {
  * credits allow, while later steps run: a receive drives them, so two
  * participants sending to each other more than a channel holds cannot
  * deadlock; a receive segment that would overwrite bytes a queued send has
- * not handed over yet waits for them. */
+ * not handed over yet (or, sent in place, not yet seen written) waits for
+ * them. Returns once every send is over, so the caller may reuse the bytes. */
 hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
 
 #endif

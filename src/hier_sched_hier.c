@@ -53,12 +53,12 @@ static void hier_sched_hier_my_piece(const hier_sched_args_t *a, size_t len, siz
  * 1. copy my input chunk into my slot, except my own piece (only I read it);
  * 2. barrier (node);
  * 3. owners fold their piece over every local slot, in local rank order
- *    (their own straight from their input), into their receive buffer;
- * 4. each owner allreduces its piece with the owners of the same piece on the
- *    other nodes (ring or recursive doubling);
- * 5. the owner copies the finished piece into its slot;
- * 6. barrier (node);
- * 7. everyone copies the other pieces from their owners' slots. */
+ *    (their own straight from their input), into their own slot: the piece
+ *    then leaves for the network from registered memory, without a copy;
+ * 4. each owner allreduces its piece there with the owners of the same piece
+ *    on the other nodes (ring, recursive doubling or Rabenseifner);
+ * 5. barrier (node);
+ * 6. everyone copies every piece, its own too, from its owner's slot. */
 void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
 {
     size_t es = a->esize, off = first * es, align = hier_part_align(es), poff, plen;
@@ -67,22 +67,19 @@ void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t 
     hier_sched_copy_in_except(a, first, len, first + poff, plen, p, out);                         /* 1 */
     hier_sched_barrier(out);                                                                      /* 2 */
     if (plen) {
-        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_RECV, 0, 0, off + poff * es),  /* 3 */
+        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * es),    /* 3 */
                                              hier_ref(HIER_BUF_SLOT, 0, p, poff * es), plen, a->order, a->nranks);
         hier_sched_reduce_self(red, a->me, hier_sched_input(a, off + poff * es, off + poff * es));
         size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];                        /* 4 */
         hier_sched_net_even_blocks(plen, a->nnodes, es, counts, displs);
         hier_net_args_t na = {.kind = (hier_net_kind_t)a->net_kind, .nparts = a->nnodes, .me = a->node,
-                              .esize = es, .base = hier_ref(HIER_BUF_RECV, 0, 0, 0), .off = first + poff,
+                              .esize = es, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = poff,
                               .count = plen, .counts = counts, .displs = displs};
         out->n += hier_sched_net_build(&na, out->steps + out->n);
-        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * es),                         /* 5 */
-                        hier_ref(HIER_BUF_RECV, 0, 0, off + poff * es), plen * es);
     }
-    hier_sched_barrier(out);                                                                      /* 6 */
-    for (int i = 1; i <= a->pieces; i++) {                                                        /* 7 */
+    hier_sched_barrier(out);                                                                      /* 5 */
+    for (int i = 0; i < a->pieces; i++) {                                                         /* 6 */
         int j = (a->me + i) % a->pieces;
-        if (j == a->me) continue;
         size_t jo, jl;
         hier_part_range(len, a->pieces, j, align, &jo, &jl);
         hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, off + jo * es), hier_ref(HIER_BUF_SLOT, j, p, jo * es),
