@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "hier_log.h"
 
@@ -47,6 +48,11 @@ static void hier_accel_load(void)
     const hier_accel_backend_t *(*test)(void);
     *(void **)&test = dlsym(RTLD_DEFAULT, "hier_test_accel_backend");
     if (test && test()) (void)hier_accel_register(test());
+}
+
+int hier_accel_has_backend(void)
+{
+    return atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire) > 0;
 }
 
 void hier_accel_init(void)
@@ -93,4 +99,51 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
     }
     *buf = out;
     return HIER_OK;
+}
+
+hier_status_t hier_accel_copy_d2d(const hier_accel_backend_t *dev, void *dst, const void *src, size_t len)
+{
+    if (!len) return HIER_OK;
+    if (dev->copy) return dev->copy(dst, src, len);
+    uint8_t *bounce = malloc(len);
+    if (!bounce) {
+        HIER_ERROR("no %zu bytes of host memory for a device-to-device copy", len);
+        return HIER_ERR_NO_MEMORY;
+    }
+    hier_status_t st = dev->to_host(bounce, src, len);
+    if (st == HIER_OK) st = dev->from_host(dst, bounce, len);
+    free(bounce);
+    return st;
+}
+
+static int hier_accel_async(const hier_accel_backend_t *dev)
+{
+    return dev->copy_start && dev->fence_record && dev->fence_wait;
+}
+
+hier_status_t hier_accel_copy_start(const hier_accel_backend_t *dev, int device, void *dst, const void *src,
+                                    size_t len, int to_host)
+{
+    if (!len) return HIER_OK;
+    if (hier_accel_async(dev)) return dev->copy_start(device, dst, src, len);
+    return to_host ? dev->to_host(dst, src, len) : dev->from_host(dst, src, len);
+}
+
+hier_status_t hier_accel_fence(const hier_accel_backend_t *dev, int device, hier_accel_fence_t *fence)
+{
+    *fence = (hier_accel_fence_t){.event = NULL, .ticket = 0};
+    return hier_accel_async(dev) ? dev->fence_record(device, fence) : HIER_OK;
+}
+
+hier_status_t hier_accel_fence_wait(const hier_accel_backend_t *dev, hier_accel_fence_t *fence)
+{
+    if (!dev || (!fence->event && !fence->ticket)) return HIER_OK;
+    hier_status_t st = dev->fence_wait(fence);
+    *fence = (hier_accel_fence_t){.event = NULL, .ticket = 0};
+    return st;
+}
+
+void *hier_accel_nic_addr(const hier_accel_backend_t *dev, const void *p)
+{
+    return dev && dev->nic_addr ? dev->nic_addr(p) : (void *)p;
 }

@@ -24,7 +24,15 @@ typedef struct {
     uintptr_t base; /* the allocation the pointer lies in */
     size_t len;
     int device;     /* device ordinal */
+    uint64_t id;    /* unique per allocation, never reused (0: unknown): a NIC registration of it may be kept */
 } hier_accel_range_t;
+
+/* A point in a backend's stream of asynchronous copies; what it holds is
+ * the backend's. */
+typedef struct {
+    void *event;
+    uint64_t ticket;
+} hier_accel_fence_t;
 
 typedef struct {
     const char *name; /* "cuda", "test", ... */
@@ -37,6 +45,20 @@ typedef struct {
     int (*query)(const void *p, hier_accel_range_t *range);
     hier_status_t (*to_host)(void *dst, const void *src, size_t len);
     hier_status_t (*from_host)(void *dst, const void *src, size_t len);
+    /* Optional, NULL where the runtime has none: */
+    /* device to device (else through host memory) */
+    hier_status_t (*copy)(void *dst, const void *src, size_t len);
+    /* asynchronous copies, either way, run in the order started (per
+     * device); a fence recorded after some passes when they are all done:
+     * staging overlaps copies with the network (else copies are synchronous) */
+    hier_status_t (*copy_start)(int device, void *dst, const void *src, size_t len);
+    hier_status_t (*fence_record)(int device, hier_accel_fence_t *fence);
+    hier_status_t (*fence_wait)(hier_accel_fence_t *fence);
+    /* pin host staging memory so copies to and from it run asynchronously */
+    hier_status_t (*host_pin)(void *p, size_t len);
+    void (*host_unpin)(void *p);
+    /* the address the NIC is given for device address p (else p) */
+    void *(*nic_addr)(const void *p);
 } hier_accel_backend_t;
 
 /* One buffer of a collective as the core sees it. */
@@ -49,6 +71,8 @@ typedef struct {
 hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
 /* Forget every backend (finalize, tests). */
 void hier_accel_reset(void);
+/* Whether any backend is registered (device buffers may come). */
+int hier_accel_has_backend(void);
 /* Load the runtimes present on this machine (CUDA), once. */
 void hier_accel_init(void);
 
@@ -63,6 +87,17 @@ static inline int hier_accel_is_device(const hier_accel_buf_t *buf)
 {
     return buf->backend != NULL;
 }
+
+/* Copies with the optional operations' fallbacks: a device-to-device copy
+ * through host memory; an asynchronous copy done at once, and its fence
+ * already passed. `dev` is the backend of the device side. */
+hier_status_t hier_accel_copy_d2d(const hier_accel_backend_t *dev, void *dst, const void *src, size_t len);
+hier_status_t hier_accel_copy_start(const hier_accel_backend_t *dev, int device, void *dst, const void *src,
+                                    size_t len, int to_host);
+hier_status_t hier_accel_fence(const hier_accel_backend_t *dev, int device, hier_accel_fence_t *fence);
+/* Wait for a fence (and forget it); one never recorded passes at once. */
+hier_status_t hier_accel_fence_wait(const hier_accel_backend_t *dev, hier_accel_fence_t *fence);
+void *hier_accel_nic_addr(const hier_accel_backend_t *dev, const void *p);
 
 /* The CUDA backend, when libcuda.so.1 and a device are present (hier_accel_cuda.c). */
 const hier_accel_backend_t *hier_accel_cuda_backend(void);

@@ -4,6 +4,7 @@
  * are declared here with the driver's stable ABI types. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <rdma/fi_domain.h>
 #include <stdint.h>
 
@@ -14,15 +15,22 @@ typedef int CUresult; /* CUDA_SUCCESS = 0 */
 typedef uintptr_t CUdeviceptr;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 
 enum { /* CUpointer_attribute values of the driver API */
     HIER_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    HIER_CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,
     HIER_CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
     HIER_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
     HIER_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
     HIER_CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
 };
 #define HIER_CU_MEMORYTYPE_DEVICE 2
+#define HIER_CU_STREAM_NON_BLOCKING 1
+#define HIER_CU_EVENT_DISABLE_TIMING 2
+#define HIER_CU_MEMHOSTREGISTER_PORTABLE 1
+#define HIER_CU_MAX_DEVICES 64
 
 static struct {
     CUresult (*init)(unsigned);
@@ -34,7 +42,20 @@ static struct {
     CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
     CUresult (*ctx_push_current)(CUcontext);
     CUresult (*ctx_pop_current)(CUcontext *);
+    /* asynchronous copies (optional: without them copies are synchronous) */
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*event_create)(CUevent *, unsigned);
+    CUresult (*event_record)(CUevent, CUstream);
+    CUresult (*event_synchronize)(CUevent);
+    CUresult (*event_destroy)(CUevent);
+    CUresult (*mem_host_register)(void *, size_t, unsigned);
+    CUresult (*mem_host_unregister)(void *);
 } hier_cu;
+
+/* One stream per device, in its primary context, for staging copies. */
+static CUstream hier_cu_streams[HIER_CU_MAX_DEVICES];
+static pthread_mutex_t hier_cu_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int hier_cu_query(const void *p, hier_accel_range_t *range)
 {
@@ -46,11 +67,13 @@ static int hier_cu_query(const void *p, hier_accel_range_t *range)
     if (hier_cu.pointer_get_attribute(&type, HIER_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != 0) return 0; /* host */
     (void)hier_cu.pointer_get_attribute(&managed, HIER_CU_POINTER_ATTRIBUTE_IS_MANAGED, d);
     if (type != HIER_CU_MEMORYTYPE_DEVICE && !managed) return 0;
+    unsigned long long id = 0;
+    (void)hier_cu.pointer_get_attribute(&id, HIER_CU_POINTER_ATTRIBUTE_BUFFER_ID, d); /* 0: not cached */
     if (hier_cu.pointer_get_attribute(&base, HIER_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) != 0 ||
         hier_cu.pointer_get_attribute(&len, HIER_CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) != 0 ||
         hier_cu.pointer_get_attribute(&device, HIER_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d) != 0)
         return 0;
-    *range = (hier_accel_range_t){.base = (uintptr_t)base, .len = len, .device = device};
+    *range = (hier_accel_range_t){.base = (uintptr_t)base, .len = len, .device = device, .id = id};
     return 1;
 }
 
@@ -81,9 +104,124 @@ static hier_status_t hier_cu_copy(void *dst, const void *src, size_t len)
     return HIER_OK;
 }
 
-static const hier_accel_backend_t hier_cu_backend = {
+/* The primary context of `device`, made current until hier_cu_leave. */
+static hier_status_t hier_cu_enter(int device)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    if (hier_cu.device_get(&dev, device) != 0 || hier_cu.primary_ctx_retain(&ctx, dev) != 0 ||
+        hier_cu.ctx_push_current(ctx) != 0) {
+        HIER_ERROR("CUDA: cannot make device %d's primary context current", device);
+        return HIER_ERR_INTERNAL;
+    }
+    return HIER_OK;
+}
+
+static void hier_cu_leave(void)
+{
+    CUcontext popped;
+    (void)hier_cu.ctx_pop_current(&popped);
+}
+
+/* A recorded fence: its event, and the device whose context owns it. */
+typedef struct {
+    CUevent event;
+    int device;
+} hier_cu_fence_t;
+
+/* The device's staging stream, created in its primary context (current). */
+static CUstream hier_cu_stream(int device)
+{
+    pthread_mutex_lock(&hier_cu_lock);
+    if (!hier_cu_streams[device] && hier_cu.stream_create(&hier_cu_streams[device], HIER_CU_STREAM_NON_BLOCKING) != 0)
+        hier_cu_streams[device] = NULL;
+    CUstream stream = hier_cu_streams[device];
+    pthread_mutex_unlock(&hier_cu_lock);
+    return stream;
+}
+
+/* Asynchronous copy on the device's staging stream, in its primary context;
+ * the host side is pinned staging memory (hier_cu_host_pin). */
+static hier_status_t hier_cu_copy_start(int device, void *dst, const void *src, size_t len)
+{
+    if (device < 0 || device >= HIER_CU_MAX_DEVICES) return hier_cu_copy(dst, src, len);
+    hier_status_t st = hier_cu_enter(device);
+    if (st != HIER_OK) return st;
+    CUstream stream = hier_cu_stream(device);
+    CUresult rc = stream ? hier_cu.memcpy_async((CUdeviceptr)dst, (CUdeviceptr)src, len, stream) : -1;
+    hier_cu_leave();
+    if (rc != 0) {
+        HIER_ERROR("CUDA: asynchronous copy of %zu bytes on device %d failed (CUresult %d)", len, device, rc);
+        return HIER_ERR_INTERNAL;
+    }
+    return HIER_OK;
+}
+
+static hier_status_t hier_cu_fence_record(int device, hier_accel_fence_t *fence)
+{
+    if (device < 0 || device >= HIER_CU_MAX_DEVICES) return HIER_OK; /* its copies were synchronous */
+    hier_cu_fence_t *f = malloc(sizeof(*f));
+    if (!f) return HIER_ERR_NO_MEMORY;
+    f->device = device;
+    hier_status_t st = hier_cu_enter(device);
+    if (st != HIER_OK) {
+        free(f);
+        return st;
+    }
+    CUstream stream = hier_cu_stream(device);
+    CUresult rc = stream ? hier_cu.event_create(&f->event, HIER_CU_EVENT_DISABLE_TIMING) : -1;
+    if (rc == 0 && (rc = hier_cu.event_record(f->event, stream)) != 0) (void)hier_cu.event_destroy(f->event);
+    hier_cu_leave();
+    if (rc != 0) {
+        HIER_ERROR("CUDA: cannot record an event on device %d (CUresult %d)", device, rc);
+        free(f);
+        return HIER_ERR_INTERNAL;
+    }
+    fence->event = f;
+    return HIER_OK;
+}
+
+static hier_status_t hier_cu_fence_wait(hier_accel_fence_t *fence)
+{
+    hier_cu_fence_t *f = fence->event;
+    hier_status_t st = hier_cu_enter(f->device);
+    if (st == HIER_OK) {
+        CUresult rc = hier_cu.event_synchronize(f->event);
+        (void)hier_cu.event_destroy(f->event);
+        hier_cu_leave();
+        if (rc != 0) {
+            HIER_ERROR("CUDA: waiting for copies on device %d failed (CUresult %d)", f->device, rc);
+            st = HIER_ERR_INTERNAL;
+        }
+    }
+    free(f);
+    return st;
+}
+
+/* Page-locked for every context: copies to and from it are asynchronous. */
+static hier_status_t hier_cu_host_pin(void *p, size_t len)
+{
+    hier_status_t st = hier_cu_enter(0);
+    if (st != HIER_OK) return st;
+    CUresult rc = hier_cu.mem_host_register(p, len, HIER_CU_MEMHOSTREGISTER_PORTABLE);
+    hier_cu_leave();
+    if (rc != 0) {
+        HIER_LOG(HIER_LOG_COMM, "CUDA: cannot pin %zu bytes of staging memory (CUresult %d): copies wait", len, rc);
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return HIER_OK;
+}
+
+static void hier_cu_host_unpin(void *p)
+{
+    if (hier_cu_enter(0) != HIER_OK) return;
+    (void)hier_cu.mem_host_unregister(p);
+    hier_cu_leave();
+}
+
+static hier_accel_backend_t hier_cu_backend = {
     .name = "cuda", .fi_iface = FI_HMEM_CUDA, .stable_ranges = 1, .query = hier_cu_query, .to_host = hier_cu_copy,
-    .from_host = hier_cu_copy,
+    .from_host = hier_cu_copy, .copy = hier_cu_copy,
 };
 
 static const hier_accel_backend_t *hier_cu_found;
@@ -112,6 +250,25 @@ static void hier_cu_load(void)
     HIER_CU_SYM(ctx_push_current, "cuCtxPushCurrent_v2");
     HIER_CU_SYM(ctx_pop_current, "cuCtxPopCurrent_v2");
     if (hier_cu.init(0) != 0 || hier_cu.device_get_count(&ndev) != 0 || ndev < 1) goto close_lib;
+    /* optional: asynchronous staging copies */
+    *(void **)&hier_cu.stream_create = dlsym(lib, "cuStreamCreate");
+    *(void **)&hier_cu.memcpy_async = dlsym(lib, "cuMemcpyAsync");
+    *(void **)&hier_cu.event_create = dlsym(lib, "cuEventCreate");
+    *(void **)&hier_cu.event_record = dlsym(lib, "cuEventRecord");
+    *(void **)&hier_cu.event_synchronize = dlsym(lib, "cuEventSynchronize");
+    *(void **)&hier_cu.event_destroy = dlsym(lib, "cuEventDestroy_v2");
+    *(void **)&hier_cu.mem_host_register = dlsym(lib, "cuMemHostRegister_v2");
+    *(void **)&hier_cu.mem_host_unregister = dlsym(lib, "cuMemHostUnregister");
+    if (hier_cu.stream_create && hier_cu.memcpy_async && hier_cu.event_create && hier_cu.event_record &&
+        hier_cu.event_synchronize && hier_cu.event_destroy) {
+        hier_cu_backend.copy_start = hier_cu_copy_start;
+        hier_cu_backend.fence_record = hier_cu_fence_record;
+        hier_cu_backend.fence_wait = hier_cu_fence_wait;
+    }
+    if (hier_cu.mem_host_register && hier_cu.mem_host_unregister) {
+        hier_cu_backend.host_pin = hier_cu_host_pin;
+        hier_cu_backend.host_unpin = hier_cu_host_unpin;
+    }
     HIER_LOG(HIER_LOG_COMM, "CUDA driver found: %d device(s)", ndev);
     hier_cu_found = &hier_cu_backend;
     return; /* the library stays loaded for the life of the process */

@@ -9,15 +9,19 @@
 #include "hier_log.h"
 
 #define HIER_CHAN_CREDIT (1u << 31)
+#define HIER_CHAN_DIRECT (1u << 30)
 #define HIER_CHAN_SEQ_MASK 0xfffffu
 #define HIER_CHAN_ID_SHIFT 20
 #define HIER_CHAN_HDR 8 /* a slot starts with the message length */
-/* Write contexts: bit 0 credit return, then the channel id, then (messages)
- * the slot the write came from, so completions may come in any order. */
-#define HIER_CHAN_CTX(id, slot, credit)                                                                          \
-    ((void *)(uintptr_t)((((uintptr_t)(slot) * (HIER_CHAN_MAX_ID + 1) + (uintptr_t)(id)) << 1) | (credit)))
-#define HIER_CHAN_CTX_ID(ctx) ((unsigned)(((uintptr_t)(ctx) >> 1) % (HIER_CHAN_MAX_ID + 1)))
-#define HIER_CHAN_CTX_SLOT(ctx) ((size_t)(((uintptr_t)(ctx) >> 1) / (HIER_CHAN_MAX_ID + 1)))
+/* Write contexts: bits 1..0 the kind of write, then the channel id, then
+ * (messages) the slot the write came from, so completions may come in any
+ * order. */
+enum { HIER_CHAN_W_MESSAGE, HIER_CHAN_W_CREDIT, HIER_CHAN_W_DIRECT };
+#define HIER_CHAN_CTX(id, slot, kind)                                                                            \
+    ((void *)(uintptr_t)((((uintptr_t)(slot) * (HIER_CHAN_MAX_ID + 1) + (uintptr_t)(id)) << 2) | (kind)))
+#define HIER_CHAN_CTX_KIND(ctx) ((int)((uintptr_t)(ctx) & 3))
+#define HIER_CHAN_CTX_ID(ctx) ((unsigned)(((uintptr_t)(ctx) >> 2) % (HIER_CHAN_MAX_ID + 1)))
+#define HIER_CHAN_CTX_SLOT(ctx) ((size_t)(((uintptr_t)(ctx) >> 2) / (HIER_CHAN_MAX_ID + 1)))
 
 struct hier_chan {
     hier_fabric_t *fab;
@@ -40,6 +44,9 @@ struct hier_chan {
     uint64_t sent, done;       /* messages written, and completed locally */
     uint64_t *posted;          /* per slot: message number + 1 still being written from it, 0 when done */
     uint64_t credits_sent, credits_done; /* credit returns written, and completed (or failed) */
+    uint64_t direct_sent, direct_done;   /* direct writes of ours, and completed */
+    uint32_t *direct_counts;             /* the peer's direct writes that landed here, by tag */
+    size_t direct_ntags;
     int owing;                 /* a credit return could not be posted: retried by hier_chan_progress */
 };
 
@@ -117,7 +124,8 @@ free_ch:
 static void hier_chan_drain(hier_chan_t *ch)
 {
     time_t end = time(NULL) + 2;
-    for (unsigned i = 0; ch->done < ch->sent || ch->credits_done < ch->credits_sent; i++) {
+    for (unsigned i = 0; ch->done < ch->sent || ch->credits_done < ch->credits_sent || ch->direct_done < ch->direct_sent;
+         i++) {
         if (hier_chan_progress(ch->fab) != HIER_OK) break;
         if (i % 1024 == 1023 && time(NULL) > end) break;
     }
@@ -174,10 +182,11 @@ static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_e
 {
     int peer_gone = ev->data == FI_ECONNREFUSED || ev->data == FI_ECONNRESET || ev->data == FI_ENOTCONN ||
                     ev->data == FI_EHOSTUNREACH;
-    if (ch && ((uintptr_t)ev->context & 1)) {
+    if (ch && HIER_CHAN_CTX_KIND(ev->context) == HIER_CHAN_W_CREDIT) {
         ch->credits_done++;
         return HIER_OK;
     }
+    if (ch && HIER_CHAN_CTX_KIND(ev->context) == HIER_CHAN_W_DIRECT) ch->direct_done++; /* (for the drain) */
     HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch ? ch->id : 0u, fi_strerror((int)ev->data),
                ev->data);
     return peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
@@ -187,12 +196,16 @@ static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_e
 static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
     if (ev->kind == HIER_FABRIC_EV_WRITE_DONE) {
-        if ((uintptr_t)ev->context & 1) {
-            ch->credits_done++;
-        } else {
+        switch (HIER_CHAN_CTX_KIND(ev->context)) {
+        case HIER_CHAN_W_CREDIT: ch->credits_done++; break;
+        case HIER_CHAN_W_DIRECT: ch->direct_done++; break;
+        default:
             ch->done++;
             ch->posted[HIER_CHAN_CTX_SLOT(ev->context) % ch->slots] = 0;
         }
+    } else if (ev->data & HIER_CHAN_DIRECT) {
+        uint32_t tag = ev->data & HIER_CHAN_SEQ_MASK;
+        if (tag < ch->direct_ntags) ch->direct_counts[tag]++;
     } else if (ev->data & HIER_CHAN_CREDIT) {
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
@@ -285,7 +298,7 @@ hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t 
     }
     uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
     hier_status_t st = hier_fabric_writev(ch->fab, ch->peer, iov, n, ch->remote.ring, slot * ch->stride, imm,
-                                          HIER_CHAN_CTX(ch->id, slot, 0));
+                                          HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE));
     if (st != HIER_OK) return st;
     ch->posted[slot] = ch->sent + 1;
     *msg_p = ch->sent++;
@@ -351,7 +364,7 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
     hier_status_t st = hier_fabric_try_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr,
                                              ch->remote.credit, 0,
                                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
-                                             HIER_CHAN_CTX(ch->id, 0, 1), &posted);
+                                             HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_CREDIT), &posted);
     if (st != HIER_OK) return st;
     if (posted) {
         ch->credited = *word;
@@ -369,4 +382,26 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
     return hier_chan_return_credit(ch);
+}
+
+hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+{
+    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
+    uint32_t imm = HIER_CHAN_DIRECT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (tag & HIER_CHAN_SEQ_MASK);
+    hier_status_t st = hier_fabric_writev(ch->fab, ch->peer, &iov, 1, rkey, off, imm,
+                                          HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT));
+    if (st == HIER_OK) ch->direct_sent++;
+    return st;
+}
+
+void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n)
+{
+    ch->direct_counts = counts;
+    ch->direct_ntags = n;
+}
+
+uint64_t hier_chan_direct_pending(const hier_chan_t *ch)
+{
+    return ch->direct_sent - ch->direct_done;
 }

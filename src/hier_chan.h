@@ -8,8 +8,9 @@
  * word the sender registered (again with an immediate), every half ring. So a
  * fast sender waits instead of overwriting data not yet consumed.
  *
- * Immediate layout (32 bits, all EFA carries): bit 31 credit return,
- * bits 30..20 channel id, bits 19..0 message number modulo 2^20. Each end
+ * Immediate layout (32 bits, all EFA carries): bit 31 credit return, bit 30
+ * direct write, bits 29..20 channel id, bits 19..0 message number modulo
+ * 2^20. Each end
  * picks its own id (unique in its process) and tells the other, which puts
  * it in every immediate it writes: so an immediate names the channel at the
  * end where it lands, however many communicators share the endpoint. */
@@ -21,7 +22,7 @@
 
 #include "hier_fabric.h"
 
-#define HIER_CHAN_MAX_ID 2047
+#define HIER_CHAN_MAX_ID 1023
 
 typedef struct hier_chan hier_chan_t;
 
@@ -65,6 +66,20 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p);
 /* Done with the message hier_chan_recv returned: its slot may be rewritten. */
 hier_status_t hier_chan_release(hier_chan_t *ch);
+/* A write straight into memory the peer registered (its rkey, offset off),
+ * outside the ring and its credits, tagged (tag < 2^20): the peer's end
+ * counts it under its tag (hier_chan_direct_counts); what lands where is
+ * the two ends' agreement. Writes may complete at the peer in any order
+ * (EFA), hence tags. src lies in `mr` and is read until
+ * hier_chan_direct_pending drops to 0. len <= hier_fabric_max_msg. */
+hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag);
+/* Where this end counts the peer's direct writes: counts[tag]++ for tags
+ * below n (the array stays the caller's). */
+void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
+/* Direct writes of ours not yet completed. */
+uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
+
 /* Drive progress: poll the transport and hand events to their channels. */
 hier_status_t hier_chan_progress(hier_fabric_t *fab);
 

@@ -225,6 +225,11 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_status_t st;
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf,
                                        &dev.rbuf, &st);
+    hier_status_t pd_st;
+    if (hier_coll_pd_allgather(c, &dev, c->staged && st == HIER_OK, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
+        c->staged = 0; /* NIC to NIC: nothing staged */
+        return pd_st;
+    }
     if (!c->staged) return hier_coll_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
     return st == HIER_OK ? hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p) : st;
 }

@@ -23,4 +23,15 @@ hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_c
                                            void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
                                            hier_path_t *path_p);
 
+/* Peer-direct allgather (hier_coll_pd.c). Every rank calls it for every
+ * allgather, host buffers too (`device`: this rank's buffers are device
+ * memory): 1 when it served the call (status in *st_p), 0 when the caller
+ * goes on — the same answer on every rank. */
+int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int device, const void *sbuf, void *rbuf,
+                           size_t block, hier_path_t *path_p, hier_status_t *st_p);
+void hier_coll_pd_close(hier_comm_t *c);
+
+/* Free the communicator's staging memory (unpinned first). */
+void hier_coll_dev_release(hier_comm_t *c);
+
 #endif

@@ -1,6 +1,7 @@
 /* hier_comm.c: per-communicator state, lazy segment set-up, algorithm choice
  * and the loop that feeds schedules to the executor. */
 #include "hier_comm.h"
+#include "hier_coll_dev.h"
 #include "hier_comm_impl.h"
 
 #include <pthread.h>
@@ -97,7 +98,7 @@ hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_
  * 2. several: allgather the node names;
  * 3. lay the communicator out, size the step buffer, and agree it all went
  *    well. Returns 0 (on every rank alike) when hier cannot serve it. */
-static int hier_comm_ensure_layout(hier_comm_t *c)
+int hier_comm_ensure_layout(hier_comm_t *c)
 {
     if (c->layout_done) return !c->too_big;
     c->layout_done = 1;
@@ -126,11 +127,12 @@ static int hier_comm_ensure_layout(hier_comm_t *c)
 void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
+    hier_coll_pd_close(c);
     hier_comm_close_net(c);
     hier_shm_detach(c->shm);
     free(c->stage);
     free(c->steps);
-    free(c->dev_host);
+    hier_coll_dev_release(c);
     free(c);
 }
 

@@ -3,6 +3,7 @@
 #ifndef HIER_COMM_IMPL_H
 #define HIER_COMM_IMPL_H
 
+#include "hier_accel.h"
 #include "hier_chan.h"
 #include "hier_comm.h"
 #include "hier_exec.h"
@@ -35,10 +36,16 @@ struct hier_comm {
     hier_shm_state_t net_state;
     hier_chan_t *chans[HIER_SCHED_MAX_NODES]; /* to my local index on each other node */
     hier_fabric_mr_t *slot_mr;  /* my slot, registered: inter-node sends go from it without a copy */
+    /* peer-direct allgather (hier_coll_pd.c): a ring over every rank through the fabric */
+    int pd_state;               /* HIER_PD_* */
+    hier_chan_t *pd_left;       /* with the rank before me in the ring: it writes into my buffer */
+    hier_chan_t *pd_right;      /* with the rank after me: I write into its buffer */
+    uint32_t *pd_counts;        /* per ring step, the left's writes that landed this call */
     uint64_t net_bytes;         /* put on the fabric by the last call */
     int staged;                 /* the last call's buffers were device memory, staged through dev_host */
     uint8_t *dev_host;          /* host staging buffer for device buffers (hier_coll_dev.c) */
     size_t dev_host_len;
+    const hier_accel_backend_t *dev_host_pin; /* the backend that pinned dev_host, if any */
     hier_shm_state_t shm_state;
     hier_shm_t *shm;
     size_t chunk_bytes;
@@ -64,6 +71,10 @@ hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, co
 void hier_core_progress(void);
 void hier_core_set_progress(hier_progress_fn_t progress);
 void hier_core_fabric_close(void);
+/* The process's endpoint, opened at the first call (NULL when none works). */
+hier_fabric_t *hier_core_fabric(void);
+/* Every rank's node, once, collective (hier_comm.c); 0 when not served. */
+int hier_comm_ensure_layout(hier_comm_t *c);
 
 /* The collectives on host buffers (hier_coll.c); the public entry points
  * add device-buffer handling around them. */

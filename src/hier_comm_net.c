@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hier_comm_impl.h"
+#include "hier_dev_mr.h"
 #include "hier_log.h"
 #include "hier_net_exec.h"
 #include "hier_params.h"
@@ -34,17 +35,20 @@ void hier_core_progress(void)
 }
 
 /* The process's endpoint, opened once; NULL when no provider works (tried once). */
-static hier_fabric_t *hier_core_fabric(void)
+hier_fabric_t *hier_core_fabric(void)
 {
     if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
     hier_core_fab_tried = 1;
-    hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface};
+    hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
+                                .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging,
+                                .cuda = hier_accel_cuda_backend() != NULL};
     if (hier_fabric_open(&cfg, &hier_core_fab) != HIER_OK) hier_core_fab = NULL;
     return hier_core_fab;
 }
 
 void hier_core_fabric_close(void)
 {
+    hier_dev_mr_flush();
     hier_fabric_close(hier_core_fab);
     hier_core_fab = NULL;
     hier_core_fab_tried = 0;

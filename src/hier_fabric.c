@@ -9,6 +9,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,7 @@ struct hier_fabric {
     struct fid_av *av;
     struct fid_ep *ep;
     uint64_t mr_mode;
+    uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register */
     uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
     double timeout;    /* seconds */
     hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
@@ -73,7 +75,7 @@ static const char *hier_fabric_full_name(const char *name)
     return name;
 }
 
-static struct fi_info *hier_fabric_hints(const char *prov)
+static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
 {
     struct fi_info *hints = fi_allocinfo();
     if (!hints) return NULL;
@@ -81,6 +83,10 @@ static struct fi_info *hier_fabric_hints(const char *prov)
     hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
     hints->mode = 0; /* no FI_CONTEXT, no FI_RX_CQ_DATA: we give neither scratch space nor receives */
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    if (hmem) {
+        hints->caps |= FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    }
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->domain_attr->av_type = FI_AV_TABLE;
@@ -91,7 +97,8 @@ static struct fi_info *hier_fabric_hints(const char *prov)
     return hints;
 }
 
-/* First provider that answers: the one named, or the default order. */
+/* First provider that answers: the one named, or the default order; each
+ * with FI_HMEM first when asked, then without (device buffers are staged). */
 static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct fi_info **info_p)
 {
     static const char *const order[] = {"efa", "tcp;ofi_rxm", "sockets"};
@@ -100,16 +107,49 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
 
     for (size_t i = 0; i < (named ? 1 : sizeof(order) / sizeof(order[0])); i++) {
         const char *prov = named ? named : order[i];
-        struct fi_info *hints = hier_fabric_hints(prov);
-        if (!hints) return HIER_ERR_NO_MEMORY;
-        ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
-        fi_freeinfo(hints);
-        if (ret == 0) return HIER_OK;
-        HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable: %s", prov, fi_strerror(-ret));
+        for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
+            struct fi_info *hints = hier_fabric_hints(prov, hmem);
+            if (!hints) return HIER_ERR_NO_MEMORY;
+            ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
+            fi_freeinfo(hints);
+            if (ret == 0) return HIER_OK;
+            HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", prov, hmem ? " with FI_HMEM" : "",
+                     fi_strerror(-ret));
+        }
     }
     HIER_ERROR("no usable libfabric provider (%s): %s", named ? named : "tried efa, tcp;ofi_rxm, sockets",
                fi_strerror(-ret));
     return HIER_ERR_NOT_SUPPORTED;
+}
+
+/* What device memory the endpoint may register: none without FI_HMEM. With
+ * CUDA buffers about, the provider is asked not to call CUDA itself
+ * (FI_OPT_CUDA_API_PERMITTED, libfabric >= 1.18, as aws-ofi-nccl does): a
+ * provider that then cannot move CUDA memory (EFA without device RDMA)
+ * refuses, and hier stages CUDA buffers itself, pipelined, instead of the
+ * provider copying them behind our back. Before fi_enable. */
+static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_t *cfg)
+{
+    if (!(fab->info->caps & FI_HMEM)) return;
+    fab->hmem_ifaces = ~(uint64_t)0;
+#if FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 18))
+    if (cfg->cuda) {
+        bool permitted = false;
+        int ret = fi_setopt(&fab->ep->fid, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, &permitted, sizeof(permitted));
+        if (ret == -FI_EOPNOTSUPP) {
+            fab->hmem_ifaces &= ~((uint64_t)1 << FI_HMEM_CUDA);
+            HIER_LOG(HIER_LOG_COMM, "provider %s needs CUDA calls of its own for CUDA memory (no device RDMA: "
+                     "FI_EFA_USE_DEVICE_RDMA=1?): CUDA buffers are staged", hier_fabric_provider(fab));
+        }
+    }
+#else
+    (void)cfg;
+#endif
+}
+
+int hier_fabric_hmem(const hier_fabric_t *fab, int iface)
+{
+    return iface >= 0 && iface < 64 && (fab->hmem_ifaces >> iface & 1);
 }
 
 /* Open the fabric, domain, completion queue, address vector and endpoint:
@@ -154,15 +194,16 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
         st = hier_fabric_fail(fab, "fi_endpoint", ret);
         goto close_av;
     }
+    hier_fabric_hmem_setup(fab, cfg);
     if ((ret = fi_ep_bind(fab->ep, &fab->av->fid, 0)) || /* 3 */
         (ret = fi_ep_bind(fab->ep, &fab->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(fab->ep))) {
         st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
         goto close_ep;
     }
     const char *fork = hier_fabric_fork_safety();
-    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s",
+    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s",
              fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
-             fab->info->domain_attr->cq_data_size, fork);
+             fab->info->domain_attr->cq_data_size, fork, fab->hmem_ifaces ? "registered (FI_HMEM)" : "staged");
     if (!strcmp(fork, "not fork-safe"))
         HIER_LOG_ONCE(HIER_LOG_COMM, "memory registered with the NIC is not fork-safe on this stack: set "
                       "RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) if the application forks after MPI_Init");
@@ -226,16 +267,18 @@ hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabr
     return HIER_OK;
 }
 
-hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+/* Register with the attributes given (iface and device set by the caller). */
+static hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
 {
     hier_status_t st;
     int ret;
     hier_fabric_mr_t *m = calloc(1, sizeof(*m));
     if (!m) return HIER_ERR_NO_MEMORY;
     m->fab = fab;
-    uint64_t key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
-    if ((ret = fi_mr_reg(fab->domain, buf, len, FI_WRITE | FI_REMOTE_WRITE, 0, key, 0, &m->mr, NULL))) {
-        st = hier_fabric_fail(fab, "fi_mr_reg", ret);
+    attr->access = FI_WRITE | FI_REMOTE_WRITE;
+    attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
+    if ((ret = fi_mr_regattr(fab->domain, attr, 0, &m->mr))) {
+        st = hier_fabric_fail(fab, "fi_mr_regattr", ret);
         goto free_mr;
     }
     if (fab->mr_mode & FI_MR_ENDPOINT) {
@@ -247,7 +290,7 @@ hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier
     m->desc = fi_mr_desc(m->mr);
     /* Without FI_MR_VIRT_ADDR a remote address is an offset: a pointer there
      * is accepted and silently lands nowhere (tcp;ofi_rxm). */
-    m->rkey.base = fab->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)buf : 0;
+    m->rkey.base = fab->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)attr->mr_iov->iov_base : 0;
     m->rkey.key = fi_mr_key(m->mr);
     *mr_p = m;
     return HIER_OK;
@@ -257,6 +300,29 @@ close_mr:
 free_mr:
     free(m);
     return st;
+}
+
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_SYSTEM};
+    return hier_fabric_regattr(fab, &attr, mr_p);
+}
+
+hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                     hier_fabric_mr_t **mr_p)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = (enum fi_hmem_iface)iface};
+    if (!hier_fabric_hmem(fab, iface)) return HIER_ERR_NOT_SUPPORTED;
+    switch (iface) { /* the union member the provider reads for this iface */
+    case FI_HMEM_CUDA: attr.device.cuda = device; break;
+    case FI_HMEM_ZE: attr.device.ze = device; break;
+    case FI_HMEM_NEURON: attr.device.neuron = device; break;
+    case FI_HMEM_SYNAPSEAI: attr.device.synapseai = device; break;
+    default: break;
+    }
+    return hier_fabric_regattr(fab, &attr, mr_p);
 }
 
 void hier_fabric_mr_dereg(hier_fabric_mr_t *mr)

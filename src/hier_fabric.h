@@ -28,6 +28,8 @@ typedef struct {
     const char *provider; /* "tcp" (tcp;ofi_rxm), "shm", "sockets", "efa", a full name, or NULL/"" = best */
     const char *iface;    /* network interface for tcp (FI_TCP_IFACE), NULL = provider's choice */
     double timeout;       /* seconds a write may wait for room before HIER_ERR_TIMEOUT; 0 = 60 */
+    int hmem;             /* ask for FI_HMEM (device memory registration); a provider without it still opens */
+    int cuda;             /* CUDA buffers may come: ask the provider not to call CUDA itself (libfabric >= 1.18) */
 } hier_fabric_config_t;
 
 /* What a peer needs to write into a registered region. */
@@ -65,6 +67,14 @@ size_t hier_fabric_max_msg(const hier_fabric_t *fab);
 /* This endpoint's address, to exchange with the peers. */
 hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
 hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);
+
+/* Whether memory of this fi_hmem_iface may be registered (FI_HMEM granted;
+ * for CUDA, also without the provider calling CUDA where that was refused). */
+int hier_fabric_hmem(const hier_fabric_t *fab, int iface);
+/* Register device memory [buf, buf + len) of `iface` / `device` (buf the
+ * address the NIC is given). HIER_ERR_NOT_SUPPORTED without hier_fabric_hmem. */
+hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                     hier_fabric_mr_t **mr_p);
 
 /* Register [buf, buf + len) for local use and remote writes. */
 hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p);

@@ -122,6 +122,22 @@ static const hier_param_desc_t hier_param_table[] = {
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
      "round of inter-node messages, so larger chunks mean fewer, longer messages",
      HIER_PARAM_OFF(net_chunk_size), 0},
+    {"device_peer_direct", HIER_PARAM_INT, "1",
+     "Device (accelerator) buffers of an allgather go NIC to NIC, registered with FI_HMEM, when the provider "
+     "takes device memory (efa with FI_EFA_USE_DEVICE_RDMA=1; shm) and every rank's buffers are device memory; "
+     "0 = always stage through host memory",
+     HIER_PARAM_OFF(device_peer_direct), 0},
+    {"device_peer_direct_min", HIER_PARAM_SIZE, "64K",
+     "Device allgathers from this many bytes received per rank consider peer direct (one agreement between "
+     "the ranks per call); smaller ones are staged",
+     HIER_PARAM_OFF(device_peer_direct_min), 0},
+    {"device_force_staging", HIER_PARAM_INT, "0",
+     "1 = every device buffer goes through host memory, even where peer direct is possible",
+     HIER_PARAM_OFF(device_force_staging), 0},
+    {"device_stage_chunk", HIER_PARAM_SIZE, "1M",
+     "Staging pipeline chunk: device data is copied to and from pinned host memory in chunks of about this "
+     "size, the copies of one chunk overlapping the collective on the previous one",
+     HIER_PARAM_OFF(device_stage_chunk), 0},
 };
 
 hier_params_t hier_params;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "test_dev_backend.h"
 
+#include <pthread.h>
 #include <rdma/fi_domain.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 static struct {
     uint8_t *dev, *alias;
     size_t len;
+    uint64_t id;
 } tdev_allocs[TDEV_MAX];
+static uint64_t tdev_next_id = 1;
 unsigned long tdev_copies_in, tdev_copies_out;
 
 static int tdev_find(const void *p)
@@ -48,6 +51,7 @@ void *tdev_alloc(size_t len)
     tdev_allocs[slot].dev = dev;
     tdev_allocs[slot].alias = alias;
     tdev_allocs[slot].len = l;
+    tdev_allocs[slot].id = tdev_next_id++;
     return dev;
 }
 
@@ -71,7 +75,8 @@ static int tdev_query(const void *p, hier_accel_range_t *range)
 {
     int i = tdev_find(p);
     if (i < 0) return 0;
-    *range = (hier_accel_range_t){.base = (uintptr_t)tdev_allocs[i].dev, .len = tdev_allocs[i].len, .device = 0};
+    *range = (hier_accel_range_t){.base = (uintptr_t)tdev_allocs[i].dev, .len = tdev_allocs[i].len, .device = 0,
+                                  .id = tdev_allocs[i].id};
     return 1;
 }
 
@@ -89,8 +94,108 @@ static hier_status_t tdev_from_host(void *dst, const void *src, size_t len)
     return HIER_OK;
 }
 
+/* Either side may be device memory: the CPU copies between the aliases. */
+static void *tdev_cpu_addr(const void *p)
+{
+    return tdev_find(p) >= 0 ? tdev_alias(p) : (void *)p;
+}
+
+static hier_status_t tdev_copy(void *dst, const void *src, size_t len)
+{
+    memcpy(tdev_cpu_addr(dst), tdev_cpu_addr(src), len);
+    return HIER_OK;
+}
+
+/* Asynchronous copies: a worker thread (started in the process that first
+ * needs it, so forked children get their own) does them in order, each after
+ * HIER_TEST_DEVICE_DELAY_US microseconds: a caller that uses data before
+ * waiting for its copy reads stale bytes and fails its checks. */
+#define TDEV_QUEUE 64
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pid_t pid;
+    struct { void *dst; const void *src; size_t len; } q[TDEV_QUEUE];
+    uint64_t submitted, completed;
+    unsigned delay_us;
+} tdev_async = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *tdev_worker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&tdev_async.lock);
+    for (;;) {
+        while (tdev_async.completed == tdev_async.submitted) pthread_cond_wait(&tdev_async.cond, &tdev_async.lock);
+        size_t k = tdev_async.completed % TDEV_QUEUE;
+        void *dst = tdev_async.q[k].dst;
+        const void *src = tdev_async.q[k].src;
+        size_t len = tdev_async.q[k].len;
+        pthread_mutex_unlock(&tdev_async.lock);
+        if (tdev_async.delay_us) usleep(tdev_async.delay_us);
+        memcpy(dst, src, len);
+        pthread_mutex_lock(&tdev_async.lock);
+        tdev_async.completed++;
+        pthread_cond_broadcast(&tdev_async.cond);
+    }
+    return NULL;
+}
+
+static hier_status_t tdev_copy_start(int device, void *dst, const void *src, size_t len)
+{
+    (void)device;
+    pthread_mutex_lock(&tdev_async.lock);
+    if (tdev_async.pid != getpid()) {
+        pthread_t t;
+        const char *d = getenv("HIER_TEST_DEVICE_DELAY_US");
+        tdev_async.pid = getpid();
+        tdev_async.submitted = tdev_async.completed = 0;
+        tdev_async.delay_us = d ? (unsigned)atoi(d) : 0;
+        if (pthread_create(&t, NULL, tdev_worker, NULL) != 0) abort();
+        pthread_detach(t);
+    }
+    while (tdev_async.submitted - tdev_async.completed == TDEV_QUEUE)
+        pthread_cond_wait(&tdev_async.cond, &tdev_async.lock);
+    if (tdev_find(src) >= 0) tdev_copies_in++;
+    else tdev_copies_out++;
+    size_t k = tdev_async.submitted % TDEV_QUEUE;
+    tdev_async.q[k].dst = tdev_cpu_addr(dst);
+    tdev_async.q[k].src = tdev_cpu_addr(src);
+    tdev_async.q[k].len = len;
+    tdev_async.submitted++;
+    pthread_cond_broadcast(&tdev_async.cond);
+    pthread_mutex_unlock(&tdev_async.lock);
+    return HIER_OK;
+}
+
+static hier_status_t tdev_fence_record(int device, hier_accel_fence_t *fence)
+{
+    (void)device;
+    pthread_mutex_lock(&tdev_async.lock);
+    fence->ticket = tdev_async.pid == getpid() ? tdev_async.submitted : 0;
+    pthread_mutex_unlock(&tdev_async.lock);
+    return HIER_OK;
+}
+
+static hier_status_t tdev_fence_wait(hier_accel_fence_t *fence)
+{
+    pthread_mutex_lock(&tdev_async.lock);
+    while (tdev_async.completed < fence->ticket) pthread_cond_wait(&tdev_async.cond, &tdev_async.lock);
+    pthread_mutex_unlock(&tdev_async.lock);
+    return HIER_OK;
+}
+
+/* The NIC reaches this "device memory" through its alias, registered as
+ * FI_HMEM_SYSTEM: peer-direct transfers never touch the PROT_NONE view. */
+static void *tdev_nic_addr(const void *p)
+{
+    return tdev_alias(p);
+}
+
 static const hier_accel_backend_t tdev = {.name = "test", .fi_iface = FI_HMEM_SYSTEM, .query = tdev_query,
-                                          .to_host = tdev_to_host, .from_host = tdev_from_host};
+                                          .to_host = tdev_to_host, .from_host = tdev_from_host,
+                                          .copy = tdev_copy, .copy_start = tdev_copy_start,
+                                          .fence_record = tdev_fence_record, .fence_wait = tdev_fence_wait,
+                                          .nic_addr = tdev_nic_addr};
 
 const hier_accel_backend_t *tdev_backend(void)
 {

@@ -3,7 +3,11 @@
  * An allocation is a memfd mapped twice: PROT_NONE at the address handed to
  * the code under test, so any CPU access there kills the test with SIGSEGV,
  * and read-write at a private alias that only this backend's copy functions
- * (and the test's own checks) use. Registered with hier as backend "test". */
+ * (and the test's own checks) use. Registered with hier as backend "test".
+ * It has every optional operation: asynchronous copies by a worker thread
+ * (each delayed by HIER_TEST_DEVICE_DELAY_US, so a missing wait shows), the
+ * alias as the NIC's address (peer direct with FI_HMEM_SYSTEM), allocation
+ * ids. */
 #ifndef TEST_DEV_BACKEND_H
 #define TEST_DEV_BACKEND_H
 

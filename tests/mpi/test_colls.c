@@ -4,6 +4,7 @@
  * known inputs; MPI_T counters prove which path served each call.
  *
  *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--net] [--quick]
+ *              [--direct-min BYTES]   (device allgathers from BYTES received per rank go peer direct)
  *
  * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
  * "device memory" of the test backend (tests/common/test_dev_backend.c: the
@@ -335,10 +336,12 @@ static int same(const ttype_t *t, const void *got, const void *want, size_t i)
 typedef struct {
     long calls[NCOLL]; /* calls that reach the component */
     long single[NCOLL]; /* those on one-rank communicators (path self) */
+    long direct[NCOLL]; /* device allgathers that must go NIC to NIC (path net_direct) */
 } expect_t;
 
 static int quick;
 static int skip_ompi_bugs;
+static size_t direct_min; /* --direct-min: device allgathers from this many bytes received go peer direct */
 static size_t chunk = 4096; /* must match coll_hier_shm_chunk_size of the run */
 
 /* Counts: 0, 1, 3, a prime, more than one chunk, more than the whole segment. */
@@ -453,6 +456,7 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     CHECK(r[block * (size_t)n] == 0x5a, "allgather wrote past the receive buffer");
     e->calls[1] += rcount > 0;
     e->single[1] += rcount > 0 && n == 1;
+    e->direct[1] += device && direct_min && rcount > 0 && n > 1 && block * (size_t)n >= direct_min;
     xfree(sx), xfree(rx);
 }
 
@@ -589,8 +593,13 @@ static void verify(const char *label, const check_counters_t *before, const chec
             CHECK(got_served == e->calls[k] && got_fb == 0, "%s: %s: hier served %ld of %ld calls, %ld fell back",
                   label, check_colls[k], got_served, e->calls[k], got_fb);
             long got_staged = (long)(after->staged[k] - before->staged[k]);
-            CHECK(got_staged == (device ? e->calls[k] : 0), "%s: %s: %ld of %ld calls staged from device memory",
-                  label, check_colls[k], got_staged, e->calls[k]);
+            CHECK(got_staged == (device ? e->calls[k] - e->direct[k] : 0),
+                  "%s: %s: %ld of %ld calls staged from device memory (%ld peer direct)", label, check_colls[k],
+                  got_staged, e->calls[k], e->direct[k]);
+            int pd = check_path_index("net_direct");
+            long got_direct = (long)(after->path_calls[k][pd] - before->path_calls[k][pd]);
+            CHECK(got_direct == e->direct[k], "%s: %s: %ld calls peer direct, expected %ld", label, check_colls[k],
+                  got_direct, e->direct[k]);
         } else {
             /* one-rank communicators need no segment: they stay served when it is missing */
             long single = !strcmp(expect, "fallback:shm") ? e->single[k] : 0;
@@ -639,6 +648,7 @@ int main(int argc, char **argv)
                                              {"skip-ompi-bugs", no_argument, 0, 's'},
                                              {"world-only", no_argument, 0, 'w'},
                                              {"net", no_argument, 0, 'n'},
+                                             {"direct-min", required_argument, 0, 'D'},
                                              {0, 0, 0, 0}};
     int opt, rank, n, derived_types = 0, world_only = 0, net = 0;
 
@@ -654,6 +664,7 @@ int main(int argc, char **argv)
         case 's': skip_ompi_bugs = 1; break;
         case 'w': world_only = 1; break;
         case 'n': net = 1; break;
+        case 'D': direct_min = (size_t)atol(optarg); break;
         default: MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -667,7 +678,7 @@ int main(int argc, char **argv)
     }
 
     check_counters_t c0, c1;
-    expect_t e = {{0}, {0}};
+    expect_t e = {{0}, {0}, {0}};
     MPI_Comm dup, split, half;
 
     /* 1. MPI_COMM_WORLD, the full sweep, then a contiguous derived type */
@@ -679,6 +690,8 @@ int main(int argc, char **argv)
     check_pvars_read(&c1);
     verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
     if (net) verify_net("MPI_COMM_WORLD", &c0, &c1, &e);
+    CHECK(!direct_min || !device || e.direct[1] > 0, "--direct-min %zu: no allgather large enough to go peer direct",
+          direct_min);
 
     if (world_only) { /* sub-communicators may land on one node and be served */
         check_pvars_close();
@@ -704,12 +717,13 @@ int main(int argc, char **argv)
     /* 3. two communicators interleaved */
     MPI_Comm_split(MPI_COMM_WORLD, rank < (n + 1) / 2, rank, &half);
     MPI_Comm_set_name(half, "split(halves)");
-    expect_t ea = {{0}, {0}}, eb = {{0}, {0}};
+    expect_t ea = {{0}, {0}, {0}}, eb = {{0}, {0}, {0}};
     check_pvars_read(&c0);
     interleaved(dup, half, &ea, &eb);
     check_pvars_read(&c1);
     for (int k = 0; k < NCOLL; k++) ea.calls[k] += eb.calls[k];
     for (int k = 0; k < NCOLL; k++) ea.single[k] += eb.single[k];
+    for (int k = 0; k < NCOLL; k++) ea.direct[k] += eb.direct[k];
     verify("interleaved", &c0, &c1, &ea, expect, allreduce_path);
     quick = saved_quick;
 

@@ -22,6 +22,8 @@
 #include "hier_sched.h"
 #include "hier_fabric.h"
 
+#include <rdma/fi_domain.h>
+
 typedef struct {
     _Atomic int stage[2];
     char addr[2][HIER_FABRIC_ADDR_MAX];
@@ -263,6 +265,59 @@ static int stream(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* Peer direct: rank 0 writes tagged blocks straight into memory rank 1
+ * registered as device memory (FI_HMEM_SYSTEM: the test backend's kind),
+ * in reverse order; rank 1 counts them by tag and finds every byte; rank 0
+ * sees its writes complete while rank 1 keeps polling. */
+#define DIRECT_BLOCK 65536
+#define DIRECT_BLOCKS 3
+static int direct(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .timeout = 3, .hmem = 1};
+    hier_fabric_t *fab;
+    hier_fabric_peer_t peer;
+    hier_chan_t *ch;
+    hier_fabric_mr_t *mr;
+    uint32_t counts[DIRECT_BLOCKS] = {0};
+    uint8_t *buf = aligned_alloc(4096, DIRECT_BLOCK * DIRECT_BLOCKS);
+    if (hier_fabric_open(&cfg, &fab) != HIER_OK || connect_pair(me, x, fab, &peer)) return 10;
+    if (!hier_fabric_hmem(fab, FI_HMEM_SYSTEM)) return 0; /* a provider without FI_HMEM: nothing to test */
+    if (hier_fabric_mr_reg_dev(fab, buf, DIRECT_BLOCK * DIRECT_BLOCKS, FI_HMEM_SYSTEM, 0, &mr) != HIER_OK) return 11;
+    if (hier_chan_open(fab, 2, 64, &ch) != HIER_OK) return 12;
+    hier_chan_direct_counts(ch, counts, DIRECT_BLOCKS);
+    hier_chan_info(ch, &x->chan[me]);
+    x->rkey = me == 1 ? hier_fabric_mr_rkey(mr) : x->rkey;
+    for (size_t i = 0; i < DIRECT_BLOCK * DIRECT_BLOCKS; i++) buf[i] = me ? 0 : (uint8_t)(i * 7 + 1);
+    atomic_store(&x->stage[me], 2);
+    if (wait_stage(x, !me, 2, NULL, 20)) return 13;
+    hier_chan_connect(ch, peer, &x->chan[!me]);
+    double end = now() + 20;
+    if (me == 0) {
+        for (int b = DIRECT_BLOCKS - 1; b >= 0; b--)
+            if (hier_chan_write_direct(ch, buf + b * DIRECT_BLOCK, DIRECT_BLOCK, mr, x->rkey, (uint64_t)b * DIRECT_BLOCK,
+                                       (uint32_t)b) != HIER_OK)
+                return 14;
+        while (hier_chan_direct_pending(ch))
+            if (hier_chan_progress(fab) != HIER_OK || now() > end) return 15;
+    } else {
+        for (int b = 0; b < DIRECT_BLOCKS; b++)
+            while (counts[b] < 1)
+                if (hier_chan_progress(fab) != HIER_OK || now() > end) return 20;
+        for (size_t i = 0; i < DIRECT_BLOCK * DIRECT_BLOCKS; i++)
+            if (buf[i] != (uint8_t)(i * 7 + 1)) return 21;
+        for (int b = 0; b < DIRECT_BLOCKS; b++)
+            if (counts[b] != 1) return 22;
+    }
+    atomic_store(&x->stage[me], 4);
+    while (atomic_load(&x->stage[!me]) < 4) /* the writer may need our progress to complete */
+        if (hier_chan_progress(fab) != HIER_OK || now() > end) return 30;
+    hier_chan_close(ch);
+    hier_fabric_mr_dereg(mr);
+    hier_fabric_close(fab);
+    free(buf);
+    return 0;
+}
+
 /* Parameters cross into Criterion's worker processes by value: indexes, not pointers. */
 static const char *const providers[] = {"tcp", "shm"};
 static int provider_ids[] = {0, 1};
@@ -282,6 +337,7 @@ PAIR_TEST(writes_land_with_their_immediates, basic, 60)
 PAIR_TEST(bad_key_delivers_nothing, bad_key, 60)
 PAIR_TEST(peer_that_left_ends_cleanly, peer_leaves, 60)
 PAIR_TEST(long_stream_waits_for_credit, stream, 120)
+PAIR_TEST(direct_writes_land_in_device_memory_by_tag, direct, 60)
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)
 {

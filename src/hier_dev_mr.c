@@ -1,0 +1,68 @@
+/* hier_dev_mr.c: see hier_dev_mr.h. */
+#include "hier_dev_mr.h"
+
+#include <string.h>
+
+#include "hier_log.h"
+
+static struct {
+    hier_fabric_t *fab;
+    uint64_t id;
+    uintptr_t base;
+    size_t len;
+    hier_dev_mr_t reg;
+    uint64_t used; /* clock of the last use; 0: free */
+} hier_dev_mr_cache[HIER_DEV_MR_CACHE];
+static uint64_t hier_dev_mr_clock;
+
+static hier_status_t hier_dev_mr_reg(hier_fabric_t *fab, const hier_accel_buf_t *b, hier_dev_mr_t *out)
+{
+    uint8_t *nic = hier_accel_nic_addr(b->backend, (const void *)b->range.base);
+    hier_status_t st = hier_fabric_mr_reg_dev(fab, nic, b->range.len, b->backend->fi_iface, b->range.device, &out->mr);
+    if (st != HIER_OK) return st;
+    out->nic_base = nic;
+    return HIER_OK;
+}
+
+hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *b, hier_dev_mr_t *out)
+{
+    int victim = 0;
+    hier_dev_mr_clock++;
+    for (int i = 0; b->range.id && i < HIER_DEV_MR_CACHE; i++) {
+        if (hier_dev_mr_cache[i].used && hier_dev_mr_cache[i].fab == fab && hier_dev_mr_cache[i].id == b->range.id &&
+            hier_dev_mr_cache[i].base == b->range.base && hier_dev_mr_cache[i].len == b->range.len) {
+            hier_dev_mr_cache[i].used = hier_dev_mr_clock;
+            *out = hier_dev_mr_cache[i].reg;
+            return HIER_OK;
+        }
+        if (hier_dev_mr_cache[i].used < hier_dev_mr_cache[victim].used) victim = i;
+    }
+    hier_dev_mr_t m = {.cached = b->range.id != 0};
+    hier_status_t st = hier_dev_mr_reg(fab, b, &m);
+    if (st != HIER_OK || !m.cached) {
+        if (st == HIER_OK) *out = m;
+        return st;
+    }
+    if (hier_dev_mr_cache[victim].used) hier_fabric_mr_dereg(hier_dev_mr_cache[victim].reg.mr); /* idle between calls */
+    hier_dev_mr_cache[victim].fab = fab;
+    hier_dev_mr_cache[victim].id = b->range.id;
+    hier_dev_mr_cache[victim].base = b->range.base;
+    hier_dev_mr_cache[victim].len = b->range.len;
+    hier_dev_mr_cache[victim].reg = m;
+    hier_dev_mr_cache[victim].used = hier_dev_mr_clock;
+    *out = m;
+    return HIER_OK;
+}
+
+void hier_dev_mr_put(hier_dev_mr_t *m)
+{
+    if (!m->cached) hier_fabric_mr_dereg(m->mr);
+    m->mr = NULL;
+}
+
+void hier_dev_mr_flush(void)
+{
+    for (int i = 0; i < HIER_DEV_MR_CACHE; i++)
+        if (hier_dev_mr_cache[i].used) hier_fabric_mr_dereg(hier_dev_mr_cache[i].reg.mr);
+    memset(hier_dev_mr_cache, 0, sizeof(hier_dev_mr_cache));
+}
