@@ -6,10 +6,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "hier_log.h"
 
 static const hier_accel_backend_t *hier_accel_backends[HIER_ACCEL_MAX_BACKENDS];
+/* An accelerator runtime is loaded whose device addresses no backend can
+ * tell from host pointers: every unclaimed buffer is checked. */
+static _Atomic int hier_accel_guard;
 static _Atomic int hier_accel_nbackends;
 static pthread_once_t hier_accel_once = PTHREAD_ONCE_INIT;
 
@@ -55,9 +60,48 @@ int hier_accel_has_backend(void)
     return atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire) > 0;
 }
 
+/* Runtimes with no pointer query in their public API (Gaudi's SynapseAI,
+ * AWS Neuron): their device addresses are not host pointers, and nothing
+ * says which is which. Looked for among the libraries the application has
+ * already loaded (never loaded here), at every communicator's creation, so
+ * a framework imported after MPI_Init is seen by the communicators made
+ * after it. */
+static void hier_accel_find_opaque(void)
+{
+    static const char *const libs[] = {"libSynapse.so", "libSynapse.so.1", "libnrt.so.1", "libnrt.so"};
+    if (atomic_load(&hier_accel_guard)) return;
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        dlclose(h);
+        atomic_store(&hier_accel_guard, 1);
+        HIER_LOG(HIER_LOG_COMM, "%s is loaded: its device buffers cannot be told from host pointers, so every "
+                 "buffer no backend claims is checked to be host memory; others go to the previous component",
+                 libs[i]);
+        return;
+    }
+}
+
 void hier_accel_init(void)
 {
     pthread_once(&hier_accel_once, hier_accel_load);
+    hier_accel_find_opaque();
+}
+
+void hier_accel_guard_set(int on)
+{
+    atomic_store(&hier_accel_guard, on);
+}
+
+/* Whether the pages of [p, p + len) at both ends are mapped here (mincore:
+ * ENOMEM for addresses with no mapping). */
+static int hier_accel_host_mapped(const void *p, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char vec;
+    uintptr_t first = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    uintptr_t last = ((uintptr_t)p + (len ? len - 1 : 0)) & ~(uintptr_t)(page - 1);
+    return mincore((void *)first, (size_t)page, &vec) == 0 && mincore((void *)last, (size_t)page, &vec) == 0;
 }
 
 static int hier_accel_within(const hier_accel_range_t *r, uintptr_t p, size_t len)
@@ -71,7 +115,7 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
     uintptr_t a = (uintptr_t)p;
     hier_accel_buf_t out = {.backend = NULL};
 
-    if (n == 0 || !p) {
+    if ((n == 0 && !atomic_load_explicit(&hier_accel_guard, memory_order_relaxed)) || !p) {
         *buf = out;
         return HIER_OK;
     }
@@ -96,6 +140,12 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
             hier_accel_last.range = r;
         }
         break;
+    }
+    if (!out.backend && atomic_load_explicit(&hier_accel_guard, memory_order_relaxed) &&
+        !hier_accel_host_mapped(p, len)) {
+        HIER_LOG(HIER_LOG_COMM, "a %zu-byte buffer at %p is not host memory and no backend claims it (device "
+                 "memory of a runtime hier cannot query): the previous component serves the call", len, p);
+        return HIER_ERR_NOT_SUPPORTED;
     }
     *buf = out;
     return HIER_OK;

@@ -76,8 +76,14 @@ int hier_accel_has_backend(void);
 /* Load the runtimes present on this machine (CUDA), once. */
 void hier_accel_init(void);
 
+/* Check unclaimed buffers for host memory as when an opaque runtime
+ * (SynapseAI, Neuron) is loaded (tests). */
+void hier_accel_guard_set(int on);
+
 /* Classify [p, p + len): host, or one backend's device memory. A device
  * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
+ * With an opaque runtime loaded, a buffer no backend claims that is not
+ * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back).
  * With no backend registered this is one load and a branch; the last device
  * allocation of a backend with stable ranges is remembered, so repeated calls
  * on it skip the runtime. */

@@ -202,6 +202,13 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
     return st;
 }
 
+/* A buffer in device memory nothing here can reach: the previous component. */
+static hier_status_t hier_coll_dev_unknown(hier_path_t *path_p)
+{
+    *path_p = HIER_PATH_FALLBACK_DEVICE;
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
 /* ---- entry points: host buffers go straight to the algorithms above;
  * device buffers through hier_coll_dev.c, which stages them and calls the
  * host versions (never these: a staging buffer is host memory by
@@ -214,6 +221,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_coll_dev_call_t dev;
     hier_status_t st;
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
     if (!c->staged) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
     return st == HIER_OK ? hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p) : st;
 }
@@ -225,6 +233,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_status_t st;
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf,
                                        &dev.rbuf, &st);
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
     hier_status_t pd_st;
     if (hier_coll_pd_allgather(c, &dev, c->staged && st == HIER_OK, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
         c->staged = 0; /* NIC to NIC: nothing staged */
@@ -243,6 +252,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     for (int r = 0; r < c->size; r++) total += rcounts[r];
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
                                        &dev.rbuf, &st);
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
     if (!c->staged) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
     return st == HIER_OK ? hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p) : st;
 }

@@ -11,8 +11,8 @@
  * loopback on efa) instead of the CPU.
  *
  * Every rank must take the same path, whatever its own buffers: a rank
- * with host buffers votes no. Each call from device_peer_direct_min bytes
- * per rank agrees (one previous-module allreduce of an int) whether every
+ * with host buffers votes no. Each call with blocks of device_peer_direct_min
+ * bytes or more agrees (one previous-module allreduce of an int) whether every
  * rank's buffers are registered device memory; if not, device buffers are
  * staged (hier_coll_dev.c). Host-only applications pay one agreement per
  * communicator: the first one finds a rank without a device backend and
@@ -37,6 +37,10 @@ enum {
 
 #define HIER_PD_TIMEOUT 60 /* seconds without progress */
 #define HIER_PD_SPIN 16    /* endpoint polls before a waiting rank yields */
+/* Control slots per channel: a slot is reused once its write completed,
+ * which on shm needs the receiver's progress; two messages per call, so a
+ * few calls' worth keeps a sender from waiting on a receiver busy elsewhere. */
+#define HIER_PD_CTL_SLOTS 8
 
 /* Control messages between ring neighbours, towards the left. */
 enum { HIER_PD_WHERE, HIER_PD_DONE };
@@ -73,8 +77,8 @@ static int hier_pd_chans(hier_comm_t *c, hier_fabric_t *fab, hier_pd_info_t *min
 {
     size_t len = sizeof(mine->addr);
     if (!(c->pd_counts = calloc((size_t)c->size, sizeof(*c->pd_counts))) ||
-        hier_chan_open(fab, 2, sizeof(hier_pd_ctl_t), &c->pd_left) != HIER_OK ||
-        hier_chan_open(fab, 2, sizeof(hier_pd_ctl_t), &c->pd_right) != HIER_OK ||
+        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_pd_ctl_t), &c->pd_left) != HIER_OK ||
+        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_pd_ctl_t), &c->pd_right) != HIER_OK ||
         hier_fabric_addr(fab, mine->addr, &len) != HIER_OK)
         return 0;
     mine->addr_len = len;
@@ -196,6 +200,18 @@ static hier_status_t hier_pd_write(hier_comm_t *c, hier_fabric_t *fab, const uin
     return HIER_OK;
 }
 
+/* A control message to the left neighbour, waiting (and yielding) for a slot. */
+static hier_status_t hier_pd_send_ctl(hier_comm_t *c, const hier_pd_ctl_t *ctl)
+{
+    time_t deadline = 0;
+    hier_status_t st = HIER_OK;
+    int sent = 0;
+    for (unsigned k = 0; st == HIER_OK && !sent; k++)
+        if ((st = hier_chan_try_send(c->pd_left, ctl, sizeof(*ctl), &sent)) == HIER_OK && !sent)
+            st = hier_pd_turn(hier_core_fabric(), k, &deadline, "waiting for a control slot to the previous rank");
+    return st;
+}
+
 /* The next control message from the right neighbour, of the kind expected. */
 static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl_t *ctl)
 {
@@ -240,7 +256,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
                           .off = (uint64_t)(hier_pd_nic(&d->rbuf, &regs->recv, rbuf) - regs->recv.nic_base)};
     hier_pd_ctl_t right, done = {.kind = HIER_PD_DONE};
     memset(c->pd_counts, 0, (size_t)total * sizeof(*c->pd_counts));          /* 1 */
-    hier_status_t st = hier_chan_send(c->pd_left, &mine, sizeof(mine), NULL);
+    hier_status_t st = hier_pd_send_ctl(c, &mine);
     if (st == HIER_OK && sbuf)                                                 /* 2 */
         st = hier_accel_copy_d2d(d->rbuf.backend, rbuf + (size_t)c->rank * block, sbuf, block);
     if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_WHERE, &right); /* 3 */
@@ -256,7 +272,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
         if (st == HIER_OK) st = hier_pd_write(c, fab, src, block, mr, &right, (uint64_t)k * block, s);
     }
     for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, fab, s, nseg); /* 5 */
-    if (st == HIER_OK) st = hier_chan_send(c->pd_left, &done, sizeof(done), NULL);
+    if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
     if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_DONE, &right);
     time_t deadline = 0;
     int per_call = !regs->recv.cached || (sbuf && !regs->send.cached);
@@ -269,7 +285,7 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int de
                            size_t block, hier_path_t *path_p, hier_status_t *st_p)
 {
     if (!hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 ||
-        block * (size_t)c->size < hier_params.device_peer_direct_min || c->pd_state == HIER_PD_OFF)
+        block < hier_params.device_peer_direct_min || c->pd_state == HIER_PD_OFF)
         return 0;
     if (c->pd_state == HIER_PD_NONE) hier_pd_setup(c);
     if (c->pd_state == HIER_PD_OFF) return 0;

@@ -128,8 +128,8 @@ static const hier_param_desc_t hier_param_table[] = {
      "0 = always stage through host memory",
      HIER_PARAM_OFF(device_peer_direct), 0},
     {"device_peer_direct_min", HIER_PARAM_SIZE, "64K",
-     "Device allgathers from this many bytes received per rank consider peer direct (one agreement between "
-     "the ranks per call); smaller ones are staged",
+     "Device allgathers with blocks (bytes per rank) of this size or more consider peer direct (one agreement "
+     "between the ranks per call); smaller ones are staged, which costs fewer round trips",
      HIER_PARAM_OFF(device_peer_direct_min), 0},
     {"device_force_staging", HIER_PARAM_INT, "0",
      "1 = every device buffer goes through host memory, even where peer direct is possible",

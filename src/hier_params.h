@@ -53,7 +53,7 @@ typedef struct {
     size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
     size_t net_chunk_size;        /* shm_chunk_size of communicators that span nodes */
     int device_peer_direct;       /* device allgathers go NIC to NIC when the provider takes device memory */
-    size_t device_peer_direct_min; /* ... from this many bytes received per rank */
+    size_t device_peer_direct_min; /* ... with blocks of this many bytes or more */
     int device_force_staging;     /* every device buffer goes through host memory */
     size_t device_stage_chunk;    /* staging pipeline chunk */
 } hier_params_t;

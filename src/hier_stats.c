@@ -35,6 +35,7 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_FALLBACK_RANKS] = {"fallback:ranks", "fallback_ranks"},
     [HIER_PATH_FALLBACK_FORCED] = {"fallback:forced", "fallback_forced"},
     [HIER_PATH_FALLBACK_NET] = {"fallback:net", "fallback_net"},
+    [HIER_PATH_FALLBACK_DEVICE] = {"fallback:device", "fallback_device"},
 };
 
 const char *hier_coll_name(hier_coll_t coll)

@@ -75,8 +75,16 @@ case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_cma 1 --mca coll_hier_a
 case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
     --mca coll_hier_allreduce_flat_max 8K $TC
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
-# Device buffers (the test backend: memory the CPU faults on), staged through host memory
-case_run np3_device_staged 3 -x HIER_TEST_DEVICE=1 $TC
+# Device buffers (the test backend: memory the CPU faults on): staged in a
+# pipeline of 4 KiB chunks whose asynchronous copies are slowed down (a
+# missing wait reads stale bytes), peer direct over shm (FI_HMEM_SYSTEM
+# registration of the test backend's alias), and staging forced where peer
+# direct would work.
+DEV="-x HIER_TEST_DEVICE=1 -x HIER_TEST_DEVICE_DELAY_US=5 --mca coll_hier_device_stage_chunk 4K"
+PD="--mca coll_hier_fabric_provider shm --mca coll_hier_device_peer_direct_min 4K"
+case_run np3_device_staged 3 $DEV $TC
+case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --quick --direct-min 4096
+case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_staging 1 $TC --quick
 # Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
 case_run np2_cuda 2 "$B/tests/mpi/test_cuda"
 grep -hs '^SKIP:' "$LOG/np2_cuda.out" || true
@@ -120,7 +128,9 @@ if unshare --uts true 2>/dev/null; then
         $TC --quick --world-only $NET --allreduce-path net_rh
     case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" -x HIER_TEST_DEVICE=1 \
+    case_run nodes2x2_device_peer_direct_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV $PD \
+        $TC --quick $NET --direct-min 4096
+    case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \

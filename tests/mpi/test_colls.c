@@ -4,7 +4,7 @@
  * known inputs; MPI_T counters prove which path served each call.
  *
  *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--net] [--quick]
- *              [--direct-min BYTES]   (device allgathers from BYTES received per rank go peer direct)
+ *              [--direct-min BYTES]   (device allgathers with blocks of BYTES or more go peer direct)
  *
  * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
  * "device memory" of the test backend (tests/common/test_dev_backend.c: the
@@ -341,7 +341,7 @@ typedef struct {
 
 static int quick;
 static int skip_ompi_bugs;
-static size_t direct_min; /* --direct-min: device allgathers from this many bytes received go peer direct */
+static size_t direct_min; /* --direct-min: device allgathers with blocks this large go peer direct */
 static size_t chunk = 4096; /* must match coll_hier_shm_chunk_size of the run */
 
 /* Counts: 0, 1, 3, a prime, more than one chunk, more than the whole segment. */
@@ -456,7 +456,7 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     CHECK(r[block * (size_t)n] == 0x5a, "allgather wrote past the receive buffer");
     e->calls[1] += rcount > 0;
     e->single[1] += rcount > 0 && n == 1;
-    e->direct[1] += device && direct_min && rcount > 0 && n > 1 && block * (size_t)n >= direct_min;
+    e->direct[1] += device && direct_min && rcount > 0 && n > 1 && block >= direct_min;
     xfree(sx), xfree(rx);
 }
 

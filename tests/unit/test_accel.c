@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hier_accel.h"
 #include "test_dev_backend.h"
@@ -109,5 +112,83 @@ Test(accel, what_classifying_costs)
     printf("classify: host buffer, no backend %.1f ns; host buffer, test backend %.1f ns; device buffer %.1f ns, "
            "remembered %.1f ns\n", none, with, device, cached);
     hier_accel_reset();
+    tdev_free(dev);
+}
+
+/* Asynchronous copies: started in order, a fence passes when they are all
+ * done (the test backend's worker delays each, so reading before the fence
+ * would see the old bytes); device to device through the backend. */
+Test(accel, async_copies_pass_their_fence)
+{
+    enum { N = 1 << 16 };
+    uint8_t *dev = tdev_alloc(N), *dev2 = tdev_alloc(N), *host = malloc(N), *back = malloc(N);
+    const hier_accel_backend_t *b = tdev_backend();
+    hier_accel_fence_t f;
+    setenv("HIER_TEST_DEVICE_DELAY_US", "2000", 1);
+    for (int i = 0; i < N; i++) host[i] = (uint8_t)(i * 13 + 1);
+    memset(back, 0, N);
+    cr_assert_eq(hier_accel_copy_start(b, 0, dev, host, N, 0), HIER_OK);
+    cr_assert_eq(hier_accel_copy_start(b, 0, back, dev, N, 1), HIER_OK);
+    cr_assert_eq(hier_accel_fence(b, 0, &f), HIER_OK);
+    cr_assert(f.ticket != 0 || f.event != NULL, "a fence behind copies in flight is not passed yet");
+    cr_assert_eq(hier_accel_fence_wait(b, &f), HIER_OK);
+    cr_assert_arr_eq(back, host, N, "both copies done, in order, at the fence");
+    cr_assert_eq(hier_accel_copy_d2d(b, dev2, dev, N), HIER_OK);
+    memset(back, 0, N);
+    cr_assert_eq(b->to_host(back, dev2, N), HIER_OK);
+    cr_assert_arr_eq(back, host, N);
+    unsetenv("HIER_TEST_DEVICE_DELAY_US");
+    tdev_free(dev), tdev_free(dev2), free(host), free(back);
+}
+
+/* A backend with only the required operations: copies are synchronous, the
+ * fence passed at once, device to device goes through host memory. */
+Test(accel, backends_without_optional_operations)
+{
+    hier_accel_backend_t plain = *tdev_backend();
+    plain.copy = NULL, plain.copy_start = NULL, plain.fence_record = NULL, plain.fence_wait = NULL;
+    plain.nic_addr = NULL;
+    uint8_t *dev = tdev_alloc(4096), *dev2 = tdev_alloc(4096), host[4096], back[4096];
+    hier_accel_fence_t f;
+    for (int i = 0; i < 4096; i++) host[i] = (uint8_t)(i * 3);
+    cr_assert_eq(hier_accel_copy_start(&plain, 0, dev, host, sizeof(host), 0), HIER_OK);
+    cr_assert_eq(hier_accel_fence(&plain, 0, &f), HIER_OK);
+    cr_assert(f.ticket == 0 && f.event == NULL);
+    cr_assert_eq(hier_accel_fence_wait(&plain, &f), HIER_OK);
+    cr_assert_eq(hier_accel_copy_d2d(&plain, dev2, dev, sizeof(host)), HIER_OK);
+    cr_assert_eq(plain.to_host(back, dev2, sizeof(back)), HIER_OK);
+    cr_assert_arr_eq(back, host, sizeof(host));
+    cr_assert_eq(hier_accel_nic_addr(&plain, dev), dev, "without nic_addr the NIC gets the device address");
+    cr_assert_eq(hier_accel_nic_addr(tdev_backend(), dev), tdev_alias(dev));
+    tdev_free(dev), tdev_free(dev2);
+}
+
+/* With a runtime loaded whose device addresses no backend can query
+ * (SynapseAI, Neuron), a buffer nobody claims must be mapped host memory;
+ * anything else is refused (the glue falls back), not touched. */
+Test(accel, unknown_device_memory_is_refused_when_guarded)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char host[64];
+    hier_accel_buf_t b;
+    uint8_t *gone = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(gone, MAP_FAILED);
+    munmap(gone, (size_t)page * 2); /* an address with no host mapping, like a device address */
+    cr_assert_eq(hier_accel_classify(gone, 100, &b), HIER_OK, "unguarded: taken for host memory");
+    hier_accel_guard_set(1);
+    cr_assert_eq(hier_accel_classify(gone, 100, &b), HIER_ERR_NOT_SUPPORTED);
+    cr_assert_eq(hier_accel_classify(host, sizeof(host), &b), HIER_OK);
+    cr_assert(!hier_accel_is_device(&b), "mapped host memory passes the check");
+    uint8_t *half = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(half, MAP_FAILED);
+    munmap(half + page, (size_t)page);
+    cr_assert_eq(hier_accel_classify(half + page - 8, 16, &b), HIER_ERR_NOT_SUPPORTED,
+                 "a range whose end is not mapped is refused");
+    munmap(half, (size_t)page);
+    cr_assert_eq(hier_accel_register(tdev_backend()), HIER_OK);
+    uint8_t *dev = tdev_alloc(4096);
+    cr_assert_eq(hier_accel_classify(dev, 4096, &b), HIER_OK, "a backend's memory is still its own");
+    cr_assert(hier_accel_is_device(&b));
+    hier_accel_guard_set(0);
     tdev_free(dev);
 }

@@ -21,6 +21,7 @@
 #include "hier_reduce.h"
 #include "hier_sched.h"
 #include "hier_fabric.h"
+#include "hier_dev_mr.h"
 
 #include <rdma/fi_domain.h>
 
@@ -485,4 +486,51 @@ ParameterizedTest(int *p, fabric, inter_node_allreduce_schedules_run_over_channe
                 cr_assert_eq(run_group(np, providers[*p], HIER_NET_RD_ALLREDUCE, counts[c], zc), np,
                              "%s rd np %d in place %d", providers[*p], np, zc);
             }
+}
+
+/* Registrations of device allocations are kept by allocation id: the same
+ * allocation is registered once, an allocation without an id for the call
+ * only, and at most HIER_DEV_MR_CACHE are kept (least recently used out). */
+Test(fabric, device_registrations_are_cached_by_allocation)
+{
+    hier_fabric_config_t cfg = {.provider = "shm", .timeout = 3, .hmem = 1};
+    hier_fabric_t *fab;
+    cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_OK);
+    if (!hier_fabric_hmem(fab, FI_HMEM_SYSTEM)) { /* shm without FI_HMEM here: nothing to cache */
+        hier_fabric_close(fab);
+        return;
+    }
+    enum { N = HIER_DEV_MR_CACHE + 1 };
+    uint8_t *mem = aligned_alloc(4096, (size_t)N * 4096);
+    hier_accel_backend_t host_dev = {.name = "host-as-device", .fi_iface = FI_HMEM_SYSTEM};
+    hier_accel_buf_t b[N];
+    hier_dev_mr_t m, again, first;
+    for (int i = 0; i < N; i++)
+        b[i] = (hier_accel_buf_t){.backend = &host_dev,
+                                  .range = {.base = (uintptr_t)(mem + i * 4096), .len = 4096, .id = (uint64_t)i + 1}};
+    cr_assert_eq(hier_dev_mr_get(fab, &b[0], &first), HIER_OK);
+    cr_assert(first.cached && first.nic_base == mem);
+    cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
+    cr_assert_eq(again.mr, first.mr, "the same allocation is registered once");
+    hier_dev_mr_put(&again);
+    hier_accel_buf_t anon = b[1];
+    anon.range.id = 0;
+    cr_assert_eq(hier_dev_mr_get(fab, &anon, &m), HIER_OK);
+    cr_assert(!m.cached, "no id: registered for the call only");
+    hier_dev_mr_put(&m);
+    for (int i = 1; i < N; i++) { /* N - 1 more: the cache is full, b[0] the oldest */
+        cr_assert_eq(hier_dev_mr_get(fab, &b[i], &m), HIER_OK);
+        hier_dev_mr_put(&m);
+    }
+    cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
+    cr_assert_neq(hier_fabric_mr_rkey(again.mr).key, hier_fabric_mr_rkey(first.mr).key,
+                  "the least recently used registration was dropped and b[0] registered anew");
+    hier_accel_buf_t moved = b[2];
+    moved.range.id = 1000; /* freed and reallocated at the same address: a new id */
+    cr_assert_eq(hier_dev_mr_get(fab, &b[2], &first), HIER_OK);
+    cr_assert_eq(hier_dev_mr_get(fab, &moved, &m), HIER_OK);
+    cr_assert_neq(m.mr, first.mr, "a new allocation at an old address gets its own registration");
+    hier_dev_mr_flush();
+    hier_fabric_close(fab);
+    free(mem);
 }
