@@ -40,7 +40,9 @@ hier_fabric_t *hier_core_fabric(void)
     if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
     hier_core_fab_tried = 1;
     hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
-                                .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging,
+                                /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
+                                .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
+                                        hier_accel_has_backend(),
                                 .cuda = hier_accel_cuda_backend() != NULL};
     if (hier_fabric_open(&cfg, &hier_core_fab) != HIER_OK) hier_core_fab = NULL;
     return hier_core_fab;

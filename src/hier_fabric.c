@@ -3,6 +3,7 @@
 #include "hier_fabric.h"
 
 #include <infiniband/verbs.h>
+#include <sched.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -18,6 +19,7 @@
 
 #define HIER_FABRIC_PENDING 256
 #define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
+#define HIER_FABRIC_SPIN 16   /* polls for room before a writer yields its core */
 
 struct hier_fabric {
     struct fi_info *info;
@@ -435,12 +437,15 @@ hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, co
                 return HIER_ERR_TIMEOUT;
             }
         }
-        /* no room: drive progress, keeping what completes for the next poll */
+        /* no room: drive progress, keeping what completes for the next poll;
+         * the room may be the target's to make (shm), and the target may be
+         * waiting for this core */
         if (fab->npending == HIER_FABRIC_PENDING) {
             HIER_ERROR("provider %s: %d completions waiting to be polled; the caller must poll",
                        hier_fabric_provider(fab), HIER_FABRIC_PENDING);
             return HIER_ERR_INTERNAL;
         }
+        if (spins >= HIER_FABRIC_SPIN) sched_yield();
         size_t got;
         st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &got);
         if (st != HIER_OK) return st;
