@@ -54,9 +54,10 @@ typedef struct {
     hier_status_t (*copy_start)(int device, void *dst, const void *src, size_t len);
     hier_status_t (*fence_record)(int device, hier_accel_fence_t *fence);
     hier_status_t (*fence_wait)(hier_accel_fence_t *fence);
-    /* pin host staging memory so copies to and from it run asynchronously */
-    hier_status_t (*host_pin)(void *p, size_t len);
-    void (*host_unpin)(void *p);
+    /* pin host staging memory (for device `device`'s copies) so copies to
+     * and from it run asynchronously */
+    hier_status_t (*host_pin)(int device, void *p, size_t len);
+    void (*host_unpin)(int device, void *p);
     /* the address the NIC is given for device address p (else p) */
     void *(*nic_addr)(const void *p);
 } hier_accel_backend_t;

@@ -51,10 +51,13 @@ static struct {
     CUresult (*event_destroy)(CUevent);
     CUresult (*mem_host_register)(void *, size_t, unsigned);
     CUresult (*mem_host_unregister)(void *);
+    CUresult (*stream_synchronize)(CUstream);
 } hier_cu;
 
-/* One stream per device, in its primary context, for staging copies. */
+/* One stream per device, in its primary context, for staging copies; the
+ * primary contexts, retained once. */
 static CUstream hier_cu_streams[HIER_CU_MAX_DEVICES];
+static CUcontext hier_cu_primary[HIER_CU_MAX_DEVICES];
 static pthread_mutex_t hier_cu_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int hier_cu_query(const void *p, hier_accel_range_t *range)
@@ -77,25 +80,42 @@ static int hier_cu_query(const void *p, hier_accel_range_t *range)
     return 1;
 }
 
+/* The primary context of `device`, retained once for the process. */
+static CUcontext hier_cu_primary_ctx(int device)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    if (device < 0 || device >= HIER_CU_MAX_DEVICES) return NULL;
+    pthread_mutex_lock(&hier_cu_lock);
+    if (!hier_cu_primary[device] && hier_cu.device_get(&dev, device) == 0 &&
+        hier_cu.primary_ctx_retain(&ctx, dev) == 0)
+        hier_cu_primary[device] = ctx;
+    ctx = hier_cu_primary[device];
+    pthread_mutex_unlock(&hier_cu_lock);
+    return ctx;
+}
+
 /* Copies need a current context: the application's, or, for a thread that
  * has none, the primary context of the buffer's device, pushed for the copy
- * and popped after it so the application's state is left as it was. */
+ * and popped after it so the application's state is left as it was. A copy
+ * that writes device memory returns only once it landed (cuMemcpy does not
+ * wait for device-to-device copies, nor for the DMA from pageable memory):
+ * the caller's next kernel, on any stream, sees the data. */
 static hier_status_t hier_cu_copy(void *dst, const void *src, size_t len)
 {
     CUcontext ctx = NULL, popped;
-    int pushed = 0;
+    hier_accel_range_t r;
+    int pushed = 0, to_device = hier_cu_query(dst, &r);
     if (hier_cu.ctx_get_current(&ctx) == 0 && !ctx) {
-        hier_accel_range_t r;
-        CUdevice dev;
-        int ordinal = hier_cu_query(src, &r) || hier_cu_query(dst, &r) ? r.device : 0;
-        if (hier_cu.device_get(&dev, ordinal) != 0 || hier_cu.primary_ctx_retain(&ctx, dev) != 0 ||
-            hier_cu.ctx_push_current(ctx) != 0) {
+        int ordinal = to_device || hier_cu_query(src, &r) ? r.device : 0;
+        if (!(ctx = hier_cu_primary_ctx(ordinal)) || hier_cu.ctx_push_current(ctx) != 0) {
             HIER_ERROR("CUDA: no context for a copy on device %d", ordinal);
             return HIER_ERR_INTERNAL;
         }
         pushed = 1;
     }
     CUresult rc = hier_cu.memcpy((CUdeviceptr)dst, (CUdeviceptr)src, len);
+    if (rc == 0 && to_device) rc = hier_cu.stream_synchronize(NULL); /* the legacy stream cuMemcpy used */
     if (pushed) (void)hier_cu.ctx_pop_current(&popped);
     if (rc != 0) {
         HIER_ERROR("CUDA: cuMemcpy of %zu bytes failed (CUresult %d)", len, rc);
@@ -107,10 +127,8 @@ static hier_status_t hier_cu_copy(void *dst, const void *src, size_t len)
 /* The primary context of `device`, made current until hier_cu_leave. */
 static hier_status_t hier_cu_enter(int device)
 {
-    CUcontext ctx;
-    CUdevice dev;
-    if (hier_cu.device_get(&dev, device) != 0 || hier_cu.primary_ctx_retain(&ctx, dev) != 0 ||
-        hier_cu.ctx_push_current(ctx) != 0) {
+    CUcontext ctx = hier_cu_primary_ctx(device);
+    if (!ctx || hier_cu.ctx_push_current(ctx) != 0) {
         HIER_ERROR("CUDA: cannot make device %d's primary context current", device);
         return HIER_ERR_INTERNAL;
     }
@@ -199,9 +217,9 @@ static hier_status_t hier_cu_fence_wait(hier_accel_fence_t *fence)
 }
 
 /* Page-locked for every context: copies to and from it are asynchronous. */
-static hier_status_t hier_cu_host_pin(void *p, size_t len)
+static hier_status_t hier_cu_host_pin(int device, void *p, size_t len)
 {
-    hier_status_t st = hier_cu_enter(0);
+    hier_status_t st = hier_cu_enter(device);
     if (st != HIER_OK) return st;
     CUresult rc = hier_cu.mem_host_register(p, len, HIER_CU_MEMHOSTREGISTER_PORTABLE);
     hier_cu_leave();
@@ -212,9 +230,9 @@ static hier_status_t hier_cu_host_pin(void *p, size_t len)
     return HIER_OK;
 }
 
-static void hier_cu_host_unpin(void *p)
+static void hier_cu_host_unpin(int device, void *p)
 {
-    if (hier_cu_enter(0) != HIER_OK) return;
+    if (hier_cu_enter(device) != HIER_OK) return;
     (void)hier_cu.mem_host_unregister(p);
     hier_cu_leave();
 }
@@ -249,6 +267,7 @@ static void hier_cu_load(void)
     HIER_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"); /* (only Release/Reset/SetFlags have _v2) */
     HIER_CU_SYM(ctx_push_current, "cuCtxPushCurrent_v2");
     HIER_CU_SYM(ctx_pop_current, "cuCtxPopCurrent_v2");
+    HIER_CU_SYM(stream_synchronize, "cuStreamSynchronize");
     if (hier_cu.init(0) != 0 || hier_cu.device_get_count(&ndev) != 0 || ndev < 1) goto close_lib;
     /* optional: asynchronous staging copies */
     *(void **)&hier_cu.stream_create = dlsym(lib, "cuStreamCreate");

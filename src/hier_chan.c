@@ -405,3 +405,21 @@ uint64_t hier_chan_direct_pending(const hier_chan_t *ch)
 {
     return ch->direct_sent - ch->direct_done;
 }
+
+static int hier_chan_direct_busy(const hier_fabric_t *fab)
+{
+    for (unsigned id = 0; id <= HIER_CHAN_MAX_ID; id++)
+        if (hier_chan_table[id] && hier_chan_table[id]->fab == fab &&
+            hier_chan_table[id]->direct_done < hier_chan_table[id]->direct_sent)
+            return 1;
+    return 0;
+}
+
+void hier_chan_quiesce_direct(hier_fabric_t *fab)
+{
+    time_t end = time(NULL) + 2;
+    for (unsigned i = 0; hier_chan_direct_busy(fab); i++) {
+        if (hier_chan_progress(fab) != HIER_OK) break;
+        if (i % 1024 == 1023 && time(NULL) > end) break;
+    }
+}

@@ -80,6 +80,10 @@ void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
 /* Direct writes of ours not yet completed. */
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 
+/* Poll until no channel of `fab` has a direct write in flight (2 s at most:
+ * a vanished peer completes nothing), before memory they read goes. */
+void hier_chan_quiesce_direct(hier_fabric_t *fab);
+
 /* Drive progress: poll the transport and hand events to their channels. */
 hier_status_t hier_chan_progress(hier_fabric_t *fab);
 

@@ -212,7 +212,34 @@ static hier_status_t hier_coll_dev_unknown(hier_path_t *path_p)
 /* ---- entry points: host buffers go straight to the algorithms above;
  * device buffers through hier_coll_dev.c, which stages them and calls the
  * host versions (never these: a staging buffer is host memory by
- * construction, and classifying it again could only go wrong). */
+ * construction, and classifying it again could only go wrong).
+ *
+ * Staging pipelines a large call as several host collectives, one per
+ * chunk; a rank with host buffers runs one. Ranks may mix host and device
+ * buffers, so the chunked sequence is used only when every rank stages:
+ * agreed per call above device_stage_chunk bytes, on communicators where
+ * some rank has a device backend (agreed once: host-only jobs never pay). */
+
+/* Whether any rank of the communicator may see device buffers (once). */
+static int hier_coll_dev_possible(hier_comm_t *c)
+{
+    if (!c->dev_possible) {
+        int any = !hier_accel_has_backend(); /* MIN over "no backend here": 0 when some rank has one */
+        if (c->ops.agree(&any, c->ops.arg) != 0) any = 1;
+        c->dev_possible = any ? -1 : 1;
+    }
+    return c->dev_possible > 0;
+}
+
+/* 1 when every rank stages this call (its own `staged`), agreed; 0 else.
+ * Every rank calls it for every call, with the same bytes. */
+static int hier_coll_all_staged(hier_comm_t *c, int staged, size_t bytes)
+{
+    if (bytes <= hier_params.device_stage_chunk || !hier_coll_dev_possible(c)) return 0;
+    int all = staged;
+    if (c->ops.agree(&all, c->ops.arg) != 0) all = 0;
+    return all;
+}
 
 hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                   hier_op_t op, hier_path_t *path_p)
@@ -222,6 +249,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_status_t st;
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
+    dev.chunked = hier_coll_all_staged(c, c->staged && st == HIER_OK, bytes);
     if (!c->staged) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
     return st == HIER_OK ? hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p) : st;
 }
@@ -230,15 +258,19 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
                                   hier_path_t *path_p)
 {
     hier_coll_dev_call_t dev;
-    hier_status_t st;
-    c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size, &dev.sbuf,
-                                       &dev.rbuf, &st);
+    hier_status_t st, pd_st;
+    size_t total = block_bytes * (size_t)c->size;
+    int all_device = -1;
+    c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
-    hier_status_t pd_st;
-    if (hier_coll_pd_allgather(c, &dev, c->staged && st == HIER_OK, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
+    if (hier_coll_pd_allgather(c, &dev, c->staged && st == HIER_OK, sbuf, rbuf, block_bytes, &all_device, path_p,
+                               &pd_st)) {
         c->staged = 0; /* NIC to NIC: nothing staged */
         return pd_st;
     }
+    /* (the peer-direct agreement, when there was one, said it already) */
+    dev.chunked = all_device >= 0 ? all_device && total > hier_params.device_stage_chunk
+                                  : hier_coll_all_staged(c, c->staged && st == HIER_OK, total);
     if (!c->staged) return hier_coll_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
     return st == HIER_OK ? hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p) : st;
 }
@@ -253,6 +285,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
+    dev.chunked = hier_coll_all_staged(c, c->staged && st == HIER_OK, total * es);
     if (!c->staged) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
     return st == HIER_OK ? hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p) : st;
 }

@@ -11,7 +11,9 @@
  * caller passed MPI_IN_PLACE — because algorithm choices may depend on it.
  *
  * Pipeline, chunk k in host buffer k % 3 (backends with asynchronous copies
- * overlap them with the collectives; others copy synchronously):
+ * overlap them with the collectives; others copy synchronously), when every
+ * rank stages the call (d->chunked, agreed by the caller; otherwise one
+ * chunk, the whole call, as a rank with host buffers runs it):
  * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that
  *    buffer is done;
  * 2. wait for chunk k's copy in;
@@ -64,14 +66,14 @@ static hier_status_t hier_dev_copy(const hier_dev_pipe_t *p, const hier_accel_bu
         memcpy(dst, src, len);
         return HIER_OK;
     }
-    if (b->backend != p->dev) /* another backend's copies would not be behind our fences */
+    if (b->backend != p->dev || b->range.device != p->device) /* copies our fences do not cover */
         return to_host ? b->backend->to_host(dst, src, len) : b->backend->from_host(dst, src, len);
     return hier_accel_copy_start(b->backend, b->range.device, dst, src, len, to_host);
 }
 
 static void hier_dev_unpin(hier_comm_t *c)
 {
-    if (c->dev_host_pin && c->dev_host_pin->host_unpin) c->dev_host_pin->host_unpin(c->dev_host);
+    if (c->dev_host_pin && c->dev_host_pin->host_unpin) c->dev_host_pin->host_unpin(c->dev_host_pin_device, c->dev_host);
     c->dev_host_pin = NULL;
 }
 
@@ -83,20 +85,25 @@ void hier_coll_dev_release(hier_comm_t *c)
     c->dev_host_len = 0;
 }
 
-/* The host buffers, at least len bytes, pinned for `dev` when it can. */
-static uint8_t *hier_dev_host(hier_comm_t *c, const hier_accel_backend_t *dev, size_t len)
+/* The host buffers, at least len bytes (whole pages), pinned for `dev`'s
+ * device when it can. */
+static uint8_t *hier_dev_host(hier_comm_t *c, const hier_accel_backend_t *dev, int device, size_t len)
 {
+    len = (len + 4095) & ~(size_t)4095;
     if (len > c->dev_host_len) {
         hier_coll_dev_release(c);
-        if (!(c->dev_host = aligned_alloc(4096, (len + 4095) & ~(size_t)4095))) {
+        if (!(c->dev_host = aligned_alloc(4096, len))) {
             HIER_ERROR("no %zu bytes of host memory to stage device buffers", len);
             return NULL;
         }
         c->dev_host_len = len;
     }
-    if (c->dev_host_pin != dev && dev->host_pin) {
+    if ((c->dev_host_pin != dev || c->dev_host_pin_device != device) && dev->host_pin) {
         hier_dev_unpin(c);
-        if (dev->host_pin(c->dev_host, c->dev_host_len) == HIER_OK) c->dev_host_pin = dev;
+        if (dev->host_pin(device, c->dev_host, c->dev_host_len) == HIER_OK) {
+            c->dev_host_pin = dev;
+            c->dev_host_pin_device = device;
+        }
     }
     return c->dev_host;
 }
@@ -106,7 +113,8 @@ static hier_status_t hier_dev_pipe_run(hier_dev_pipe_t *p)
 {
     hier_accel_fence_t in[HIER_DEV_DEPTH] = {{0}}, out[HIER_DEV_DEPTH] = {{0}};
     hier_status_t first = HIER_OK, st;
-    uint8_t *host = hier_dev_host(p->c, p->dev, HIER_DEV_DEPTH * p->stride + 1);
+    size_t nbufs = p->nchunks < HIER_DEV_DEPTH ? p->nchunks : HIER_DEV_DEPTH;
+    uint8_t *host = hier_dev_host(p->c, p->dev, p->device, nbufs * p->stride + 1);
     if (!host) return HIER_ERR_NO_MEMORY; /* every rank's host memory is alike: all fail here together, or none */
 
 #define HIER_DEV_KEEP(expr)                                                                                          \
@@ -187,7 +195,7 @@ hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t
     p.dt = dt;
     p.op = op;
     p.chunk = hier_params.device_stage_chunk / p.esize ? hier_params.device_stage_chunk / p.esize : 1;
-    if (p.chunk > count) p.chunk = count ? count : 1;
+    if (p.chunk > count || !d->chunked) p.chunk = count ? count : 1;
     p.nchunks = count ? hier_dev_div_up(count, p.chunk) : 1;
     p.stride = (sbuf ? 2 : 1) * p.chunk * p.esize;
     p.in = hier_dev_ar_in;
@@ -237,7 +245,7 @@ hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t
     p.count = block_bytes;
     p.chunk = (hier_params.device_stage_chunk / (size_t)c->size) & ~(size_t)63;
     if (p.chunk < 64) p.chunk = 64;
-    if (p.chunk > block_bytes) p.chunk = block_bytes ? block_bytes : 1;
+    if (p.chunk > block_bytes || !d->chunked) p.chunk = block_bytes ? block_bytes : 1;
     p.nchunks = block_bytes ? hier_dev_div_up(block_bytes, p.chunk) : 1;
     p.stride = (sbuf ? p.chunk : 0) + (size_t)c->size * p.chunk;
     p.in = hier_dev_ag_in;
@@ -315,7 +323,7 @@ hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_c
     p.rcounts = rcounts;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
     size_t chunk = hier_params.device_stage_chunk < 4096 ? 4096 : hier_params.device_stage_chunk;
-    p.nchunks = sbuf && total ? hier_dev_div_up(total * p.esize, chunk) : 1;
+    p.nchunks = sbuf && total && d->chunked ? hier_dev_div_up(total * p.esize, chunk) : 1;
     if (!(p.q = malloc(2 * (size_t)c->size * sizeof(size_t)))) return HIER_ERR_NO_MEMORY; /* (before any step) */
     p.sub = p.q + c->size;
     for (int r = 0; r < c->size; r++) width += p.q[r] = hier_dev_div_up(rcounts[r], p.nchunks);

@@ -55,6 +55,7 @@ typedef struct {
     uint64_t addr_len;
     uint8_t addr[HIER_FABRIC_ADDR_MAX];
     hier_chan_info_t left, right;
+    uint64_t max_msg; /* the provider's, here */
 } hier_pd_info_t;
 
 static int hier_pd_pos(const hier_comm_t *c)
@@ -109,14 +110,21 @@ static int hier_pd_connect(hier_comm_t *c, hier_fabric_t *fab, const hier_pd_inf
 static void hier_pd_setup(hier_comm_t *c)
 {
     hier_fabric_t *fab = NULL;
-    hier_pd_info_t mine = {0}, *all = NULL;
-    int ok = hier_accel_has_backend() && (fab = hier_core_fabric()) != NULL && hier_fabric_hmem(fab, 0) &&
-             hier_comm_ensure_layout(c); /* 1 */
+    hier_pd_info_t mine = {0};
+    int layout = hier_comm_ensure_layout(c); /* collective: every rank, first */
+    hier_pd_info_t *all = calloc((size_t)c->size, sizeof(*all));
+    int ok = layout && all && hier_accel_has_backend() && (fab = hier_core_fabric()) != NULL &&
+             hier_fabric_hmem(fab, 0); /* 1 */
     if (c->ops.agree(&ok, c->ops.arg) != 0 || !ok) goto off;
-    ok = hier_pd_chans(c, fab, &mine) && (all = calloc((size_t)c->size, sizeof(*all))) != NULL; /* 2 */
-    if (c->ops.allgather(&mine, all ? all : &mine, sizeof(mine), c->ops.arg) != 0) ok = 0;   /* 3 */
-    if (ok) ok = hier_pd_connect(c, fab, all);                                                 /* 4 */
+    ok = hier_pd_chans(c, fab, &mine); /* 2 */
+    mine.max_msg = hier_fabric_max_msg(fab);
+    if (c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) ok = 0; /* 3 */
+    if (ok) ok = hier_pd_connect(c, fab, all);                               /* 4 */
+    c->pd_max_msg = SIZE_MAX; /* every rank cuts blocks alike: by the smallest limit */
+    for (int r = 0; ok && r < c->size; r++)
+        if (all[r].max_msg < c->pd_max_msg) c->pd_max_msg = all[r].max_msg;
     free(all);
+    all = NULL;
     if (c->ops.agree(&ok, c->ops.arg) != 0 || !ok) goto off;
     c->pd_state = HIER_PD_READY;
     HIER_LOG(HIER_LOG_COMM, "peer-direct allgather ready: ring position %d of %d over %s", hier_pd_pos(c), c->size,
@@ -124,6 +132,7 @@ static void hier_pd_setup(hier_comm_t *c)
     return;
 
 off:
+    free(all);
     hier_coll_pd_close(c);
     c->pd_state = HIER_PD_OFF;
     HIER_LOG(HIER_LOG_COMM, "no peer-direct allgather on this communicator (no device backend or no FI_HMEM "
@@ -186,10 +195,10 @@ static const uint8_t *hier_pd_nic(const hier_accel_buf_t *b, const hier_dev_mr_t
 /* Write `len` bytes (NIC address src) to offset `off` of the right
  * neighbour's registration, in pieces the provider takes, tagged with the
  * step. */
-static hier_status_t hier_pd_write(hier_comm_t *c, hier_fabric_t *fab, const uint8_t *src, size_t len,
-                                   hier_fabric_mr_t *mr, const hier_pd_ctl_t *to, uint64_t off, int step)
+static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t len, hier_fabric_mr_t *mr,
+                                   const hier_pd_ctl_t *to, uint64_t off, int step)
 {
-    size_t max = hier_fabric_max_msg(fab);
+    size_t max = c->pd_max_msg;
     for (size_t done = 0, n; done < len; done += n) {
         n = len - done < max ? len - done : max;
         hier_status_t st =
@@ -251,7 +260,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
                                   const uint8_t *sbuf, uint8_t *rbuf, size_t block, const hier_pd_regs_t *regs)
 {
     int total = c->size, pos = hier_pd_pos(c);
-    size_t max = hier_fabric_max_msg(fab), nseg = block / max + (block % max != 0); /* (max may be SIZE_MAX) */
+    size_t max = c->pd_max_msg, nseg = block / max + (block % max != 0); /* (max may be SIZE_MAX) */
     hier_pd_ctl_t mine = {.kind = HIER_PD_WHERE, .rkey = hier_fabric_mr_rkey(regs->recv.mr),
                           .off = (uint64_t)(hier_pd_nic(&d->rbuf, &regs->recv, rbuf) - regs->recv.nic_base)};
     hier_pd_ctl_t right, done = {.kind = HIER_PD_DONE};
@@ -269,7 +278,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
             mr = regs->send.mr;
         }
         if (s > 0) st = hier_pd_wait_block(c, fab, s - 1, nseg);
-        if (st == HIER_OK) st = hier_pd_write(c, fab, src, block, mr, &right, (uint64_t)k * block, s);
+        if (st == HIER_OK) st = hier_pd_write(c, src, block, mr, &right, (uint64_t)k * block, s);
     }
     for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, fab, s, nseg); /* 5 */
     if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
@@ -282,7 +291,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
 }
 
 int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int device, const void *sbuf, void *rbuf,
-                           size_t block, hier_path_t *path_p, hier_status_t *st_p)
+                           size_t block, int *all_device_p, hier_path_t *path_p, hier_status_t *st_p)
 {
     if (!hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 ||
         block < hier_params.device_peer_direct_min || c->pd_state == HIER_PD_OFF)
@@ -293,10 +302,12 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int de
     hier_fabric_t *fab = hier_core_fabric();
     hier_pd_regs_t regs;
     memset(&regs, 0, sizeof(regs));
-    int ok = c->pd_state == HIER_PD_READY && device && hier_accel_is_device(&d->rbuf) &&
-             (!sbuf || hier_accel_is_device(&d->sbuf)) && hier_pd_register(fab, d, sbuf == NULL, &regs);
-    if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0; /* a failed agreement fails on every rank */
-    if (!ok) {
+    /* the vote: 0 host buffers here, 1 device buffers, 2 registered for peer direct; the least wins */
+    int all_device = device && hier_accel_is_device(&d->rbuf) && (!sbuf || hier_accel_is_device(&d->sbuf));
+    int vote = all_device + (all_device && c->pd_state == HIER_PD_READY && hier_pd_register(fab, d, !sbuf, &regs));
+    if (c->ops.agree(&vote, c->ops.arg) != 0) vote = 0; /* a failed agreement fails on every rank */
+    *all_device_p = vote >= 1;
+    if (vote < 2) {
         hier_pd_release(&regs);
         return 0;
     }

@@ -41,11 +41,14 @@ struct hier_comm {
     hier_chan_t *pd_left;       /* with the rank before me in the ring: it writes into my buffer */
     hier_chan_t *pd_right;      /* with the rank after me: I write into its buffer */
     uint32_t *pd_counts;        /* per ring step, the left's writes that landed this call */
+    size_t pd_max_msg;          /* the smallest max_msg_size of all ranks: blocks are cut by it */
     uint64_t net_bytes;         /* put on the fabric by the last call */
     int staged;                 /* the last call's buffers were device memory, staged through dev_host */
+    int dev_possible;           /* some rank has a device backend: 1, none: -1, not asked yet: 0 */
     uint8_t *dev_host;          /* host staging buffer for device buffers (hier_coll_dev.c) */
     size_t dev_host_len;
     const hier_accel_backend_t *dev_host_pin; /* the backend that pinned dev_host, if any */
+    int dev_host_pin_device;                  /* for which device */
     hier_shm_state_t shm_state;
     hier_shm_t *shm;
     size_t chunk_bytes;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "hier_chan.h"
 #include "hier_log.h"
 
 static struct {
@@ -24,9 +25,21 @@ static hier_status_t hier_dev_mr_reg(hier_fabric_t *fab, const hier_accel_buf_t 
     return HIER_OK;
 }
 
-hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *b, hier_dev_mr_t *out)
+/* Deregister a kept registration: the provider may still owe completions of
+ * writes from it (on shm they wait for the target's progress). */
+static void hier_dev_mr_drop(hier_fabric_t *fab, hier_fabric_mr_t *mr)
+{
+    hier_chan_quiesce_direct(fab);
+    hier_fabric_mr_dereg(mr);
+}
+
+hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
 {
     int victim = 0;
+    hier_accel_buf_t fresh = *in, *b = &fresh;
+    /* The allocation's id from the runtime now, not from the classification
+     * cache: freed and reallocated at the same place, it has a new one. */
+    if (!in->backend->query((const void *)in->range.base, &fresh.range)) fresh.range.id = 0;
     hier_dev_mr_clock++;
     for (int i = 0; b->range.id && i < HIER_DEV_MR_CACHE; i++) {
         if (hier_dev_mr_cache[i].used && hier_dev_mr_cache[i].fab == fab && hier_dev_mr_cache[i].id == b->range.id &&
@@ -43,7 +56,7 @@ hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *b, hie
         if (st == HIER_OK) *out = m;
         return st;
     }
-    if (hier_dev_mr_cache[victim].used) hier_fabric_mr_dereg(hier_dev_mr_cache[victim].reg.mr); /* idle between calls */
+    if (hier_dev_mr_cache[victim].used) hier_dev_mr_drop(hier_dev_mr_cache[victim].fab, hier_dev_mr_cache[victim].reg.mr);
     hier_dev_mr_cache[victim].fab = fab;
     hier_dev_mr_cache[victim].id = b->range.id;
     hier_dev_mr_cache[victim].base = b->range.base;
@@ -63,6 +76,6 @@ void hier_dev_mr_put(hier_dev_mr_t *m)
 void hier_dev_mr_flush(void)
 {
     for (int i = 0; i < HIER_DEV_MR_CACHE; i++)
-        if (hier_dev_mr_cache[i].used) hier_fabric_mr_dereg(hier_dev_mr_cache[i].reg.mr);
+        if (hier_dev_mr_cache[i].used) hier_dev_mr_drop(hier_dev_mr_cache[i].fab, hier_dev_mr_cache[i].reg.mr);
     memset(hier_dev_mr_cache, 0, sizeof(hier_dev_mr_cache));
 }

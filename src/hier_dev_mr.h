@@ -7,7 +7,10 @@
  * hands the same buffers to every call: registrations of allocations with an
  * id (never reused by the runtime: CUDA's buffer id) are kept in a small
  * cache, least recently used out, and bounded to HIER_DEV_MR_CACHE of them.
- * An allocation without an id is registered for the call only. */
+ * An allocation without an id is registered for the call only. A dropped
+ * registration waits first for the direct writes still in flight (2 s at
+ * most). Not thread-safe: collectives on one communicator at a time, as
+ * coll components are called. */
 #ifndef HIER_DEV_MR_H
 #define HIER_DEV_MR_H
 

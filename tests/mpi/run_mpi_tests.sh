@@ -85,6 +85,7 @@ PD="--mca coll_hier_fabric_provider shm --mca coll_hier_device_peer_direct_min 4
 case_run np3_device_staged 3 $DEV $TC
 case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --quick --direct-min 4096
 case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_staging 1 $TC --quick
+case_run np4_device_on_even_ranks_shm 4 $DEV -x HIER_TEST_DEVICE=even $PD $TC --quick --direct-min 4096
 # Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
 case_run np2_cuda 2 "$B/tests/mpi/test_cuda"
 grep -hs '^SKIP:' "$LOG/np2_cuda.out" || true

@@ -10,6 +10,8 @@
  * "device memory" of the test backend (tests/common/test_dev_backend.c: the
  * CPU faults on it), which this program offers to hier through
  * hier_test_accel_backend(); the counters must then show every call staged.
+ * HIER_TEST_DEVICE=even: only even ranks' buffers are device memory (ranks
+ * may mix host and device buffers in one call).
  */
 #include <complex.h>
 #include <getopt.h>
@@ -24,7 +26,27 @@
 
 /* ---------------------------------------------------------------- buffers */
 
-static int device; /* HIER_TEST_DEVICE set: buffers handed to MPI are device memory */
+static int device; /* HIER_TEST_DEVICE set (=even: on even ranks): buffers handed to MPI are device memory */
+static int device_even; /* HIER_TEST_DEVICE=even */
+
+/* Whether every rank of comm hands device memory to MPI (no collective:
+ * world ranks decide). */
+static int comm_all_device(MPI_Comm comm)
+{
+    if (!device_even) return device;
+    MPI_Group world, g;
+    int n, ok = 1;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Comm_group(comm, &g);
+    MPI_Group_size(g, &n);
+    int *mine = malloc(sizeof(int) * (size_t)n), *w = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) mine[i] = i;
+    MPI_Group_translate_ranks(g, n, mine, world, w);
+    for (int i = 0; i < n; i++) ok &= w[i] % 2 == 0;
+    free(mine), free(w);
+    MPI_Group_free(&g), MPI_Group_free(&world);
+    return ok;
+}
 
 /* Found by hier at start-up (dlsym): our backend, when asked for. */
 HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void);
@@ -456,7 +478,7 @@ static void run_allgather(MPI_Datatype sdt, size_t ssize, MPI_Datatype rdt, size
     CHECK(r[block * (size_t)n] == 0x5a, "allgather wrote past the receive buffer");
     e->calls[1] += rcount > 0;
     e->single[1] += rcount > 0 && n == 1;
-    e->direct[1] += device && direct_min && rcount > 0 && n > 1 && block >= direct_min;
+    e->direct[1] += direct_min && rcount > 0 && n > 1 && block >= direct_min && comm_all_device(comm);
     xfree(sx), xfree(rx);
 }
 
@@ -653,7 +675,7 @@ int main(int argc, char **argv)
     int opt, rank, n, derived_types = 0, world_only = 0, net = 0;
 
     MPI_Init(&argc, &argv);
-    device = getenv("HIER_TEST_DEVICE") != NULL;
+    const char *dev_env = getenv("HIER_TEST_DEVICE");
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
         case 'e': expect = optarg; break;
@@ -670,6 +692,8 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    device_even = dev_env && !strcmp(dev_env, "even");
+    device = dev_env && (!device_even || rank % 2 == 0);
     init_types();
     init_ops();
     if (check_pvars_open() != 0) {
@@ -690,8 +714,8 @@ int main(int argc, char **argv)
     check_pvars_read(&c1);
     verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
     if (net) verify_net("MPI_COMM_WORLD", &c0, &c1, &e);
-    CHECK(!direct_min || !device || e.direct[1] > 0, "--direct-min %zu: no allgather large enough to go peer direct",
-          direct_min);
+    CHECK(!direct_min || !comm_all_device(MPI_COMM_WORLD) || e.direct[1] > 0,
+          "--direct-min %zu: no allgather large enough to go peer direct", direct_min);
 
     if (world_only) { /* sub-communicators may land on one node and be served */
         check_pvars_close();

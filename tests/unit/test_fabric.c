@@ -488,9 +488,22 @@ ParameterizedTest(int *p, fabric, inter_node_allreduce_schedules_run_over_channe
             }
 }
 
-/* Registrations of device allocations are kept by allocation id: the same
- * allocation is registered once, an allocation without an id for the call
- * only, and at most HIER_DEV_MR_CACHE are kept (least recently used out). */
+/* Registrations of device allocations are kept by allocation id (asked of
+ * the backend at each call): the same allocation is registered once, an
+ * allocation without an id for the call only, one reallocated at the same
+ * address anew, and at most HIER_DEV_MR_CACHE are kept (least recently
+ * used out). "Device" allocations here: pages of one host buffer. */
+enum { CACHE_N = HIER_DEV_MR_CACHE + 1 };
+static uint8_t *cache_mem;
+static uint64_t cache_ids[CACHE_N]; /* the runtime's id of allocation i now */
+static int cache_query(const void *p, hier_accel_range_t *range)
+{
+    size_t i = (size_t)((const uint8_t *)p - cache_mem) / 4096;
+    if ((const uint8_t *)p < cache_mem || i >= CACHE_N) return 0;
+    *range = (hier_accel_range_t){.base = (uintptr_t)(cache_mem + i * 4096), .len = 4096, .id = cache_ids[i]};
+    return 1;
+}
+
 Test(fabric, device_registrations_are_cached_by_allocation)
 {
     hier_fabric_config_t cfg = {.provider = "shm", .timeout = 3, .hmem = 1};
@@ -500,24 +513,26 @@ Test(fabric, device_registrations_are_cached_by_allocation)
         hier_fabric_close(fab);
         return;
     }
-    enum { N = HIER_DEV_MR_CACHE + 1 };
-    uint8_t *mem = aligned_alloc(4096, (size_t)N * 4096);
-    hier_accel_backend_t host_dev = {.name = "host-as-device", .fi_iface = FI_HMEM_SYSTEM};
+    enum { N = CACHE_N };
+    uint8_t *mem = cache_mem = aligned_alloc(4096, (size_t)N * 4096);
+    hier_accel_backend_t host_dev = {.name = "host-as-device", .fi_iface = FI_HMEM_SYSTEM, .query = cache_query};
     hier_accel_buf_t b[N];
     hier_dev_mr_t m, again, first;
-    for (int i = 0; i < N; i++)
-        b[i] = (hier_accel_buf_t){.backend = &host_dev,
-                                  .range = {.base = (uintptr_t)(mem + i * 4096), .len = 4096, .id = (uint64_t)i + 1}};
+    for (int i = 0; i < N; i++) {
+        cache_ids[i] = (uint64_t)i + 1;
+        cr_assert(cache_query(mem + i * 4096, &b[i].range));
+        b[i].backend = &host_dev;
+    }
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &first), HIER_OK);
     cr_assert(first.cached && first.nic_base == mem);
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
     cr_assert_eq(again.mr, first.mr, "the same allocation is registered once");
     hier_dev_mr_put(&again);
-    hier_accel_buf_t anon = b[1];
-    anon.range.id = 0;
-    cr_assert_eq(hier_dev_mr_get(fab, &anon, &m), HIER_OK);
+    cache_ids[1] = 0;
+    cr_assert_eq(hier_dev_mr_get(fab, &b[1], &m), HIER_OK);
     cr_assert(!m.cached, "no id: registered for the call only");
     hier_dev_mr_put(&m);
+    cache_ids[1] = 2;
     for (int i = 1; i < N; i++) { /* N - 1 more: the cache is full, b[0] the oldest */
         cr_assert_eq(hier_dev_mr_get(fab, &b[i], &m), HIER_OK);
         hier_dev_mr_put(&m);
@@ -525,10 +540,9 @@ Test(fabric, device_registrations_are_cached_by_allocation)
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
     cr_assert_neq(hier_fabric_mr_rkey(again.mr).key, hier_fabric_mr_rkey(first.mr).key,
                   "the least recently used registration was dropped and b[0] registered anew");
-    hier_accel_buf_t moved = b[2];
-    moved.range.id = 1000; /* freed and reallocated at the same address: a new id */
     cr_assert_eq(hier_dev_mr_get(fab, &b[2], &first), HIER_OK);
-    cr_assert_eq(hier_dev_mr_get(fab, &moved, &m), HIER_OK);
+    cache_ids[2] = 1000; /* freed and reallocated at the same address: a new id, though b[2] still says 3 */
+    cr_assert_eq(hier_dev_mr_get(fab, &b[2], &m), HIER_OK);
     cr_assert_neq(m.mr, first.mr, "a new allocation at an old address gets its own registration");
     hier_dev_mr_flush();
     hier_fabric_close(fab);
