@@ -90,7 +90,7 @@ static void die_usage(const char *msg, const char *arg)
             "      --label NAME       first column of every row (default hier_bench)\n"
             "      --memcpy           measure memcpy bandwidth first (and, across nodes, the link)\n"
             "      --device test      send and receive buffers are device memory of hier's test backend\n"
-            "                         (the CPU faults on it; hier stages it through host memory)\n"
+            "                         (the CPU faults on it: hier stages it, or registers it with an FI_HMEM provider)\n"
             "  -h, --help\n", TARGET_SECONDS, MIN_ITERS, MAX_ITERS);
     }
     MPI_Finalize();
