@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda_loader.h"
 #include "test_dev_backend.h"
 
 enum { C_ALLREDUCE, C_ALLGATHER, C_RS, C_RSB, C_NCOLL };
@@ -62,7 +63,7 @@ static const char *dt_name;
 static void *sbuf, *rbuf; /* what MPI gets */
 static void *sview, *rview; /* what this program reads and writes: the same, or the device alias */
 static int *counts, *displs;
-static int device; /* --device test: buffers are the test backend's "device memory" */
+static enum { DEV_NONE, DEV_TEST, DEV_CUDA } device; /* --device: buffers handed to MPI are device memory */
 
 /* hier looks for this (dlsym) at start-up: with --device test, device
  * memory the CPU faults on, staged by hier through host memory. */
@@ -89,8 +90,9 @@ static void die_usage(const char *msg, const char *arg)
             "      --check/--no-check verify results after timing (default check)\n"
             "      --label NAME       first column of every row (default hier_bench)\n"
             "      --memcpy           measure memcpy bandwidth first (and, across nodes, the link)\n"
-            "      --device test      send and receive buffers are device memory of hier's test backend\n"
-            "                         (the CPU faults on it: hier stages it, or registers it with an FI_HMEM provider)\n"
+            "      --device test|cuda send and receive buffers are device memory: hier's test backend (the CPU\n"
+            "                         faults on it) or CUDA (cuMemAlloc, one GPU per rank modulo the GPUs);\n"
+            "                         hier stages it, or registers it with an FI_HMEM provider\n"
             "  -h, --help\n", TARGET_SECONDS, MIN_ITERS, MAX_ITERS);
     }
     MPI_Finalize();
@@ -171,7 +173,8 @@ static void parse_args(int argc, char **argv)
         case O_LABEL: opt.label = optarg; break;
         case O_MEMCPY: opt.memcpy_bench = 1; break;
         case O_DEVICE:
-            if (strcmp(optarg, "test")) die_usage("unknown device backend (this build knows: test)", optarg);
+            if (strcmp(optarg, "test") && strcmp(optarg, "cuda"))
+                die_usage("unknown device backend (this build knows: test, cuda)", optarg);
             break; /* seen before MPI_Init */
         case 'h': die_usage(NULL, NULL); break;
         default: die_usage("unknown or incomplete option", argv[optind - 1]);
@@ -370,7 +373,11 @@ static long check(int coll, size_t n)
     rn = coll == C_ALLREDUCE || coll == C_ALLGATHER ? n : (size_t)counts[rank];
     off = coll == C_RS ? (size_t)displs[rank] : coll == C_RSB ? (size_t)rank * rn : 0;
     for (size_t i = 0; i < rn; i++) set_elem(rview, i, -12345);
+    if (device == DEV_CUDA && (cul_htod((cul_ptr_t)sbuf, sview, sn * esz) || cul_htod((cul_ptr_t)rbuf, rview, rn * esz)))
+        return 1;
     call(coll, n);
+    if (device == DEV_CUDA && (cul_dtoh(rview, (cul_ptr_t)rbuf, rn * esz) || cul_dtoh(sview, (cul_ptr_t)sbuf, sn * esz)))
+        return 1;
     long bad = 0;
     for (size_t i = 0; i < rn; i++) {
         size_t g = off + i;
@@ -474,7 +481,9 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "test")) {
             setenv("HIER_TEST_DEVICE", "1", 1);
-            device = 1;
+            device = DEV_TEST;
+        } else if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) {
+            device = DEV_CUDA;
         }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -506,12 +515,23 @@ int main(int argc, char **argv)
         run_link();
     }
 
-    if (device) {
+    if (device == DEV_TEST) {
         sbuf = tdev_alloc(opt.max_bytes);
         rbuf = tdev_alloc(opt.max_bytes);
         sview = tdev_alias(sbuf);
         rview = tdev_alias(rbuf);
-        if (rank == 0) printf("# device buffers: hier's test backend, staged through host memory\n");
+        if (rank == 0) printf("# device buffers: hier's test backend\n");
+    } else if (device == DEV_CUDA) {
+        const char *why = cul_open(rank);
+        if (!why && (!(sbuf = (void *)cul_alloc(opt.max_bytes)) || !(rbuf = (void *)cul_alloc(opt.max_bytes))))
+            why = "cuMemAlloc failed";
+        if (why) {
+            fprintf(stderr, "hier_bench: --device cuda on rank %d: %s\n", rank, why);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        sview = alloc_touched(opt.max_bytes); /* host copies of the inputs and results, for the checks */
+        rview = alloc_touched(opt.max_bytes);
+        if (rank == 0) printf("# device buffers: CUDA (cuMemAlloc)\n");
     } else {
         sbuf = sview = alloc_touched(opt.max_bytes);
         rbuf = rview = alloc_touched(opt.max_bytes);
@@ -524,9 +544,14 @@ int main(int argc, char **argv)
         if (opt.colls[c]) failed |= bench_coll(c, lw);
     MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0 && failed) printf("# FAIL: some results were wrong\n");
-    if (device) {
+    if (device == DEV_TEST) {
         tdev_free(sbuf);
         tdev_free(rbuf);
+    } else if (device == DEV_CUDA) {
+        cul_free((cul_ptr_t)sbuf);
+        cul_free((cul_ptr_t)rbuf);
+        free(sview);
+        free(rview);
     } else {
         free(sbuf);
         free(rbuf);

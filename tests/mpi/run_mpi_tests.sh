@@ -88,7 +88,11 @@ case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_stagin
 case_run np4_device_on_even_ranks_shm 4 $DEV -x HIER_TEST_DEVICE=even $PD $TC --quick --direct-min 4096
 # Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
 case_run np2_cuda 2 "$B/tests/mpi/test_cuda"
-grep -hs '^SKIP:' "$LOG/np2_cuda.out" || true
+grep -hs '^SKIP:\|^test_cuda:' "$LOG/np2_cuda.out" || true
+# ...in 64 KiB pipeline chunks, over an endpoint that may register CUDA memory (shm: peer direct if it can)
+case_run np2_cuda_pipelined_shm 2 --mca coll_hier_device_stage_chunk 64K --mca coll_hier_fabric_provider shm \
+    "$B/tests/mpi/test_cuda"
+grep -hs '^test_cuda:' "$LOG/np2_cuda_pipelined_shm.out" || true
 # When the previous component computes, Open MPI's own reduction bugs show:
 # op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
 # MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
