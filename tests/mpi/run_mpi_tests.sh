@@ -83,7 +83,7 @@ case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
 DEV="-x HIER_TEST_DEVICE=1 -x HIER_TEST_DEVICE_DELAY_US=5 --mca coll_hier_device_stage_chunk 4K"
 PD="--mca coll_hier_fabric_provider shm --mca coll_hier_device_peer_direct_min 4K"
 case_run np3_device_staged 3 $DEV $TC
-case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --quick --direct-min 4096
+case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --direct-min 4096
 case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_staging 1 $TC --quick
 case_run np4_device_on_even_ranks_shm 4 $DEV -x HIER_TEST_DEVICE=even $PD $TC --quick --direct-min 4096
 # Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
@@ -134,9 +134,9 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes2x2_device_peer_direct_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV $PD \
-        $TC --quick $NET --direct-min 4096
+        $TC $NET --direct-min 4096
     case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV \
-        --mca coll_hier_fabric_provider tcp $TC --quick $NET
+        --mca coll_hier_fabric_provider tcp $TC $NET
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
         $TC --quick --world-only $NET --allreduce-path net_ring
