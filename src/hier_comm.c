@@ -82,7 +82,11 @@ hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_
     c->ops = *ops;
     c->nnodes = 1;
     c->my_node = my_node;
-    if (!(c->steps = malloc(HIER_SCHED_MAX_STEPS * sizeof(*c->steps)))) {
+    c->steps = malloc(HIER_SCHED_MAX_STEPS * sizeof(*c->steps));
+    c->steps2 = malloc(HIER_SCHED_MAX_STEPS * sizeof(*c->steps2));
+    if (!c->steps || !c->steps2) {
+        free(c->steps);
+        free(c->steps2);
         free(c);
         return HIER_ERR_NO_MEMORY;
     }
@@ -117,7 +121,9 @@ int hier_comm_ensure_layout(hier_comm_t *c)
     if (nsteps > HIER_SCHED_MAX_STEPS) {
         hier_step_t *steps = realloc(c->steps, nsteps * sizeof(*steps));
         if (steps) c->steps = steps;
-        ok = steps != NULL;
+        hier_step_t *steps2 = steps ? realloc(c->steps2, nsteps * sizeof(*steps2)) : NULL;
+        if (steps2) c->steps2 = steps2;
+        ok = steps && steps2;
     }
     if (c->ops.agree(&ok, c->ops.arg) != 0) ok = 0;
     c->too_big = !ok;
@@ -132,6 +138,7 @@ void hier_comm_destroy(hier_comm_t *c)
     hier_shm_detach(c->shm);
     free(c->stage);
     free(c->steps);
+    free(c->steps2);
     hier_coll_dev_release(c);
     free(c);
 }
@@ -342,6 +349,80 @@ static hier_status_t hier_comm_peer_read(void *ctx, hier_ref_t ref, void *dst, s
     return hier_cma_read(peer->pid, base + ref.off, dst, len);
 }
 
+static int hier_comm_is_net(const hier_step_t *s)
+{
+    return s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV;
+}
+
+/* A chunk's steps cut for the overlap: [0, b1) before its first barrier
+ * (the copy in), [b1, net) up to its network run, [net, tail) the run
+ * (net == tail: none on this rank), [tail, n) from its last barrier on (the
+ * copy out). Only the inter-node schedules (two barriers per chunk, the run
+ * between them) are cut; the others run whole: b1 == net == tail == n. */
+typedef struct {
+    hier_step_t *steps;
+    size_t n, b1, net, tail;
+} hier_comm_chunk_t;
+
+static void hier_comm_build(hier_comm_t *c, hier_sched_args_t *args, size_t k, hier_comm_chunk_t *ch)
+{
+    int cut = args->kind == HIER_SCHED_HIER_ALLREDUCE || args->kind == HIER_SCHED_HIER_ALLGATHER ||
+              args->kind == HIER_SCHED_HIER_REDUCE_SCATTER;
+    ch->n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), ch->steps);
+    ch->b1 = ch->net = ch->tail = ch->n;
+    if (!cut) return;
+    while (ch->tail > 0 && ch->steps[ch->tail - 1].op != HIER_STEP_BARRIER) ch->tail--;
+    if (ch->tail) ch->tail--; /* at the last barrier */
+    for (ch->net = ch->tail; ch->net > 0 && hier_comm_is_net(&ch->steps[ch->net - 1]);) ch->net--;
+    for (ch->b1 = 0; ch->b1 < ch->net && ch->steps[ch->b1].op != HIER_STEP_BARRIER;) ch->b1++;
+}
+
+static void hier_comm_flag(hier_comm_t *c, hier_status_t failed)
+{
+    if (failed != HIER_OK) atomic_store_explicit(&hier_shm_ctl(c->shm, c->me)->error, 1, memory_order_relaxed);
+}
+
+/* Steps [from, to) of a chunk: local ones here, barriers through the
+ * segment, a network run met here (none in hier's schedules) at once; the
+ * run in flight is polled between steps. A barrier's error (a dead peer)
+ * is returned; a step's goes to *failed (see hier_comm_run). */
+static hier_status_t hier_comm_local(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_comm_chunk_t *ch,
+                                     size_t from, size_t to, hier_status_t *failed)
+{
+    for (size_t i = from; i < to; i++) {
+        const hier_step_t *s = &ch->steps[i];
+        if (s->op == HIER_STEP_BARRIER) {
+            hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
+            if (st != HIER_OK) return st; /* every rank finds out */
+        } else if (*failed == HIER_OK && hier_comm_is_net(s)) {
+            size_t j = i + 1;
+            while (j < to && hier_comm_is_net(&ch->steps[j])) j++;
+            *failed = hier_comm_net_run(c, bufs, s, j - i);
+            i = j - 1;
+        } else if (*failed == HIER_OK) {
+            *failed = hier_exec_step(bufs, s);
+        }
+        if (*failed == HIER_OK) *failed = hier_comm_net_poll(c);
+        hier_comm_flag(c, *failed);
+    }
+    return HIER_OK;
+}
+
+static void hier_comm_start(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_comm_chunk_t *ch,
+                            hier_status_t *failed)
+{
+    if (*failed != HIER_OK || ch->net == ch->tail) return;
+    *failed = hier_comm_net_start(c, bufs, ch->steps + ch->net, ch->tail - ch->net);
+    hier_comm_flag(c, *failed);
+}
+
+static void hier_comm_finish(hier_comm_t *c, hier_status_t *failed)
+{
+    hier_status_t st = hier_comm_net_finish(c);
+    if (*failed == HIER_OK) *failed = st;
+    hier_comm_flag(c, *failed);
+}
+
 /* Feed every chunk's steps to the executor; barriers go to the segment. */
 hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                                    hier_reduce_kernel_t kernel)
@@ -374,28 +455,41 @@ hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void 
      * at: it keeps to the barriers, skips further data, and raises its error
      * flag; after the last barrier every rank sees every flag, so all return
      * the error together and the communicator falls back for good. */
-    hier_status_t failed = HIER_OK;
+    hier_status_t failed = HIER_OK, st = HIER_OK;
     size_t nchunks = hier_sched_nchunks(args);
-    for (size_t k = 0; k < nchunks; k++) {
-        size_t n = hier_sched_build(args, k, (int)(c->chunk_seq++ & 1), c->steps);
-        for (size_t i = 0; i < n; i++) {
-            const hier_step_t *s = &c->steps[i];
-            if (s->op == HIER_STEP_BARRIER) {
-                hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
-                if (st != HIER_OK) return st; /* a dead peer: every rank finds out */
-                continue;
-            }
-            if (failed != HIER_OK) continue;
-            if (s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV) { /* a run of network steps */
-                size_t j = i + 1;
-                while (j < n && (c->steps[j].op == HIER_STEP_NET_SEND || c->steps[j].op == HIER_STEP_NET_RECV)) j++;
-                failed = hier_comm_net_run(c, &bufs, s, j - i);
-                i = j - 1;
-            } else {
-                failed = hier_exec_step(&bufs, s);
-            }
-            if (failed != HIER_OK) atomic_store_explicit(&hier_shm_ctl(c->shm, c->me)->error, 1, memory_order_relaxed);
+    hier_comm_chunk_t ch[2] = {{.steps = c->steps}, {.steps = c->steps2}};
+    /* Chunk k's network run is in flight while chunk k+1 copies its input
+     * in; barriers keep their order (every rank, owner or not, alike):
+     * 1. chunk 0 up to its network run, which starts;
+     * 2. for each chunk k: chunk k+1's copy in (polling k's run);
+     * 3. k's run finished, then k's part from its last barrier (copy out);
+     * 4. chunk k+1 from its first barrier up to its run, which starts.
+     * Safe with the slot parities: k+1's copy in writes parity k+1, last read
+     * by k-1's copy out, which every rank finished before k's first barrier;
+     * it reads only this rank's input, which k's copy out writes elsewhere
+     * (in place, below: reading first is the safe order). */
+    if (nchunks) {                                                                    /* 1 */
+        hier_comm_build(c, args, 0, &ch[0]);
+        st = hier_comm_local(c, &bufs, &ch[0], 0, ch[0].net, &failed);
+        if (st == HIER_OK) hier_comm_start(c, &bufs, &ch[0], &failed);
+    }
+    for (size_t k = 0; k < nchunks && st == HIER_OK; k++) {
+        hier_comm_chunk_t *cur = &ch[k % 2], *nxt = &ch[(k + 1) % 2];
+        if (k + 1 < nchunks) {                                                        /* 2 */
+            hier_comm_build(c, args, k + 1, nxt);
+            st = hier_comm_local(c, &bufs, nxt, 0, nxt->b1, &failed);
         }
+        if (st != HIER_OK) break;
+        hier_comm_finish(c, &failed);                                                 /* 3 */
+        st = hier_comm_local(c, &bufs, cur, cur->tail, cur->n, &failed);
+        if (st != HIER_OK || k + 1 == nchunks) break;
+        st = hier_comm_local(c, &bufs, nxt, nxt->b1, nxt->net, &failed);              /* 4 */
+        if (st == HIER_OK) hier_comm_start(c, &bufs, nxt, &failed);
+    }
+    if (st != HIER_OK) {
+        c->netx.active = 0; /* a dead peer: abandoned with the call */
+        c->netx.steps = NULL;
+        return st;
     }
     int checked = hier_sched_is_cma(args->kind) || c->nnodes > 1;
     for (int r = 0; r < c->nranks && nchunks && checked; r++)

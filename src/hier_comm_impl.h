@@ -7,6 +7,7 @@
 #include "hier_chan.h"
 #include "hier_comm.h"
 #include "hier_exec.h"
+#include "hier_net_exec.h"
 #include "hier_reduce.h"
 #include "hier_sched.h"
 #include "hier_shm.h"
@@ -63,6 +64,8 @@ struct hier_comm {
     uint8_t *stage;             /* the executor's staging blocks */
     uint64_t ll_seq;            /* low-latency calls so far (hier_comm_ll.c) */
     hier_step_t *steps;         /* one chunk's schedule */
+    hier_step_t *steps2;        /* the next one's (chunks overlap: hier_comm_run) */
+    hier_net_exec_t netx;       /* the network run in flight */
 };
 
 /* The inter-node level (hier_comm_net.c). */
@@ -70,6 +73,11 @@ hier_status_t hier_comm_ensure_net(hier_comm_t *c);
 void hier_comm_close_net(hier_comm_t *c);
 /* Run consecutive NET steps over the communicator's channels. */
 hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n);
+/* The same in parts (c->netx): start, poll (never waits; nothing in flight:
+ * no-op), finish (waits; nothing in flight: HIER_OK). */
+hier_status_t hier_comm_net_start(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n);
+hier_status_t hier_comm_net_poll(hier_comm_t *c);
+hier_status_t hier_comm_net_finish(hier_comm_t *c);
 /* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
 void hier_core_progress(void);
 void hier_core_set_progress(hier_progress_fn_t progress);

@@ -169,13 +169,37 @@ hier_status_t hier_comm_ensure_net(hier_comm_t *c)
     return hier_comm_setup_net(c);
 }
 
+static void hier_comm_net_exec(hier_comm_t *c, const hier_exec_bufs_t *bufs, hier_net_exec_t *x)
+{
+    *x = (hier_net_exec_t){.fab = hier_core_fab, .chans = c->chans, .bufs = bufs,
+                           .progress = hier_core_glue_progress, .spin = HIER_COMM_NET_SPIN, .mr = c->slot_mr,
+                           .mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL,
+                           .mr_len = c->slot_mr ? 2 * hier_shm_parity_stride(c->shm) : 0};
+}
+
 hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)
 {
-    hier_net_exec_t x = {.fab = hier_core_fab, .chans = c->chans, .bufs = bufs, .progress = hier_core_glue_progress,
-                         .spin = HIER_COMM_NET_SPIN, .mr = c->slot_mr,
-                         .mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL,
-                         .mr_len = c->slot_mr ? 2 * hier_shm_parity_stride(c->shm) : 0};
-    hier_status_t st = hier_net_exec_run(&x, steps, n);
-    c->net_bytes += x.net_bytes;
+    hier_status_t st = hier_comm_net_start(c, bufs, steps, n);
+    return st == HIER_OK ? hier_comm_net_finish(c) : st;
+}
+
+hier_status_t hier_comm_net_start(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)
+{
+    hier_comm_net_exec(c, bufs, &c->netx);
+    return hier_net_exec_start(&c->netx, steps, n); /* (bytes counted at finish) */
+}
+
+hier_status_t hier_comm_net_poll(hier_comm_t *c)
+{
+    return c->netx.active ? hier_net_exec_poll(&c->netx) : HIER_OK;
+}
+
+hier_status_t hier_comm_net_finish(hier_comm_t *c)
+{
+    if (!c->netx.active && !c->netx.steps) return HIER_OK;
+    hier_status_t st = hier_net_exec_finish(&c->netx);
+    c->net_bytes += c->netx.net_bytes;
+    c->netx.net_bytes = 0;
+    c->netx.steps = NULL;
     return st;
 }

@@ -8,33 +8,6 @@
 
 #define HIER_NET_EXEC_TIMEOUT 60 /* seconds without progress */
 
-typedef struct {
-    const uint8_t *src;
-    size_t len, done;      /* bytes handed to the channel */
-    size_t freed;          /* bytes no longer needed: copied, or (in place) their writes completed */
-    hier_chan_t *ch;       /* NULL once every byte is freed */
-    hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
-    uint64_t first;        /* in place: the channel's number of the first segment */
-} hier_net_send_t;
-
-typedef struct {
-    uint8_t *dst;
-    size_t len, done; /* bytes */
-    int reduce;
-    hier_chan_t *ch;
-} hier_net_recv_t;
-
-/* Sends not yet handed over in full, oldest first. A send never waits for
- * the ones behind it; it waits only when the queue is full, so a schedule
- * may post every message of a step before receiving any (one latency per
- * step, not one per message) without two peers blocking each other. */
-#define HIER_NET_EXEC_QUEUE 256
-
-typedef struct {
-    hier_net_send_t q[HIER_NET_EXEC_QUEUE];
-    size_t head, n;
-} hier_net_queue_t;
-
 /* Push as many segments of one send as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 {
@@ -101,17 +74,19 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
 }
 
 /* Take the next segment of the receive if it is there and may land: not on
- * bytes a queued send still has to read. */
-static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q)
+ * bytes a queued send still has to read. *got_p: whether it did. */
+static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q, int *got_p)
 {
     const void *data;
     size_t len;
     int got;
     size_t seg = hier_chan_slot_bytes(r->ch);
+    *got_p = 0;
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
     hier_status_t st = hier_chan_try_recv(r->ch, &data, &len, &got);
     if (st != HIER_OK || !got) return st;
+    *got_p = 1;
     if (len != seg) {
         HIER_ERROR("inter-node step expected a %zu-byte segment, got %zu (schedules differ between nodes?)", seg,
                    len);
@@ -148,43 +123,86 @@ static hier_status_t hier_net_progress(hier_net_exec_t *x, unsigned turn, time_t
     return hier_chan_progress(x->fab);
 }
 
-/* Wait until at most `keep` sends are queued. */
-static hier_status_t hier_net_flush(hier_net_exec_t *x, hier_net_queue_t *q, size_t keep)
+/* Queue send step s (the queue has room). */
+static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
+{
+    hier_net_queue_t *q = &x->q;
+    const uint8_t *src = hier_exec_ref(x->bufs, s->src);
+    int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
+    q->q[(q->head + q->n++) % HIER_NET_EXEC_QUEUE] =
+        (hier_net_send_t){.src = src, .len = s->len, .ch = x->chans[s->peer], .mr = in_place ? x->mr : NULL};
+    return hier_net_push_all(x, q);
+}
+
+hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
+{
+    x->steps = steps;
+    x->n = n;
+    x->next = 0;
+    x->q.head = x->q.n = 0;
+    x->receiving = 0;
+    x->active = 1;
+    return hier_net_exec_poll(x);
+}
+
+/* Steps run in order as far as they can without waiting: a send waits only
+ * for room in the queue, a receive for its segments. */
+hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
+{
+    if (!x->active) return HIER_OK;
+    hier_status_t st = hier_chan_progress(x->fab);
+    if (st == HIER_OK) st = hier_net_push_all(x, &x->q);
+    while (st == HIER_OK && x->next < x->n) {
+        const hier_step_t *s = &x->steps[x->next];
+        if (s->op == HIER_STEP_NET_SEND) {
+            if (x->q.n == HIER_NET_EXEC_QUEUE) break;
+            st = hier_net_enqueue(x, s);
+        } else if (s->op == HIER_STEP_NET_RECV) {
+            int got = 1;
+            if (!x->receiving)
+                x->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
+                                         .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
+                                         .ch = x->chans[s->peer]};
+            x->receiving = 1;
+            while (st == HIER_OK && got && x->r.done < x->r.len) {
+                st = hier_net_pull(x, &x->r, &x->q, &got);
+                x->moved += got;
+            }
+            if (x->r.done < x->r.len) break;
+            x->receiving = 0;
+        } else {
+            HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
+            st = HIER_ERR_INVALID_ARG;
+            break;
+        }
+        x->next++;
+        x->moved++;
+    }
+    if (st == HIER_OK && x->next == x->n && !x->q.n) x->active = 0;
+    if (st != HIER_OK) x->active = 0;
+    return st;
+}
+
+hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
 {
     time_t deadline = 0;
-    for (unsigned k = 0;; k++) {
-        hier_status_t st = hier_net_push_all(x, q);
-        if (st != HIER_OK || q->n <= keep) return st;
-        if ((st = hier_net_progress(x, k, &deadline, "sending (no credit from the peer)")) != HIER_OK) return st;
+    uint64_t seen = x->moved;
+    hier_status_t st = hier_net_exec_poll(x);
+    for (unsigned k = 0; st == HIER_OK && x->active; k++) {
+        if (x->moved != seen) { /* progress: a fresh wait */
+            seen = x->moved;
+            k = 0;
+            deadline = 0;
+        }
+        st = hier_net_progress(x, k, &deadline, x->receiving ? "receiving" : "sending (no credit from the peer)");
+        if (st == HIER_OK) st = hier_net_exec_poll(x);
     }
+    x->active = 0;
+    return st;
 }
 
 hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
 {
-    hier_net_queue_t q = {.head = 0, .n = 0};
-    hier_status_t st = HIER_OK;
-
-    for (size_t i = 0; i < n && st == HIER_OK; i++) {
-        const hier_step_t *s = &steps[i];
-        if (s->op == HIER_STEP_NET_SEND) {
-            if ((st = hier_net_flush(x, &q, HIER_NET_EXEC_QUEUE - 1)) != HIER_OK) break; /* room for one more */
-            const uint8_t *src = hier_exec_ref(x->bufs, s->src);
-            int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
-            q.q[(q.head + q.n++) % HIER_NET_EXEC_QUEUE] = (hier_net_send_t){
-                .src = src, .len = s->len, .ch = x->chans[s->peer], .mr = in_place ? x->mr : NULL};
-            st = hier_net_push_all(x, &q);
-        } else if (s->op == HIER_STEP_NET_RECV) {
-            hier_net_recv_t r = {.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
-                                 .len = s->net_reduce ? s->len * x->bufs->esize : s->len, .ch = x->chans[s->peer]};
-            time_t deadline = 0;
-            for (unsigned k = 0; st == HIER_OK && r.done < r.len; k++)
-                if ((st = hier_net_push_all(x, &q)) == HIER_OK && (st = hier_net_pull(x, &r, &q)) == HIER_OK)
-                    st = hier_net_progress(x, k, &deadline, "receiving");
-        } else {
-            HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
-            st = HIER_ERR_INVALID_ARG;
-        }
-    }
-    if (st == HIER_OK) st = hier_net_flush(x, &q, 0);
-    return st;
+    hier_status_t st = hier_net_exec_start(x, steps, n);
+    return st == HIER_OK ? hier_net_exec_finish(x) : st;
 }
