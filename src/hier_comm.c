@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -394,7 +395,8 @@ static hier_status_t hier_comm_local(hier_comm_t *c, const hier_exec_bufs_t *buf
         if (s->op == HIER_STEP_BARRIER) {
             hier_status_t st = hier_shm_barrier(c->shm, &c->wait);
             if (st != HIER_OK) return st; /* every rank finds out */
-        } else if (*failed == HIER_OK && hier_comm_is_net(s)) {
+        } else if (*failed == HIER_OK && hier_comm_is_net(s)) { /* (never while a run is in flight: cut chunks) */
+            assert(!c->netx.active);
             size_t j = i + 1;
             while (j < to && hier_comm_is_net(&ch->steps[j])) j++;
             *failed = hier_comm_net_run(c, bufs, s, j - i);
@@ -487,7 +489,9 @@ hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void 
         if (st == HIER_OK) hier_comm_start(c, &bufs, nxt, &failed);
     }
     if (st != HIER_OK) {
-        c->netx.active = 0; /* a dead peer: abandoned with the call */
+        c->net_bytes += c->netx.net_bytes; /* a dead peer: the run is abandoned with the call */
+        c->netx.net_bytes = 0;
+        c->netx.active = 0;
         c->netx.steps = NULL;
         return st;
     }

@@ -179,8 +179,8 @@ static void hier_comm_net_exec(hier_comm_t *c, const hier_exec_bufs_t *bufs, hie
 
 hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)
 {
-    hier_status_t st = hier_comm_net_start(c, bufs, steps, n);
-    return st == HIER_OK ? hier_comm_net_finish(c) : st;
+    hier_status_t st = hier_comm_net_start(c, bufs, steps, n), fin = hier_comm_net_finish(c); /* (counts bytes) */
+    return st != HIER_OK ? st : fin;
 }
 
 hier_status_t hier_comm_net_start(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)

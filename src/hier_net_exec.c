@@ -22,6 +22,7 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
         if (!s->done) s->first = msg;
         s->done += seg;
         x->net_bytes += seg;
+        x->moved++;
         if (!s->mr) s->freed = s->done;
     }
     return HIER_OK;
@@ -30,11 +31,13 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 /* Sent in place, segments free their bytes as their writes complete, in
  * order (a receive may land on them only then; segments are whole slots but
  * the last). Returns whether the send is over: every byte freed. */
-static int hier_net_send_advance(hier_net_send_t *s)
+static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
 {
     size_t slot = hier_chan_slot_bytes(s->ch);
-    while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot))
+    while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot)) {
         s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
+        x->moved++;
+    }
     return s->freed == s->len;
 }
 
@@ -53,7 +56,7 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
         hier_status_t st = hier_net_push(x, s);
         if (st != HIER_OK) return st;
         if (s->done < s->len) blocked[nblocked++] = s->ch;
-        if (hier_net_send_advance(s)) s->ch = NULL;
+        if (hier_net_send_advance(x, s)) s->ch = NULL;
     }
     while (q->n && !q->q[q->head].ch) {
         q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
@@ -183,15 +186,18 @@ hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
     return st;
 }
 
+/* Waits until the run is over. The clock restarts whenever something moved
+ * (a segment sent, freed or received, a step done), so only a run that
+ * stands still for the timeout fails; the turns keep counting, so Open MPI
+ * progresses and the CPU is yielded however busy the run is. */
 hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
 {
     time_t deadline = 0;
     uint64_t seen = x->moved;
     hier_status_t st = hier_net_exec_poll(x);
     for (unsigned k = 0; st == HIER_OK && x->active; k++) {
-        if (x->moved != seen) { /* progress: a fresh wait */
+        if (x->moved != seen) {
             seen = x->moved;
-            k = 0;
             deadline = 0;
         }
         st = hier_net_progress(x, k, &deadline, x->receiving ? "receiving" : "sending (no credit from the peer)");
