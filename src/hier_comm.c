@@ -97,9 +97,26 @@ hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_
     return HIER_OK;
 }
 
+/* 1b. Whether every rank has the same parameters where they shape what
+ * ranks do (chunk sizes, algorithms, thresholds, provider): the least and
+ * the greatest digest, agreed. Different settings (an MCA file on some
+ * nodes only) would make ranks run different steps and hang. */
+static int hier_comm_same_params(hier_comm_t *c)
+{
+    int d = (int)(hier_params_digest(&hier_params) & 0x3fffffff), lo = d, neg_hi = -d;
+    if (c->ops.agree(&lo, c->ops.arg) != 0 || c->ops.agree(&neg_hi, c->ops.arg) != 0) lo = -1, neg_hi = 0;
+    if (lo == -neg_hi) return 1;
+    c->params_differ = 1;
+    if (c->rank == 0)
+        HIER_ERROR("the ranks of a communicator have different coll_hier parameters (MCA settings differ between "
+                   "nodes or processes?): it uses the previous component");
+    return 0;
+}
+
 /* Every rank's node and the step buffer the layout needs, once, collective:
  * 1. agree that every rank sees one node, or every rank several (different
  *    settings of ranks_per_node would split them) and can hold the map;
+ *    (1b) and that every rank has the same parameters;
  * 2. several: allgather the node names;
  * 3. lay the communicator out, size the step buffer, and agree it all went
  *    well. Returns 0 (on every rank alike) when hier cannot serve it. */
@@ -111,6 +128,11 @@ int hier_comm_ensure_layout(hier_comm_t *c)
     int several = c->my_node >= 0 && node_of, one = c->my_node < 0, ok; /* 1 */
     if (c->ops.agree(&several, c->ops.arg) != 0 || c->ops.agree(&one, c->ops.arg) != 0 || (!several && !one)) {
         if (!several && !one) HIER_LOG(HIER_LOG_COMM, "ranks disagree about the nodes (or lack memory): not served");
+        free(node_of);
+        c->too_big = 1;
+        return 0;
+    }
+    if (!hier_comm_same_params(c)) { /* 1b */
         free(node_of);
         c->too_big = 1;
         return 0;
@@ -513,7 +535,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
         return HIER_ERR_NOT_SUPPORTED;
     }
     if (!hier_comm_ensure_layout(c) || c->nranks > HIER_SCHED_MAX_RANKS) {
-        *path_p = HIER_PATH_FALLBACK_RANKS;
+        *path_p = c->params_differ ? HIER_PATH_FALLBACK_PARAMS : HIER_PATH_FALLBACK_RANKS;
         return HIER_ERR_NOT_SUPPORTED;
     }
     if (c->size == 1) {

@@ -32,6 +32,7 @@ struct hier_comm {
     int my_node;                /* as given to hier_comm_create */
     int layout_done;
     int too_big;                /* more nodes or ranks than the schedules handle */
+    int params_differ;          /* the ranks' coll_hier parameters differ: not served */
     uint16_t node_first[HIER_SCHED_MAX_NODES + 1];
     uint16_t node_ranks[HIER_SCHED_MAX_TOTAL];
     hier_shm_state_t net_state;

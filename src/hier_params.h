@@ -6,6 +6,7 @@
 #define HIER_PARAMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef enum {
@@ -67,6 +68,7 @@ typedef struct {
     const char *help;
     size_t offset;         /* into hier_params_t */
     unsigned algo_mask;    /* HIER_PARAM_ALGO: which hier_algo_t values are valid */
+    int local;             /* 1: may differ between ranks (logging, waiting, local paths) */
 } hier_param_desc_t;
 
 /* The live values; set to defaults by hier_params_defaults(). */
@@ -75,6 +77,8 @@ extern hier_params_t hier_params;
 const hier_param_desc_t *hier_params_table(size_t *count_p);
 void hier_params_defaults(hier_params_t *params);
 const char *hier_algo_name(hier_algo_t algo);
+/* A digest of every value that must be the same on all ranks (not `local`). */
+uint32_t hier_params_digest(const hier_params_t *params);
 /* Parse "64K", "1M", "1048576"; -1 on malformed text. */
 int hier_params_parse_size(const char *text, size_t *value_p);
 /* The README table, in Markdown. */

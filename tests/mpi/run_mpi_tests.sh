@@ -41,6 +41,7 @@ case_run() {
     fi
 }
 
+has_params_message() { grep -q "different coll_hier parameters" "$1"; }
 has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
 has_stats_lines() {
     local c
@@ -103,6 +104,12 @@ case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorith
     --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
     $TC --quick --skip-ompi-bugs --expect fallback:forced
 case_run np3_fallbacks 3 "$B/tests/mpi/test_fallback"
+# Ranks with different coll_hier parameters (one set in the environment of
+# one process only) would run different steps: hier must see it and leave the
+# communicator to the previous component, saying so.
+TCP="$TC --quick --world-only --skip-ompi-bugs --expect fallback:params"
+EXTRA_CHECK=has_params_message case_run np2_different_params 1 $FALLBACK_ARGS $TCP \
+    : -np 1 -x OMPI_MCA_coll_hier_allreduce_ll_max=1K $TCP
 # Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
 NET="--net"
 case_run np4_virtual_nodes_shm 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \

@@ -70,3 +70,21 @@ Test(params, readme_table_is_generated_from_the_table)
     free(table);
     free(readme);
 }
+
+/* The digest the ranks compare: it follows what shapes schedules and
+ * protocols, and ignores what may differ between ranks (logging, waiting,
+ * node-local paths). */
+Test(params, digest_covers_what_ranks_must_share)
+{
+    hier_params_t a, b;
+    hier_params_defaults(&a);
+    hier_params_defaults(&b);
+    cr_assert_eq(hier_params_digest(&a), hier_params_digest(&b));
+    b.verbose = 10, b.stats = 1, b.spin_count = 7;
+    cr_assert_eq(hier_params_digest(&a), hier_params_digest(&b), "local settings do not count");
+    b.net_chunk_size *= 2;
+    cr_assert_neq(hier_params_digest(&a), hier_params_digest(&b), "a chunk size does");
+    hier_params_defaults(&b);
+    b.allreduce_algorithm = HIER_ALGO_FLAT;
+    cr_assert_neq(hier_params_digest(&a), hier_params_digest(&b), "an algorithm does");
+}
