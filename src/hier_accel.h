@@ -58,6 +58,10 @@ typedef struct {
      * and from it run asynchronously */
     hier_status_t (*host_pin)(int device, void *p, size_t len);
     void (*host_unpin)(int device, void *p);
+    /* make RDMA writes the NIC placed in device memory visible to the
+     * device's later work (GPUDirect RDMA writes may sit in the PCIe
+     * hierarchy after the NIC reported them: cuFlushGPUDirectRDMAWrites) */
+    hier_status_t (*flush_rdma)(int device);
     /* the address the NIC is given for device address p (else p) */
     void *(*nic_addr)(const void *p);
 } hier_accel_backend_t;

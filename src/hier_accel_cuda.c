@@ -52,6 +52,7 @@ static struct {
     CUresult (*mem_host_register)(void *, size_t, unsigned);
     CUresult (*mem_host_unregister)(void *);
     CUresult (*stream_synchronize)(CUstream);
+    CUresult (*flush_rdma_writes)(int, int); /* CUDA >= 11.3 */
 } hier_cu;
 
 /* One stream per device, in its primary context, for staging copies; the
@@ -237,6 +238,22 @@ static void hier_cu_host_unpin(int device, void *p)
     hier_cu_leave();
 }
 
+/* RDMA writes into this device's memory, complete for the NIC, made visible
+ * to the device's later work, as NCCL does after a peer-direct receive. */
+static hier_status_t hier_cu_flush_rdma(int device)
+{
+    enum { TARGET_CURRENT_CTX = 0, TO_OWNER = 100 }; /* CUflushGPUDirectRDMAWrites* values */
+    hier_status_t st = hier_cu_enter(device);
+    if (st != HIER_OK) return st;
+    CUresult rc = hier_cu.flush_rdma_writes(TARGET_CURRENT_CTX, TO_OWNER);
+    hier_cu_leave();
+    if (rc != 0) {
+        HIER_ERROR("CUDA: cuFlushGPUDirectRDMAWrites on device %d failed (CUresult %d)", device, rc);
+        return HIER_ERR_INTERNAL;
+    }
+    return HIER_OK;
+}
+
 static hier_accel_backend_t hier_cu_backend = {
     .name = "cuda", .fi_iface = FI_HMEM_CUDA, .stable_ranges = 1, .query = hier_cu_query, .to_host = hier_cu_copy,
     .from_host = hier_cu_copy, .copy = hier_cu_copy,
@@ -284,6 +301,8 @@ static void hier_cu_load(void)
         hier_cu_backend.fence_record = hier_cu_fence_record;
         hier_cu_backend.fence_wait = hier_cu_fence_wait;
     }
+    *(void **)&hier_cu.flush_rdma_writes = dlsym(lib, "cuFlushGPUDirectRDMAWrites");
+    if (hier_cu.flush_rdma_writes) hier_cu_backend.flush_rdma = hier_cu_flush_rdma;
     if (hier_cu.mem_host_register && hier_cu.mem_host_unregister) {
         hier_cu_backend.host_pin = hier_cu_host_pin;
         hier_cu_backend.host_unpin = hier_cu_host_unpin;

@@ -250,7 +250,8 @@ static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl
  * 4. step s = 0 .. size - 2: write the block of position pos - s to the right
  *    (from step 1 on, the one the left neighbour wrote at step s - 1:
  *    wait for it first);
- * 5. wait for every block from the left and tell it so; wait until the
+ * 5. wait for every block from the left (made visible to the device where
+ *    the backend says how) and tell it so; wait until the
  *    right neighbour says it has all mine: the provider is done with my
  *    buffers, which are the caller's again on return. (Not the local
  *    completions: on shm they need the target's progress, and the target
@@ -281,6 +282,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
         if (st == HIER_OK) st = hier_pd_write(c, src, block, mr, &right, (uint64_t)k * block, s);
     }
     for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, fab, s, nseg); /* 5 */
+    if (st == HIER_OK && d->rbuf.backend->flush_rdma) st = d->rbuf.backend->flush_rdma(d->rbuf.range.device);
     if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
     if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_DONE, &right);
     time_t deadline = 0;
