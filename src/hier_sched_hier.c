@@ -49,6 +49,26 @@ static void hier_sched_hier_my_piece(const hier_sched_args_t *a, size_t len, siz
     if (a->me < a->pieces) hier_part_range(len, a->pieces, a->me, hier_part_align(a->esize), off_p, len_p);
 }
 
+/* Steps 1-3 of allreduce and reduce_scatter: copy my input chunk into my
+ * slot except my piece, barrier, and (owners) fold my piece over every
+ * local slot, mine straight from my input, into my own slot. My piece of
+ * the chunk in *off_p / *len_p (elements from the chunk's start; 0: none). */
+static void hier_sched_hier_fold_piece(const hier_sched_args_t *a, size_t first, size_t len, int p,
+                                       hier_sched_out_t *out, size_t *off_p, size_t *len_p)
+{
+    size_t es = a->esize, mo, ml;
+    hier_sched_hier_my_piece(a, len, &mo, &ml);
+    hier_sched_copy_in_except(a, first, len, first + mo, ml, p, out);
+    hier_sched_barrier(out);
+    if (ml) {
+        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo * es),
+                                             hier_ref(HIER_BUF_SLOT, 0, p, mo * es), ml, a->order, a->nranks);
+        hier_sched_reduce_self(red, a->me, hier_sched_input(a, (first + mo) * es, (first + mo) * es));
+    }
+    *off_p = mo;
+    *len_p = ml;
+}
+
 /* Allreduce, one chunk:
  * 1. copy my input chunk into my slot, except my own piece (only I read it);
  * 2. barrier (node);
@@ -63,13 +83,8 @@ void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, size_t 
 {
     size_t es = a->esize, off = first * es, align = hier_part_align(es), poff, plen;
 
-    hier_sched_hier_my_piece(a, len, &poff, &plen);
-    hier_sched_copy_in_except(a, first, len, first + poff, plen, p, out);                         /* 1 */
-    hier_sched_barrier(out);                                                                      /* 2 */
+    hier_sched_hier_fold_piece(a, first, len, p, out, &poff, &plen);                              /* 1-3 */
     if (plen) {
-        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, poff * es),    /* 3 */
-                                             hier_ref(HIER_BUF_SLOT, 0, p, poff * es), plen, a->order, a->nranks);
-        hier_sched_reduce_self(red, a->me, hier_sched_input(a, off + poff * es, off + poff * es));
         size_t counts[HIER_SCHED_MAX_NODES], displs[HIER_SCHED_MAX_NODES];                        /* 4 */
         hier_sched_net_even_blocks(plen, a->nnodes, es, counts, displs);
         hier_net_args_t na = {.kind = (hier_net_kind_t)a->net_kind, .nparts = a->nnodes, .me = a->node,
@@ -186,13 +201,8 @@ void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, si
     size_t es = a->esize, mo, ml;
     int me = hier_sched_hier_rank(a, a->node, a->me);
 
-    hier_sched_hier_my_piece(a, len, &mo, &ml);
-    hier_sched_copy_in_except(a, first, len, first + mo, ml, p, out);                             /* 1 */
-    hier_sched_barrier(out);                                                                      /* 2 */
+    hier_sched_hier_fold_piece(a, first, len, p, out, &mo, &ml);                                  /* 1-3 */
     if (ml) {
-        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, mo * es),      /* 3 */
-                                             hier_ref(HIER_BUF_SLOT, 0, p, mo * es), ml, a->order, a->nranks);
-        hier_sched_reduce_self(red, a->me, hier_sched_input(a, (first + mo) * es, (first + mo) * es));
         if (a->net_kind == HIER_NET_RD_ALLREDUCE) {                                               /* 4 */
             hier_net_args_t na = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = a->nnodes, .me = a->node, .esize = es,
                                   .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = mo, .count = ml};
