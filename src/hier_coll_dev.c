@@ -264,7 +264,8 @@ static size_t hier_dev_rs_lo(const hier_dev_pipe_t *p, int r, size_t k)
     return lo < p->rcounts[r] ? lo : p->rcounts[r];
 }
 
-/* This chunk's count per rank into p->sub; their sum. */
+/* Chunk k's count per rank into p->sub (shared by the steps, which
+ * interleave across chunks: each step fills it for its own chunk); their sum. */
 static size_t hier_dev_rs_counts(hier_dev_pipe_t *p, size_t k)
 {
     size_t sum = 0;
@@ -295,8 +296,7 @@ static hier_status_t hier_dev_rs_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 
 static hier_status_t hier_dev_rs_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
-    size_t send_area = p->sbuf ? hier_dev_rs_counts(p, k) * p->esize : 0;
-    if (!p->sbuf) hier_dev_rs_counts(p, k);
+    size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
     return hier_coll_host_reduce_scatter(p->c, p->sbuf ? host : NULL, host + send_area, p->sub, p->dt, p->op,
                                          p->path_p);
 }
@@ -304,8 +304,7 @@ static hier_status_t hier_dev_rs_run(hier_dev_pipe_t *p, size_t k, uint8_t *host
 static hier_status_t hier_dev_rs_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     int me = p->c->rank;
-    size_t send_area = p->sbuf ? hier_dev_rs_counts(p, k) * p->esize : 0;
-    if (!p->sbuf) hier_dev_rs_counts(p, k);
+    size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
     return hier_dev_copy(p, &p->d->rbuf, p->rbuf + hier_dev_rs_lo(p, me, k) * p->esize, host + send_area,
                          p->sub[me] * p->esize, 0);
 }

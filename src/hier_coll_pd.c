@@ -17,7 +17,6 @@
  * staged (hier_coll_dev.c). Host-only applications pay one agreement per
  * communicator: the first one finds a rank without a device backend and
  * switches peer direct off. */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +25,7 @@
 #include "hier_comm_impl.h"
 #include "hier_dev_mr.h"
 #include "hier_log.h"
+#include "hier_net_exec.h"
 #include "hier_params.h"
 
 enum {
@@ -35,7 +35,6 @@ enum {
     HIER_PD_BROKEN, /* a call failed here: this rank votes no from now on */
 };
 
-#define HIER_PD_TIMEOUT 60 /* seconds without progress */
 #define HIER_PD_SPIN 16    /* endpoint polls before a waiting rank yields */
 /* Control slots per channel: a slot is reused once its write completed,
  * which on shm needs the receiver's progress; two messages per call, so a
@@ -139,31 +138,20 @@ off:
              "endpoint on some rank): device buffers are staged");
 }
 
-/* A turn of a waiting loop: the endpoint, Open MPI, the CPU, the clock. */
-static hier_status_t hier_pd_turn(hier_fabric_t *fab, unsigned turn, time_t *deadline, const char *what)
+/* A turn of a waiting loop (hier_net_wait_turn): the endpoint, Open MPI,
+ * the CPU, the clock. */
+static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, time_t *deadline, const char *what)
 {
-    if (turn >= HIER_PD_SPIN) {
-        sched_yield();
-        hier_core_progress();
-    }
-    if (turn % 4096 == 4095) {
-        if (!*deadline) {
-            *deadline = time(NULL) + HIER_PD_TIMEOUT;
-        } else if (time(NULL) > *deadline) {
-            HIER_ERROR("peer-direct allgather: nothing for %d s while %s", HIER_PD_TIMEOUT, what);
-            return HIER_ERR_TIMEOUT;
-        }
-    }
-    return hier_chan_progress(fab);
+    return hier_net_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
 }
 
 /* Wait for every piece the left neighbour wrote at its step s. */
-static hier_status_t hier_pd_wait_block(hier_comm_t *c, hier_fabric_t *fab, int s, size_t nseg)
+static hier_status_t hier_pd_wait_block(hier_comm_t *c, int s, size_t nseg)
 {
     time_t deadline = 0;
     hier_status_t st = HIER_OK;
     for (unsigned k = 0; st == HIER_OK && c->pd_counts[s] < nseg; k++)
-        st = hier_pd_turn(fab, k, &deadline, "waiting for a block from the previous rank");
+        st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for a block from the previous rank");
     return st;
 }
 
@@ -217,7 +205,7 @@ static hier_status_t hier_pd_send_ctl(hier_comm_t *c, const hier_pd_ctl_t *ctl)
     int sent = 0;
     for (unsigned k = 0; st == HIER_OK && !sent; k++)
         if ((st = hier_chan_try_send(c->pd_left, ctl, sizeof(*ctl), &sent)) == HIER_OK && !sent)
-            st = hier_pd_turn(hier_core_fabric(), k, &deadline, "waiting for a control slot to the previous rank");
+            st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for a control slot");
     return st;
 }
 
@@ -231,7 +219,7 @@ static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl
     hier_status_t st = HIER_OK;
     for (unsigned k = 0; st == HIER_OK && !got; k++)
         if ((st = hier_chan_try_recv(c->pd_right, &msg, &len, &got)) == HIER_OK && !got)
-            st = hier_pd_turn(hier_core_fabric(), k, &deadline, "waiting for the next rank's control message");
+            st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for the next rank's control message");
     if (st != HIER_OK) return st;
     if (len == sizeof(*ctl)) memcpy(ctl, msg, sizeof(*ctl));
     if (len != sizeof(*ctl) || ctl->kind != kind) {
@@ -257,7 +245,7 @@ static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl
  *    completions: on shm they need the target's progress, and the target
  *    may be gone into other work already; they come in later polls.) A
  *    registration kept for this call only waits for them too. */
-static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier_coll_dev_call_t *d,
+static hier_status_t hier_pd_ring(hier_comm_t *c, const hier_coll_dev_call_t *d,
                                   const uint8_t *sbuf, uint8_t *rbuf, size_t block, const hier_pd_regs_t *regs)
 {
     int total = c->size, pos = hier_pd_pos(c);
@@ -278,17 +266,17 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, hier_fabric_t *fab, const hier
             src = hier_pd_nic(&d->sbuf, &regs->send, sbuf);
             mr = regs->send.mr;
         }
-        if (s > 0) st = hier_pd_wait_block(c, fab, s - 1, nseg);
+        if (s > 0) st = hier_pd_wait_block(c, s - 1, nseg);
         if (st == HIER_OK) st = hier_pd_write(c, src, block, mr, &right, (uint64_t)k * block, s);
     }
-    for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, fab, s, nseg); /* 5 */
+    for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, s, nseg); /* 5 */
     if (st == HIER_OK && d->rbuf.backend->flush_rdma) st = d->rbuf.backend->flush_rdma(d->rbuf.range.device);
     if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
     if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_DONE, &right);
     time_t deadline = 0;
     int per_call = !regs->recv.cached || (sbuf && !regs->send.cached);
     for (unsigned k = 0; st == HIER_OK && per_call && hier_chan_direct_pending(c->pd_right); k++)
-        st = hier_pd_turn(fab, k, &deadline, "waiting for my writes to complete");
+        st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for my writes to complete");
     return st;
 }
 
@@ -314,7 +302,7 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int de
         return 0;
     }
     c->net_bytes = 0;
-    *st_p = hier_pd_ring(c, fab, d, sbuf, rbuf, block, &regs);
+    *st_p = hier_pd_ring(c, d, sbuf, rbuf, block, &regs);
     hier_pd_release(&regs);
     if (*st_p == HIER_OK) {
         *path_p = HIER_PATH_NET_DIRECT;

@@ -169,12 +169,18 @@ hier_status_t hier_comm_ensure_net(hier_comm_t *c)
     return hier_comm_setup_net(c);
 }
 
+/* The executor's settings for this call; its run state (a queue of 256
+ * sends: not rewritten per chunk) is reset by hier_net_exec_start. */
 static void hier_comm_net_exec(hier_comm_t *c, const hier_exec_bufs_t *bufs, hier_net_exec_t *x)
 {
-    *x = (hier_net_exec_t){.fab = hier_core_fab, .chans = c->chans, .bufs = bufs,
-                           .progress = hier_core_glue_progress, .spin = HIER_COMM_NET_SPIN, .mr = c->slot_mr,
-                           .mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL,
-                           .mr_len = c->slot_mr ? 2 * hier_shm_parity_stride(c->shm) : 0};
+    x->fab = hier_core_fab;
+    x->chans = c->chans;
+    x->bufs = bufs;
+    x->progress = hier_core_glue_progress;
+    x->spin = HIER_COMM_NET_SPIN;
+    x->mr = c->slot_mr;
+    x->mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL;
+    x->mr_len = c->slot_mr ? 2 * hier_shm_parity_stride(c->shm) : 0;
 }
 
 hier_status_t hier_comm_net_run(hier_comm_t *c, const hier_exec_bufs_t *bufs, const hier_step_t *steps, size_t n)

@@ -107,23 +107,24 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
  * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
  * may be the one waiting for a core) and Open MPI progresses; and the clock:
  * a peer that is gone must not hang us. */
-static hier_status_t hier_net_progress(hier_net_exec_t *x, unsigned turn, time_t *deadline, const char *what)
+hier_status_t hier_net_wait_turn(hier_fabric_t *fab, hier_progress_fn_t progress, int spin, unsigned turn,
+                                 time_t *deadline, const char *what)
 {
-    if (x->spin && turn >= (unsigned)x->spin) {
+    if (spin && turn >= (unsigned)spin) {
         sched_yield();
-        if (x->progress) x->progress();
-    } else if (x->progress && turn % 64 == 63) {
-        x->progress();
+        if (progress) progress();
+    } else if (progress && turn % 64 == 63) {
+        progress();
     }
-    if (turn % 65536 == 65535) {
+    if (turn % 4096 == 4095) {
         if (!*deadline) {
             *deadline = time(NULL) + HIER_NET_EXEC_TIMEOUT;
         } else if (time(NULL) > *deadline) {
-            HIER_ERROR("inter-node step: no progress for %d s while %s", HIER_NET_EXEC_TIMEOUT, what);
+            HIER_ERROR("inter-node transfer: no progress for %d s while %s", HIER_NET_EXEC_TIMEOUT, what);
             return HIER_ERR_TIMEOUT;
         }
     }
-    return hier_chan_progress(x->fab);
+    return hier_chan_progress(fab);
 }
 
 /* Queue send step s (the queue has room). */
@@ -200,7 +201,8 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
             seen = x->moved;
             deadline = 0;
         }
-        st = hier_net_progress(x, k, &deadline, x->receiving ? "receiving" : "sending (no credit from the peer)");
+        st = hier_net_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
+                                x->receiving ? "receiving" : "sending (no credit from the peer)");
         if (st == HIER_OK) st = hier_net_exec_poll(x);
     }
     x->active = 0;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "hier_chan.h"
 #include "hier_exec.h"
@@ -57,6 +58,14 @@ typedef struct {
     int receiving, active;
     uint64_t moved;            /* counts progress: steps done and segments received */
 } hier_net_exec_t;
+
+/* One turn of a loop waiting on the network (every wait for the fabric uses
+ * it): polls the endpoint; past `spin` turns yields the CPU and runs
+ * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
+ * `what`, once nothing happened for 60 s (*deadline starts at 0: the caller
+ * resets it to 0 whenever something moved). */
+hier_status_t hier_net_wait_turn(hier_fabric_t *fab, hier_progress_fn_t progress, int spin, unsigned turn,
+                                 time_t *deadline, const char *what);
 
 /* Run the steps. Sends are queued and proceed, segment by segment as
  * credits allow, while later steps run: a receive drives them, so two
