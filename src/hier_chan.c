@@ -12,7 +12,11 @@
 #define HIER_CHAN_DIRECT (1u << 30)
 #define HIER_CHAN_SEQ_MASK 0xfffffu
 #define HIER_CHAN_ID_SHIFT 20
-#define HIER_CHAN_HDR 8 /* a slot starts with the message length */
+/* A slot starts with an 8-byte header: the message length (low 32 bits) and
+ * the sender's release count of the other direction (high 32 bits), so a
+ * channel used both ways (recursive doubling, control messages) returns its
+ * credits with its messages and no separate write is needed. */
+#define HIER_CHAN_HDR 8
 /* Write contexts: bits 1..0 the kind of write, then the channel id, then
  * (messages) the slot the write came from, so completions may come in any
  * order. */
@@ -40,6 +44,7 @@ struct hier_chan {
     uint8_t *stage;            /* slots x stride source buffers, plus a credit word to send */
     hier_fabric_mr_t *stage_mr;
     uint64_t credit_word;      /* written by the peer: how many of ours it released */
+    uint64_t piggy_acked;      /* the same count, from the headers of the peer's messages */
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */
     uint64_t *posted;          /* per slot: message number + 1 still being written from it, 0 when done */
@@ -192,6 +197,18 @@ static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_e
     return peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
 }
 
+/* The release count a landed message carries. Read when it lands, not when
+ * it is received: a sender blocked for credit may have the credit sitting in
+ * a message it has not reached yet. Messages may land out of order, and the
+ * count is the low 32 bits of one that is at most `slots` behind ours. */
+static void hier_chan_take_piggy(hier_chan_t *ch, const uint8_t *slot)
+{
+    uint64_t hdr;
+    memcpy(&hdr, slot, sizeof(hdr));
+    uint64_t acked = ch->sent - (uint32_t)((uint32_t)ch->sent - (uint32_t)(hdr >> 32));
+    if (acked > ch->piggy_acked && acked <= ch->sent) ch->piggy_acked = acked;
+}
+
 /* Events of one channel: a message landed, a credit came back, a write of ours completed. */
 static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
@@ -212,6 +229,7 @@ static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
     } else {
         uint32_t seq = ev->data & HIER_CHAN_SEQ_MASK;
         ch->arrived[seq % ch->slots] = seq + 1;
+        hier_chan_take_piggy(ch, ch->ring + (seq % ch->slots) * ch->stride);
     }
 }
 
@@ -263,6 +281,7 @@ static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_cha
 static int hier_chan_can_send(const hier_chan_t *ch)
 {
     uint64_t acked = __atomic_load_n(&ch->credit_word, __ATOMIC_ACQUIRE);
+    if (ch->piggy_acked > acked) acked = ch->piggy_acked;
     return ch->sent - acked < ch->slots && !ch->posted[ch->sent % ch->slots];
 }
 
@@ -276,8 +295,8 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
     return ch->slot_bytes;
 }
 
-/* Message k goes to slot k % slots: an 8-byte length, then the data. The
- * length comes from the staging slot; the data from there too (copied), or
+/* Message k goes to slot k % slots: the header, then the data. The header
+ * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
 hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
                                       int *sent_p, uint64_t *msg_p)
@@ -287,7 +306,7 @@ hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t 
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
-    uint64_t hdr = len;
+    uint64_t hdr = (uint64_t)len | (uint64_t)(uint32_t)ch->released << 32;
     memcpy(src, &hdr, sizeof(hdr));
     hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
@@ -301,6 +320,7 @@ hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t 
                                           HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE));
     if (st != HIER_OK) return st;
     ch->posted[slot] = ch->sent + 1;
+    if (ch->released > ch->credited) ch->credited = ch->released; /* carried by this message */
     *msg_p = ch->sent++;
     *sent_p = 1;
     return HIER_OK;
@@ -346,7 +366,7 @@ hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p
     memcpy(&hdr, slot, sizeof(hdr));
     ch->next_recv++;
     *data_p = slot + HIER_CHAN_HDR;
-    *len_p = (size_t)hdr;
+    *len_p = (size_t)(uint32_t)hdr;
     return HIER_OK;
 }
 
@@ -382,6 +402,11 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
     return hier_chan_return_credit(ch);
+}
+
+uint64_t hier_chan_credit_writes(const hier_chan_t *ch)
+{
+    return ch->credits_sent;
 }
 
 hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,

@@ -64,8 +64,12 @@ hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *l
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 /* The next message, in order; valid until hier_chan_release. */
 hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p);
-/* Done with the message hier_chan_recv returned: its slot may be rewritten. */
+/* Done with the message hier_chan_recv returned: its slot may be rewritten.
+ * Credit goes back in the header of our next message to the peer, or, once
+ * half the slots are released without one, by a write of its own. */
 hier_status_t hier_chan_release(hier_chan_t *ch);
+/* Credit returns written on their own (not carried by a message). */
+uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
 /* A write straight into memory the peer registered (its rkey, offset off),
  * outside the ring and its credits, tagged (tag < 2^20): the peer's end
  * counts it under its tag (hier_chan_direct_counts); what lands where is

@@ -67,14 +67,28 @@ const char *hier_fabric_fork_safety(void)
     return "not fork-safe";
 }
 
-/* Short names users type, and the providers tried when they name none
- * (efa on AWS, then tcp over ofi_rxm, then sockets). */
-static const char *hier_fabric_full_name(const char *name)
+/* Providers tried for what the user typed, in order; NULL-terminated.
+ * "tcp" is libfabric's native TCP RDM endpoint: named "net" in 1.17 (where a
+ * bare "tcp" RDM request gives tcp;ofi_rxm, which sends an acknowledgement
+ * for every write: half the speed of small messages here), "tcp" from 1.18.
+ * Nothing named: efa on AWS, then TCP, then sockets. A full name ("tcp;ofi_rxm")
+ * is taken as it is. */
+static void hier_fabric_candidates(const char *name, const char *out[5])
 {
-    if (!strcmp(name, "tcp")) return "tcp;ofi_rxm";
-    if (!strcmp(name, "udp")) return "udp;ofi_rxd";
-    if (!strcmp(name, "verbs")) return "verbs;ofi_rxm";
-    return name;
+    static const char *const def[] = {"efa", "net", "tcp", "sockets", NULL};
+    static const char *const tcp[] = {"net", "tcp", NULL};
+    const char *const *list = def;
+    if (name && name[0]) {
+        if (!strcmp(name, "tcp")) list = tcp;
+        else {
+            out[0] = !strcmp(name, "udp") ? "udp;ofi_rxd" : !strcmp(name, "verbs") ? "verbs;ofi_rxm" : name;
+            out[1] = NULL;
+            return;
+        }
+    }
+    size_t i = 0;
+    for (; list[i]; i++) out[i] = list[i];
+    out[i] = NULL;
 }
 
 static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
@@ -103,24 +117,23 @@ static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
  * with FI_HMEM first when asked, then without (device buffers are staged). */
 static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct fi_info **info_p)
 {
-    static const char *const order[] = {"efa", "tcp;ofi_rxm", "sockets"};
-    const char *named = cfg->provider && cfg->provider[0] ? hier_fabric_full_name(cfg->provider) : NULL;
+    const char *cand[5];
     int ret = -FI_ENODATA;
 
-    for (size_t i = 0; i < (named ? 1 : sizeof(order) / sizeof(order[0])); i++) {
-        const char *prov = named ? named : order[i];
+    hier_fabric_candidates(cfg->provider, cand);
+    for (size_t i = 0; cand[i]; i++) {
         for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
-            struct fi_info *hints = hier_fabric_hints(prov, hmem);
+            struct fi_info *hints = hier_fabric_hints(cand[i], hmem);
             if (!hints) return HIER_ERR_NO_MEMORY;
             ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
             fi_freeinfo(hints);
             if (ret == 0) return HIER_OK;
-            HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", prov, hmem ? " with FI_HMEM" : "",
+            HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", cand[i], hmem ? " with FI_HMEM" : "",
                      fi_strerror(-ret));
         }
     }
-    HIER_ERROR("no usable libfabric provider (%s): %s", named ? named : "tried efa, tcp;ofi_rxm, sockets",
-               fi_strerror(-ret));
+    HIER_ERROR("no usable libfabric provider (%s%s): %s", cfg->provider && cfg->provider[0] ? "asked for " : "tried ",
+               cfg->provider && cfg->provider[0] ? cfg->provider : "efa, net, tcp, sockets", fi_strerror(-ret));
     return HIER_ERR_NOT_SUPPORTED;
 }
 
@@ -165,7 +178,10 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     fab->next_key = 1;
     fab->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
 
-    if (cfg->iface && cfg->iface[0]) setenv("FI_TCP_IFACE", cfg->iface, 0); /* the user's own setting wins */
+    if (cfg->iface && cfg->iface[0]) { /* the user's own settings win */
+        setenv("FI_TCP_IFACE", cfg->iface, 0);
+        setenv("FI_NET_IFACE", cfg->iface, 0); /* libfabric 1.17's native TCP provider */
+    }
     HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->info), free_fab, st); /* 1 */
     fab->mr_mode = fab->info->domain_attr->mr_mode;
     if (fab->info->domain_attr->cq_data_size < 4) {

@@ -89,8 +89,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "not in place)",
      HIER_PARAM_OFF(reduce_scatter_cma_min), 0, 0},
     {"fabric_provider", HIER_PARAM_STRING, "",
-     "libfabric provider between nodes: efa, tcp (tcp;ofi_rxm), shm, sockets or a full name; empty = the first "
-     "of efa, tcp;ofi_rxm, sockets that works. Without one, multi-node communicators use the previous component",
+     "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "
+     "sockets or a full name (tcp;ofi_rxm); empty = the first of efa, tcp, sockets that works. Without one, "
+     "multi-node communicators use the previous component",
      HIER_PARAM_OFF(fabric_provider), 0, 0},
     {"fabric_iface", HIER_PARAM_STRING, "",
      "Network interface for the tcp provider (like NCCL_SOCKET_IFNAME / FI_TCP_IFACE); empty = provider's choice",

@@ -133,8 +133,8 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes2x2_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp $TC $NET
     case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
     case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    case_run nodes3_uneven_2_1_1_tcp 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
-        $TC --quick $NET
+    case_run nodes3_uneven_2_1_1_tcp_rxm 4 $FAKE --hostfile "$(hosts h211 2 1 1)" \
+        --mca coll_hier_fabric_provider 'tcp;ofi_rxm' $TC --quick $NET
     case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
         --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
         $TC --quick --world-only $NET --allreduce-path net_rh

@@ -1,5 +1,5 @@
-/* The libfabric transport alone, with two forked processes over tcp;ofi_rxm
- * (remote addresses are offsets, keys ours) and shm (virtual addresses,
+/* The libfabric transport alone, with two forked processes over TCP (the
+ * native endpoint and tcp;ofi_rxm: remote addresses are offsets, keys ours) and shm (virtual addresses,
  * provider keys): writes with immediates land where they should, a bad key
  * delivers nothing, a peer that left gives a bounded, clean outcome. */
 #include <criterion/criterion.h>
@@ -261,6 +261,43 @@ static int stream(int me, xchg_t *x, const char *prov)
     atomic_store(&x->stage[me], 4);
     if (wait_stage(x, !me, 4, fab, 30)) return 30;
     if (me == 0 && x->waited == 0) return 31; /* the test must have exhausted the credits */
+    if (me == 1 && hier_chan_credit_writes(ch) == 0) return 32; /* one way: credit needs writes of its own */
+    hier_chan_close(ch);
+    hier_fabric_close(fab);
+    return 0;
+}
+
+/* Both ways in turn, as recursive doubling does: every message carries
+ * the credit for the other direction, so no credit write is ever needed
+ * (if the credit were not taken from the headers, the senders would stall
+ * for good; if it were not put there, credit writes would be counted). */
+#define EXCHANGE_ROUNDS 3000
+static int exchange(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_chan_t *ch;
+    uint32_t v;
+    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
+    if (hier_chan_open(fab, 4, 64, &ch) != HIER_OK) return 11;
+    hier_chan_info(ch, &x->chan[me]);
+    atomic_store(&x->stage[me], 2);
+    if (wait_stage(x, !me, 2, fab, 20)) return 12;
+    hier_chan_connect(ch, peer, &x->chan[!me]);
+    uint32_t next_in = 0, out = 0;
+    for (int i = 0; i < EXCHANGE_ROUNDS; i++) {
+        const void *p;
+        size_t len;
+        v = out++ * 2 + (uint32_t)me;
+        if (hier_chan_send(ch, &v, sizeof(v), NULL) != HIER_OK) return 13;
+        if (hier_chan_recv(ch, &p, &len) != HIER_OK) return 20;
+        memcpy(&v, p, sizeof(v));
+        if (len != sizeof(v) || v != next_in++ * 2 + (uint32_t)!me) return 21;
+        if (hier_chan_release(ch) != HIER_OK) return 22;
+    }
+    atomic_store(&x->stage[me], 4);
+    if (wait_stage(x, !me, 4, fab, 30)) return 30;
+    if (hier_chan_credit_writes(ch) != 0) return 31;
     hier_chan_close(ch);
     hier_fabric_close(fab);
     return 0;
@@ -320,14 +357,15 @@ static int direct(int me, xchg_t *x, const char *prov)
 }
 
 /* Parameters cross into Criterion's worker processes by value: indexes, not pointers. */
-static const char *const providers[] = {"tcp", "shm"};
-static int provider_ids[] = {0, 1};
+static const char *const providers[] = {"tcp", "tcp;ofi_rxm", "shm"};
+static int provider_ids[] = {0, 1, 2};
+#define NPROVIDERS 3
 
 /* One test per scenario, run once per provider. */
 #define PAIR_TEST(name, body, seconds)                                                  \
     ParameterizedTestParameters(fabric, name)                                           \
     {                                                                                   \
-        return cr_make_param_array(int, provider_ids, 2);                               \
+        return cr_make_param_array(int, provider_ids, NPROVIDERS);                      \
     }                                                                                   \
     ParameterizedTest(int *p, fabric, name, .timeout = seconds)                         \
     {                                                                                   \
@@ -338,21 +376,28 @@ PAIR_TEST(writes_land_with_their_immediates, basic, 60)
 PAIR_TEST(bad_key_delivers_nothing, bad_key, 60)
 PAIR_TEST(peer_that_left_ends_cleanly, peer_leaves, 60)
 PAIR_TEST(long_stream_waits_for_credit, stream, 120)
+PAIR_TEST(exchange_returns_credit_in_messages, exchange, 120)
 PAIR_TEST(direct_writes_land_in_device_memory_by_tag, direct, 60)
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)
 {
     int buf[64];
     hier_fabric_mr_t *mr;
-    hier_fabric_t *tcp = open_fab("tcp"), *shm = open_fab("shm");
-    cr_assert(tcp && shm, "tcp;ofi_rxm and shm must both open here");
-    cr_assert_str_eq(hier_fabric_provider(tcp), "tcp;ofi_rxm");
-    cr_assert_eq(hier_fabric_mr_reg(tcp, buf, sizeof(buf), &mr), HIER_OK);
-    cr_assert_eq(hier_fabric_mr_rkey(mr).base, 0, "tcp;ofi_rxm has no FI_MR_VIRT_ADDR: offsets");
-    hier_fabric_mr_dereg(mr);
+    hier_fabric_t *rxm = open_fab("tcp;ofi_rxm"), *tcp = open_fab("tcp"), *shm = open_fab("shm");
+    cr_assert(rxm && tcp && shm, "tcp;ofi_rxm, tcp and shm must all open here");
+    cr_assert_str_eq(hier_fabric_provider(rxm), "tcp;ofi_rxm");
+    /* "tcp" is the native TCP endpoint: "net" in libfabric 1.17, "tcp" later */
+    cr_assert(!strcmp(hier_fabric_provider(tcp), "net") || !strcmp(hier_fabric_provider(tcp), "tcp"), "%s",
+              hier_fabric_provider(tcp));
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(hier_fabric_mr_reg(i ? tcp : rxm, buf, sizeof(buf), &mr), HIER_OK);
+        cr_assert_eq(hier_fabric_mr_rkey(mr).base, 0, "TCP has no FI_MR_VIRT_ADDR: offsets");
+        hier_fabric_mr_dereg(mr);
+    }
     cr_assert_eq(hier_fabric_mr_reg(shm, buf, sizeof(buf), &mr), HIER_OK);
     cr_assert_eq(hier_fabric_mr_rkey(mr).base, (uint64_t)(uintptr_t)buf, "shm uses virtual addresses");
     hier_fabric_mr_dereg(mr);
+    hier_fabric_close(rxm);
     hier_fabric_close(tcp);
     hier_fabric_close(shm);
 }
@@ -472,7 +517,7 @@ static int run_group(int np, const char *prov, hier_net_kind_t kind, size_t coun
 
 ParameterizedTestParameters(fabric, inter_node_allreduce_schedules_run_over_channels)
 {
-    return cr_make_param_array(int, provider_ids, 2);
+    return cr_make_param_array(int, provider_ids, NPROVIDERS);
 }
 ParameterizedTest(int *p, fabric, inter_node_allreduce_schedules_run_over_channels, .timeout = 120)
 {
