@@ -224,27 +224,35 @@ static int peer_leaves(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* Open, connect and give both ranks one channel of `slots` x `bytes`: 0, or a code to exit with. */
+static int chan_pair(int me, xchg_t *x, const char *prov, size_t slots, size_t bytes, hier_fabric_t **fab_p,
+                     hier_chan_t **ch_p)
+{
+    hier_fabric_peer_t peer;
+    if (!(*fab_p = open_fab(prov)) || connect_pair(me, x, *fab_p, &peer)) return 10;
+    if (hier_chan_open(*fab_p, slots, bytes, ch_p) != HIER_OK) return 11;
+    hier_chan_info(*ch_p, &x->chan[me]);
+    atomic_store(&x->stage[me], 2);
+    if (wait_stage(x, !me, 2, *fab_p, 20)) return 12;
+    return hier_chan_connect(*ch_p, peer, &x->chan[!me]) == HIER_OK ? 0 : 13;
+}
+
 /* A long stream through an 8-slot channel, with a receiver that stops now
  * and then: the sender must run out of credit and wait, and every message
  * must arrive intact and in order. */
 #define STREAM_MESSAGES 20000
 static int stream(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_t *fab = open_fab(prov);
-    hier_fabric_peer_t peer;
+    hier_fabric_t *fab;
     hier_chan_t *ch;
     uint8_t msg[1024];
-    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    if (hier_chan_open(fab, 8, sizeof(msg), &ch) != HIER_OK) return 11;
-    hier_chan_info(ch, &x->chan[me]);
-    atomic_store(&x->stage[me], 2);
-    if (wait_stage(x, !me, 2, fab, 20)) return 12;
-    hier_chan_connect(ch, peer, &x->chan[!me]);
+    int ret = chan_pair(me, x, prov, 8, sizeof(msg), &fab, &ch);
+    if (ret) return ret;
     if (me == 0) {
         for (int i = 0; i < STREAM_MESSAGES; i++) {
             size_t len = (size_t)(i * 37 % 1000) + 1;
             for (size_t j = 0; j < len; j++) msg[j] = (uint8_t)(i + j * 3);
-            if (hier_chan_send(ch, msg, len, &x->waited) != HIER_OK) return 13;
+            if (hier_chan_send(ch, msg, len, &x->waited) != HIER_OK) return 14;
         }
     } else {
         for (int i = 0; i < STREAM_MESSAGES; i++) {
@@ -274,22 +282,17 @@ static int stream(int me, xchg_t *x, const char *prov)
 #define EXCHANGE_ROUNDS 3000
 static int exchange(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_t *fab = open_fab(prov);
-    hier_fabric_peer_t peer;
+    hier_fabric_t *fab;
     hier_chan_t *ch;
     uint32_t v;
-    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    if (hier_chan_open(fab, 4, 64, &ch) != HIER_OK) return 11;
-    hier_chan_info(ch, &x->chan[me]);
-    atomic_store(&x->stage[me], 2);
-    if (wait_stage(x, !me, 2, fab, 20)) return 12;
-    hier_chan_connect(ch, peer, &x->chan[!me]);
+    int ret = chan_pair(me, x, prov, 4, 64, &fab, &ch);
+    if (ret) return ret;
     uint32_t next_in = 0, out = 0;
     for (int i = 0; i < EXCHANGE_ROUNDS; i++) {
         const void *p;
         size_t len;
         v = out++ * 2 + (uint32_t)me;
-        if (hier_chan_send(ch, &v, sizeof(v), NULL) != HIER_OK) return 13;
+        if (hier_chan_send(ch, &v, sizeof(v), NULL) != HIER_OK) return 14;
         if (hier_chan_recv(ch, &p, &len) != HIER_OK) return 20;
         memcpy(&v, p, sizeof(v));
         if (len != sizeof(v) || v != next_in++ * 2 + (uint32_t)!me) return 21;
