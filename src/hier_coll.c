@@ -50,14 +50,17 @@ static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
     return bytes_per_rank < hier_params.net_split_min ? 1 : c->pieces;
 }
 
-/* Between nodes, recursive doubling (fewest rounds) for two nodes or up to
- * net_rd_max bytes per rank; above, Rabenseifner (the ring's data in log
+/* Between nodes, recursive doubling (fewest rounds) up to net_rd_max bytes
+ * per rank, net_rd_max_two_nodes on two nodes (there it moves as many bytes
+ * as Rabenseifner in one round instead of two, but every node reduces the
+ * whole vector instead of half); above, Rabenseifner (the ring's data in log
  * rounds) on a power-of-two node count and the ring otherwise; or as forced. */
 static int hier_comm_net_algo(const hier_comm_t *c, size_t bytes_per_rank)
 {
     int algo = hier_params.net_algorithm, pow2 = (c->nnodes & (c->nnodes - 1)) == 0;
+    size_t rd_max = c->nnodes == 2 ? hier_params.net_rd_max_two_nodes : hier_params.net_rd_max;
     if (algo != HIER_ALGO_AUTO) return algo;
-    if (c->nnodes == 2 || bytes_per_rank <= hier_params.net_rd_max) return HIER_ALGO_RD;
+    if (bytes_per_rank <= rd_max) return HIER_ALGO_RD;
     return pow2 ? HIER_ALGO_RH : HIER_ALGO_RING;
 }
 
@@ -131,7 +134,8 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     } else if (st == HIER_OK && c->nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
                                   .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes),
-                                  .net_kind = hier_comm_net_rd(c, block_bytes) ? HIER_NET_RD_ALLGATHER
+                                  .net_kind = c->nnodes == 2 || hier_comm_net_rd(c, block_bytes) /* one exchange */
+                                                  ? HIER_NET_RD_ALLGATHER
                                                                                : HIER_NET_RING_ALLGATHER};
         path = HIER_PATH_NET_COPY;
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});

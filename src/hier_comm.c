@@ -238,6 +238,7 @@ static uint64_t hier_comm_params_digest(size_t chunk)
                           (uint64_t)hier_params.cma, hier_params.allreduce_cma_min, hier_params.allgather_cma_min,
                           hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain,
                           (uint64_t)hier_params.net_algorithm, hier_params.net_rd_max, hier_params.net_split_min,
+                          hier_params.net_rd_max_two_nodes,
                           hier_params.fabric_slot_size, (uint64_t)hier_params.fabric_slots,
                           hier_params.net_chunk_size, (uint64_t)hier_params.ranks_per_node};
     uint64_t h = 0xcbf29ce484222325ull;

@@ -105,15 +105,20 @@ static const hier_param_desc_t hier_param_table[] = {
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
      "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "
      "(recursive doubling, fewest rounds) or rabenseifner (recursive halving + doubling: the ring's data in "
-     "log2 rounds). Auto: rd on two nodes or up to net_rd_max, rabenseifner on a power-of-two node count, ring "
-     "otherwise; allgather and reduce_scatter use rd or ring by the same sizes",
+     "log2 rounds). Auto: rd up to net_rd_max (net_rd_max_two_nodes on two nodes), rabenseifner on a power-of-two "
+     "node count, ring otherwise; allgather and reduce_scatter use rd or ring by the same sizes",
      HIER_PARAM_OFF(net_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
          HIER_ALGO_BIT(HIER_ALGO_RH), 0},
     {"net_rd_max", HIER_PARAM_SIZE, "64K",
-     "Under auto, multi-node allreduces up to this many bytes per rank use recursive doubling between nodes "
-     "(on two nodes always: it moves the same bytes as the ring in fewer messages); ring above",
+     "Under auto, multi-node collectives up to this many bytes per rank use recursive doubling between nodes "
+     "(fewest rounds, but log2(nodes) times the data); rabenseifner or ring above (allreduce on two nodes: "
+     "net_rd_max_two_nodes)",
      HIER_PARAM_OFF(net_rd_max), 0, 0},
+    {"net_rd_max_two_nodes", HIER_PARAM_SIZE, "512K",
+     "The same on two nodes, where recursive doubling moves no more data than rabenseifner, in one round instead "
+     "of two, but each node reduces the whole vector instead of half; rabenseifner above",
+     HIER_PARAM_OFF(net_rd_max_two_nodes), 0, 0},
     {"net_split_min", HIER_PARAM_SIZE, "16K",
      "Multi-node collectives from this many bytes per rank (allreduce: the vector; allgather: a block; "
      "reduce_scatter: the send buffer over the ranks) are split so every local rank drives the network with its "

@@ -51,6 +51,7 @@ typedef struct {
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
     int net_algorithm;            /* inter-node allreduce: AUTO, RING or RD */
     size_t net_rd_max;            /* bytes per rank: recursive doubling up to here under auto */
+    size_t net_rd_max_two_nodes;  /* the same on two nodes */
     size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
     size_t net_chunk_size;        /* shm_chunk_size of communicators that span nodes */
     int device_peer_direct;       /* device allgathers go NIC to NIC when the provider takes device memory */

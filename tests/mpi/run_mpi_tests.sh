@@ -138,6 +138,9 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
         --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
         $TC --quick --world-only $NET --allreduce-path net_rh
+    case_run nodes2x2_auto_rabenseifner 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        --mca coll_hier_net_rd_max_two_nodes 0 --mca coll_hier_net_split_min 0 \
+        $TC --quick --world-only $NET --allreduce-path net_rh
     case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
         --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes2x2_device_peer_direct_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV $PD \
