@@ -6,6 +6,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "hier_lock.h"
 #include "hier_log.h"
 
 #define HIER_CHAN_CREDIT (1u << 31)
@@ -78,7 +79,7 @@ static int hier_chan_free_id(unsigned *id_p)
     return 0;
 }
 
-hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
+static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
 {
     hier_status_t st = HIER_ERR_NO_MEMORY;
     unsigned id;
@@ -126,11 +127,24 @@ free_ch:
 /* The provider may still read our staging buffers for writes not completed
  * yet: wait for them (a second at most: a vanished peer completes nothing)
  * before the memory goes. */
+static int hier_chan_writing(const hier_chan_t *ch)
+{
+    return ch->done < ch->sent || ch->credits_done < ch->credits_sent || ch->direct_done < ch->direct_sent;
+}
+
+/* ready(ch), read under the lock (another thread's progress updates channels). */
+static int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *))
+{
+    hier_lock_take();
+    int r = ready(ch);
+    hier_lock_drop();
+    return r;
+}
+
 static void hier_chan_drain(hier_chan_t *ch)
 {
     time_t end = time(NULL) + 2;
-    for (unsigned i = 0; ch->done < ch->sent || ch->credits_done < ch->credits_sent || ch->direct_done < ch->direct_sent;
-         i++) {
+    for (unsigned i = 0; hier_chan_check(ch, hier_chan_writing); i++) {
         if (hier_chan_progress(ch->fab) != HIER_OK) break;
         if (i % 1024 == 1023 && time(NULL) > end) break;
     }
@@ -146,12 +160,14 @@ static void hier_chan_forgive(hier_chan_t *ch)
 void hier_chan_close(hier_chan_t *ch)
 {
     if (!ch) return;
-    hier_chan_drain(ch);
+    hier_chan_drain(ch); /* (polls: not under the lock) */
+    hier_lock_take();
     hier_chan_forgive(ch);
     hier_chan_table[ch->id] = NULL;
     hier_fabric_mr_dereg(ch->credit_mr);
     hier_fabric_mr_dereg(ch->stage_mr);
     hier_fabric_mr_dereg(ch->ring_mr);
+    hier_lock_drop();
     free(ch->posted);
     free(ch->arrived);
     free(ch->stage);
@@ -159,7 +175,7 @@ void hier_chan_close(hier_chan_t *ch)
     free(ch);
 }
 
-void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
+static void hier_chan_info_locked(const hier_chan_t *ch, hier_chan_info_t *info)
 {
     info->ring = hier_fabric_mr_rkey(ch->ring_mr);
     info->credit = hier_fabric_mr_rkey(ch->credit_mr);
@@ -168,7 +184,7 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
     info->slots = ch->slots;
 }
 
-hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
+static hier_status_t hier_chan_connect_locked(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
 {
     if (peer_info->slot_bytes != ch->slot_bytes || peer_info->slots != ch->slots) {
         HIER_ERROR("channel %u: the peer's ring has %llu slots of %u bytes, mine %zu of %zu (different settings?)",
@@ -233,7 +249,7 @@ static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
     }
 }
 
-hier_status_t hier_chan_progress(hier_fabric_t *fab)
+static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
 {
     hier_fabric_event_t ev[16];
     size_t n;
@@ -261,7 +277,7 @@ static double hier_chan_now(void)
 static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
 {
     double deadline = 0;
-    for (unsigned i = 0; !ready(ch); i++) {
+    for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
         hier_status_t st = hier_chan_progress(ch->fab);
         if (st != HIER_OK) return st;
         if (i % 4096 == 0) {
@@ -285,7 +301,7 @@ static int hier_chan_can_send(const hier_chan_t *ch)
     return ch->sent - acked < ch->slots && !ch->posted[ch->sent % ch->slots];
 }
 
-int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
+static int hier_chan_sent_done_locked(const hier_chan_t *ch, uint64_t msg)
 {
     return ch->posted[msg % ch->slots] != msg + 1; /* done, or the slot carries a later message already */
 }
@@ -298,8 +314,8 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
 /* Message k goes to slot k % slots: the header, then the data. The header
  * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
-                                      int *sent_p, uint64_t *msg_p)
+static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void *data, size_t len,
+                                                    hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
 {
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
@@ -335,7 +351,7 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, 
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
 {
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
-    if (!hier_chan_can_send(ch)) {
+    if (!hier_chan_check(ch, hier_chan_can_send)) { /* (waits unlocked) */
         if (waited_p) (*waited_p)++;
         hier_status_t st = hier_chan_wait(ch, hier_chan_can_send, "credit");
         if (st != HIER_OK) return st;
@@ -349,24 +365,31 @@ static int hier_chan_has_message(const hier_chan_t *ch)
     return ch->arrived[ch->next_recv % ch->slots] == (uint32_t)((ch->next_recv & HIER_CHAN_SEQ_MASK) + 1);
 }
 
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
+/* The next message, which is there. */
+static void hier_chan_take(hier_chan_t *ch, const void **data_p, size_t *len_p)
 {
-    *got_p = 0;
-    if (!hier_chan_has_message(ch)) return HIER_OK;
-    *got_p = 1;
-    return hier_chan_recv(ch, data_p, len_p);
-}
-
-hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
-{
-    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "a message");
-    if (st != HIER_OK) return st;
     const uint8_t *slot = ch->ring + (ch->next_recv % ch->slots) * ch->stride;
     uint64_t hdr;
     memcpy(&hdr, slot, sizeof(hdr));
     ch->next_recv++;
     *data_p = slot + HIER_CHAN_HDR;
     *len_p = (size_t)(uint32_t)hdr;
+}
+
+static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
+{
+    *got_p = hier_chan_has_message(ch);
+    if (*got_p) hier_chan_take(ch, data_p, len_p);
+    return HIER_OK;
+}
+
+hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
+{
+    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "a message"); /* (waits unlocked) */
+    if (st != HIER_OK) return st;
+    hier_lock_take();
+    hier_chan_take(ch, data_p, len_p);
+    hier_lock_drop();
     return HIER_OK;
 }
 
@@ -397,7 +420,7 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
     return HIER_OK;
 }
 
-hier_status_t hier_chan_release(hier_chan_t *ch)
+static hier_status_t hier_chan_release_locked(hier_chan_t *ch)
 {
     ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
@@ -406,11 +429,11 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
 
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch)
 {
-    return ch->credits_sent;
+    HIER_LOCKED_RETURN(uint64_t, ch->credits_sent);
 }
 
-hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
-                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+static hier_status_t hier_chan_write_direct_locked(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                                   hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
 {
     hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
     uint32_t imm = HIER_CHAN_DIRECT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (tag & HIER_CHAN_SEQ_MASK);
@@ -422,22 +445,31 @@ hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t le
 
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n)
 {
+    hier_lock_take();
     ch->direct_counts = counts;
     ch->direct_ntags = n;
+    hier_lock_drop();
 }
 
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch)
 {
-    return ch->direct_sent - ch->direct_done;
+    HIER_LOCKED_RETURN(uint64_t, ch->direct_sent - ch->direct_done);
+}
+
+uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag)
+{
+    HIER_LOCKED_RETURN(uint32_t, counts[tag]);
 }
 
 static int hier_chan_direct_busy(const hier_fabric_t *fab)
 {
-    for (unsigned id = 0; id <= HIER_CHAN_MAX_ID; id++)
-        if (hier_chan_table[id] && hier_chan_table[id]->fab == fab &&
-            hier_chan_table[id]->direct_done < hier_chan_table[id]->direct_sent)
-            return 1;
-    return 0;
+    hier_lock_take();
+    int busy = 0;
+    for (unsigned id = 0; !busy && id <= HIER_CHAN_MAX_ID; id++)
+        busy = hier_chan_table[id] && hier_chan_table[id]->fab == fab &&
+               hier_chan_table[id]->direct_done < hier_chan_table[id]->direct_sent;
+    hier_lock_drop();
+    return busy;
 }
 
 void hier_chan_quiesce_direct(hier_fabric_t *fab)
@@ -447,4 +479,55 @@ void hier_chan_quiesce_direct(hier_fabric_t *fab)
         if (hier_chan_progress(fab) != HIER_OK) break;
         if (i % 1024 == 1023 && time(NULL) > end) break;
     }
+}
+
+/* ---- the public operations, under the transport lock (hier_lock.h) ---- */
+
+hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_open_locked(fab, slots, slot_bytes, ch_p));
+}
+
+void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info)
+{
+    hier_lock_take();
+    hier_chan_info_locked(ch, info);
+    hier_lock_drop();
+}
+
+hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_connect_locked(ch, peer, peer_info));
+}
+
+hier_status_t hier_chan_progress(hier_fabric_t *fab)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_progress_locked(fab));
+}
+
+int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
+{
+    HIER_LOCKED_RETURN(int, hier_chan_sent_done_locked(ch, msg));
+}
+
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
+                                      int *sent_p, uint64_t *msg_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_send_from_locked(ch, data, len, mr, sent_p, msg_p));
+}
+
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, data_p, len_p, got_p));
+}
+
+hier_status_t hier_chan_release(hier_chan_t *ch)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch));
+}
+
+hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_write_direct_locked(ch, src, len, mr, rkey, off, tag));
 }

@@ -81,6 +81,9 @@ hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t le
 /* Where this end counts the peer's direct writes: counts[tag]++ for tags
  * below n (the array stays the caller's). */
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
+/* counts[tag] of an array given to hier_chan_direct_counts, read under the
+ * transport lock (any thread's progress may be counting into it). */
+uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
 /* Direct writes of ours not yet completed. */
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 

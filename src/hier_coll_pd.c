@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hier_lock.h"
 #include "hier_coll_dev.h"
 #include "hier_comm_impl.h"
 #include "hier_dev_mr.h"
@@ -150,7 +151,7 @@ static hier_status_t hier_pd_wait_block(hier_comm_t *c, int s, size_t nseg)
 {
     time_t deadline = 0;
     hier_status_t st = HIER_OK;
-    for (unsigned k = 0; st == HIER_OK && c->pd_counts[s] < nseg; k++)
+    for (unsigned k = 0; st == HIER_OK && hier_chan_direct_count(c->pd_counts, (size_t)s) < nseg; k++)
         st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for a block from the previous rank");
     return st;
 }
@@ -253,7 +254,9 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, const hier_coll_dev_call_t *d,
     hier_pd_ctl_t mine = {.kind = HIER_PD_WHERE, .rkey = hier_fabric_mr_rkey(regs->recv.mr),
                           .off = (uint64_t)(hier_pd_nic(&d->rbuf, &regs->recv, rbuf) - regs->recv.nic_base)};
     hier_pd_ctl_t right, done = {.kind = HIER_PD_DONE};
+    hier_lock_take(); /* (counted into by whichever thread progresses) */
     memset(c->pd_counts, 0, (size_t)total * sizeof(*c->pd_counts));          /* 1 */
+    hier_lock_drop();
     hier_status_t st = hier_pd_send_ctl(c, &mine);
     if (st == HIER_OK && sbuf)                                                 /* 2 */
         st = hier_accel_copy_d2d(d->rbuf.backend, rbuf + (size_t)c->rank * block, sbuf, block);

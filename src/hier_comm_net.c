@@ -4,11 +4,13 @@
  * credit channel to the rank of its local index on each other node. Channel
  * ids are per process and exchanged, so communicators never see each other's
  * messages. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hier_comm_impl.h"
 #include "hier_dev_mr.h"
+#include "hier_lock.h"
 #include "hier_log.h"
 #include "hier_net_exec.h"
 #include "hier_params.h"
@@ -17,7 +19,7 @@
  * system call on tcp, so a few are worth a shared-memory spin of thousands. */
 #define HIER_COMM_NET_SPIN 16
 
-static hier_fabric_t *hier_core_fab;
+static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
 static int hier_core_fab_tried;
 static hier_progress_fn_t hier_core_glue_progress;
 
@@ -30,13 +32,14 @@ void hier_core_set_progress(hier_progress_fn_t progress)
  * other nodes may need it to push its last writes (manual progress). */
 void hier_core_progress(void)
 {
+    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
     if (hier_core_glue_progress) hier_core_glue_progress();
-    if (hier_core_fab) (void)hier_chan_progress(hier_core_fab);
+    if (fab) (void)hier_chan_progress(fab);
 }
 
-/* The process's endpoint, opened once; NULL when no provider works (tried once). */
-hier_fabric_t *hier_core_fabric(void)
+static hier_fabric_t *hier_core_fabric_locked(void)
 {
+    hier_fabric_t *fab = NULL;
     if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
     hier_core_fab_tried = 1;
     hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
@@ -44,16 +47,28 @@ hier_fabric_t *hier_core_fabric(void)
                                 .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
                                         hier_accel_has_backend(),
                                 .cuda = hier_accel_cuda_backend() != NULL};
-    if (hier_fabric_open(&cfg, &hier_core_fab) != HIER_OK) hier_core_fab = NULL;
-    return hier_core_fab;
+    if (hier_fabric_open(&cfg, &fab) != HIER_OK) fab = NULL;
+    atomic_store_explicit(&hier_core_fab, fab, memory_order_release);
+    return fab;
+}
+
+/* The process's endpoint, opened once; NULL when no provider works (tried once). */
+hier_fabric_t *hier_core_fabric(void)
+{
+    hier_lock_take(); /* (threads: one opens it) */
+    hier_fabric_t *fab = hier_core_fabric_locked();
+    hier_lock_drop();
+    return fab;
 }
 
 void hier_core_fabric_close(void)
 {
     hier_dev_mr_flush();
+    hier_lock_take();
     hier_fabric_close(hier_core_fab);
-    hier_core_fab = NULL;
+    atomic_store_explicit(&hier_core_fab, NULL, memory_order_release);
     hier_core_fab_tried = 0;
+    hier_lock_drop();
 }
 
 /* Channels first: closing drains their writes, which may read my slot. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hier_chan.h"
+#include "hier_lock.h"
 #include "hier_log.h"
 
 static struct {
@@ -13,8 +14,10 @@ static struct {
     size_t len;
     hier_dev_mr_t reg;
     uint64_t used; /* clock of the last use; 0: free */
+    int busy;      /* calls using it now */
 } hier_dev_mr_cache[HIER_DEV_MR_CACHE];
 static uint64_t hier_dev_mr_clock;
+static uint64_t hier_dev_mr_count; /* registrations made */
 
 static hier_status_t hier_dev_mr_reg(hier_fabric_t *fab, const hier_accel_buf_t *b, hier_dev_mr_t *out)
 {
@@ -22,7 +25,13 @@ static hier_status_t hier_dev_mr_reg(hier_fabric_t *fab, const hier_accel_buf_t 
     hier_status_t st = hier_fabric_mr_reg_dev(fab, nic, b->range.len, b->backend->fi_iface, b->range.device, &out->mr);
     if (st != HIER_OK) return st;
     out->nic_base = nic;
+    hier_dev_mr_count++;
     return HIER_OK;
+}
+
+uint64_t hier_dev_mr_registrations(void)
+{
+    HIER_LOCKED_RETURN(uint64_t, hier_dev_mr_count);
 }
 
 /* Deregister a kept registration: the provider may still owe completions of
@@ -33,9 +42,9 @@ static void hier_dev_mr_drop(hier_fabric_t *fab, hier_fabric_mr_t *mr)
     hier_fabric_mr_dereg(mr);
 }
 
-hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
+static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
 {
-    int victim = 0;
+    int victim = -1;
     hier_accel_buf_t fresh = *in, *b = &fresh;
     /* The allocation's id from the runtime now, not from the classification
      * cache: freed and reallocated at the same place, it has a new one. */
@@ -45,12 +54,14 @@ hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hi
         if (hier_dev_mr_cache[i].used && hier_dev_mr_cache[i].fab == fab && hier_dev_mr_cache[i].id == b->range.id &&
             hier_dev_mr_cache[i].base == b->range.base && hier_dev_mr_cache[i].len == b->range.len) {
             hier_dev_mr_cache[i].used = hier_dev_mr_clock;
+            hier_dev_mr_cache[i].busy++;
             *out = hier_dev_mr_cache[i].reg;
             return HIER_OK;
         }
-        if (hier_dev_mr_cache[i].used < hier_dev_mr_cache[victim].used) victim = i;
+        if (!hier_dev_mr_cache[i].busy && (victim < 0 || hier_dev_mr_cache[i].used < hier_dev_mr_cache[victim].used))
+            victim = i;
     }
-    hier_dev_mr_t m = {.cached = b->range.id != 0};
+    hier_dev_mr_t m = {.cached = b->range.id && victim >= 0 ? victim + 1 : 0};
     hier_status_t st = hier_dev_mr_reg(fab, b, &m);
     if (st != HIER_OK || !m.cached) {
         if (st == HIER_OK) *out = m;
@@ -63,19 +74,30 @@ hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hi
     hier_dev_mr_cache[victim].len = b->range.len;
     hier_dev_mr_cache[victim].reg = m;
     hier_dev_mr_cache[victim].used = hier_dev_mr_clock;
+    hier_dev_mr_cache[victim].busy = 1;
     *out = m;
     return HIER_OK;
 }
 
+hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_dev_mr_get_locked(fab, in, out));
+}
+
 void hier_dev_mr_put(hier_dev_mr_t *m)
 {
+    hier_lock_take();
     if (!m->cached) hier_fabric_mr_dereg(m->mr);
+    else if (hier_dev_mr_cache[m->cached - 1].busy > 0) hier_dev_mr_cache[m->cached - 1].busy--;
+    hier_lock_drop();
     m->mr = NULL;
 }
 
 void hier_dev_mr_flush(void)
 {
+    hier_lock_take();
     for (int i = 0; i < HIER_DEV_MR_CACHE; i++)
         if (hier_dev_mr_cache[i].used) hier_dev_mr_drop(hier_dev_mr_cache[i].fab, hier_dev_mr_cache[i].reg.mr);
     memset(hier_dev_mr_cache, 0, sizeof(hier_dev_mr_cache));
+    hier_lock_drop();
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hier_lock.h"
 #include "hier_log.h"
 
 #define HIER_FABRIC_PENDING 256
@@ -245,7 +246,7 @@ free_fab:
     return st;
 }
 
-void hier_fabric_close(hier_fabric_t *fab)
+static void hier_fabric_close_locked(hier_fabric_t *fab)
 {
     if (!fab) return;
     fi_close(&fab->ep->fid);
@@ -276,7 +277,7 @@ hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
     return HIER_OK;
 }
 
-hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
+static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
 {
     fi_addr_t a;
     int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
@@ -320,15 +321,15 @@ free_mr:
     return st;
 }
 
-hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+static hier_status_t hier_fabric_mr_reg_locked(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_SYSTEM};
     return hier_fabric_regattr(fab, &attr, mr_p);
 }
 
-hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
-                                     hier_fabric_mr_t **mr_p)
+static hier_status_t hier_fabric_mr_reg_dev_locked(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                                   hier_fabric_mr_t **mr_p)
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = (enum fi_hmem_iface)iface};
@@ -343,7 +344,7 @@ hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, 
     return hier_fabric_regattr(fab, &attr, mr_p);
 }
 
-void hier_fabric_mr_dereg(hier_fabric_mr_t *mr)
+static void hier_fabric_mr_dereg_locked(hier_fabric_mr_t *mr)
 {
     if (!mr) return;
     fi_close(&mr->mr->fid);
@@ -427,7 +428,7 @@ static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t pee
     return hier_fabric_fail(fab, n == 1 ? "fi_writedata" : "fi_writemsg", (int)ret);
 }
 
-hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+static hier_status_t hier_fabric_try_write_locked(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                     hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                     void *context, int *posted_p)
 {
@@ -435,7 +436,7 @@ hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer,
     return hier_fabric_post(fab, peer, &iov, 1, rkey, off, data, context, posted_p);
 }
 
-hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
+static hier_status_t hier_fabric_writev_locked(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
                                  hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
 {
     double deadline = 0;
@@ -477,7 +478,7 @@ hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, con
     return hier_fabric_writev(fab, peer, &iov, 1, rkey, off, data, context);
 }
 
-hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+static hier_status_t hier_fabric_poll_locked(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
 {
     if (fab->npending) { /* first what a blocked write polled */
         size_t n = fab->npending < max ? fab->npending : max;
@@ -488,4 +489,56 @@ hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size
         return HIER_OK;
     }
     return hier_fabric_cq_drain(fab, ev, max, n_p);
+}
+
+/* ---- the public operations, under the transport lock (hier_lock.h) ---- */
+
+void hier_fabric_close(hier_fabric_t *fab)
+{
+    hier_lock_take();
+    hier_fabric_close_locked(fab);
+    hier_lock_drop();
+}
+
+hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_insert_locked(fab, addr, peer_p));
+}
+
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_mr_reg_locked(fab, buf, len, mr_p));
+}
+
+hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                     hier_fabric_mr_t **mr_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_mr_reg_dev_locked(fab, buf, len, iface, device, mr_p));
+}
+
+void hier_fabric_mr_dereg(hier_fabric_mr_t *mr)
+{
+    hier_lock_take();
+    hier_fabric_mr_dereg_locked(mr);
+    hier_lock_drop();
+}
+
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t,
+                       hier_fabric_try_write_locked(fab, peer, src, len, mr, rkey, off, data, context, posted_p));
+}
+
+/* (the wait for room keeps the lock: it polls this endpoint itself) */
+hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
+                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_writev_locked(fab, peer, iov, n, rkey, off, data, context));
+}
+
+hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_poll_locked(fab, ev, max, n_p));
 }

@@ -571,11 +571,14 @@ Test(fabric, device_registrations_are_cached_by_allocation)
         cr_assert(cache_query(mem + i * 4096, &b[i].range));
         b[i].backend = &host_dev;
     }
+    uint64_t regs = hier_dev_mr_registrations();
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &first), HIER_OK);
     cr_assert(first.cached && first.nic_base == mem);
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
     cr_assert_eq(again.mr, first.mr, "the same allocation is registered once");
+    cr_assert_eq(hier_dev_mr_registrations(), regs + 1);
     hier_dev_mr_put(&again);
+    hier_dev_mr_put(&first);
     cache_ids[1] = 0;
     cr_assert_eq(hier_dev_mr_get(fab, &b[1], &m), HIER_OK);
     cr_assert(!m.cached, "no id: registered for the call only");
@@ -585,13 +588,37 @@ Test(fabric, device_registrations_are_cached_by_allocation)
         cr_assert_eq(hier_dev_mr_get(fab, &b[i], &m), HIER_OK);
         hier_dev_mr_put(&m);
     }
+    regs = hier_dev_mr_registrations();
     cr_assert_eq(hier_dev_mr_get(fab, &b[0], &again), HIER_OK);
-    cr_assert_neq(hier_fabric_mr_rkey(again.mr).key, hier_fabric_mr_rkey(first.mr).key,
-                  "the least recently used registration was dropped and b[0] registered anew");
+    cr_assert_eq(hier_dev_mr_registrations(), regs + 1,
+                 "the least recently used registration was dropped and b[0] registered anew");
+    hier_dev_mr_put(&again);
     cr_assert_eq(hier_dev_mr_get(fab, &b[2], &first), HIER_OK);
     cache_ids[2] = 1000; /* freed and reallocated at the same address: a new id, though b[2] still says 3 */
     cr_assert_eq(hier_dev_mr_get(fab, &b[2], &m), HIER_OK);
     cr_assert_neq(m.mr, first.mr, "a new allocation at an old address gets its own registration");
+    hier_dev_mr_put(&m);
+    hier_dev_mr_put(&first);
+    /* every entry in use by a call (threads): a newcomer is registered for
+     * its call only, and no registration in use is dropped */
+    hier_dev_mr_t held[HIER_DEV_MR_CACHE];
+    for (int i = 0; i < HIER_DEV_MR_CACHE; i++) {
+        cache_ids[i] = 5000 + (uint64_t)i;
+        cr_assert_eq(hier_dev_mr_get(fab, &b[i], &held[i]), HIER_OK);
+        cr_assert(held[i].cached);
+    }
+    cache_ids[HIER_DEV_MR_CACHE] = 6000;
+    cr_assert_eq(hier_dev_mr_get(fab, &b[HIER_DEV_MR_CACHE], &m), HIER_OK);
+    cr_assert(!m.cached, "every entry is in use: registered for the call only");
+    hier_dev_mr_put(&m);
+    regs = hier_dev_mr_registrations();
+    for (int i = 0; i < HIER_DEV_MR_CACHE; i++) {
+        cr_assert_eq(hier_dev_mr_get(fab, &b[i], &again), HIER_OK);
+        cr_assert_eq(again.mr, held[i].mr, "entry %d was kept while in use", i);
+        cr_assert_eq(hier_dev_mr_registrations(), regs, "entry %d: a hit registers nothing", i);
+        hier_dev_mr_put(&again);
+        hier_dev_mr_put(&held[i]);
+    }
     hier_dev_mr_flush();
     hier_fabric_close(fab);
     free(mem);

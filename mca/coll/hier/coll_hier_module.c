@@ -7,6 +7,7 @@
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
 
+#include "hier_lock.h"
 #include "hier_log.h"
 #include "hier_params.h"
 
@@ -32,10 +33,12 @@ static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
 OBJ_CLASS_INSTANCE(mca_coll_hier_module_t, mca_coll_base_module_t, mca_coll_hier_module_construct,
                    mca_coll_hier_module_destruct);
 
+/* enable_mpi_threads: MPI_THREAD_MULTIPLE, collectives on different
+ * communicators may run at once; the shared endpoint then takes a lock. */
 int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
+    hier_lock_set_threads(enable_mpi_threads);
     return OMPI_SUCCESS;
 }
 

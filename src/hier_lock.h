@@ -1,0 +1,33 @@
+/* hier_lock.h: the transport lock.
+ *
+ * One libfabric endpoint (FI_THREAD_DOMAIN: its user serializes every call)
+ * and one channel table serve every communicator of a process. Under
+ * MPI_THREAD_MULTIPLE, collectives on different communicators may run at
+ * once from different threads, and any thread's progress dispatches events
+ * into every channel; so every operation on the endpoint, a channel or the
+ * registration cache holds this lock. It is recursive (channel operations
+ * call endpoint ones) and never held across a wait for another process: a
+ * thread holding it while waiting for a peer whose own thread waits for our
+ * other thread would deadlock both jobs. Waits poll with the lock taken and
+ * dropped per turn; the one loop that keeps it (a write waiting for room)
+ * polls the endpoint itself, which is all the room needs.
+ * Without MPI_THREAD_MULTIPLE taking it is one predictable branch. */
+#ifndef HIER_LOCK_H
+#define HIER_LOCK_H
+
+/* Called once, before any communicator: 1 when threads may call at once. */
+void hier_lock_set_threads(int threads);
+int hier_lock_threads(void);
+void hier_lock_take(void);
+void hier_lock_drop(void);
+
+/* `return call;` with the lock held around the call. */
+#define HIER_LOCKED_RETURN(type, call)                                                                             \
+    do {                                                                                                           \
+        hier_lock_take();                                                                                          \
+        type hier_locked_r_ = (call);                                                                              \
+        hier_lock_drop();                                                                                          \
+        return hier_locked_r_;                                                                                     \
+    } while (0)
+
+#endif

@@ -1,0 +1,152 @@
+/* test_threads: MPI_THREAD_MULTIPLE with collectives running at the same
+ * time from several threads, each on its own duplicate of MPI_COMM_WORLD
+ * (what mpi4py, which asks for THREAD_MULTIPLE by default, or a framework
+ * with a communication thread per process group does). Every thread runs
+ * allreduce, allgather and reduce_scatter_block over small, split and
+ * multi-chunk sizes and checks each result against a reference computed
+ * locally; hier must have served every call (MPI_T counters). Half the
+ * communicators are laid out before the threads start, so the threads meet
+ * both in hier's set-up and in its steady state.
+ *
+ *   test_threads [--threads N] [--iters N]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi_check.h"
+
+#define MAX_THREADS 8
+
+static int nthreads = 3, iters = 6, rank, size;
+static const int counts[] = {1, 700, 9000, 70000, 300000};
+#define NCOUNTS ((int)(sizeof(counts) / sizeof(counts[0])))
+
+typedef struct {
+    int id;
+    MPI_Comm comm;
+    long calls, failures;
+} worker_t;
+
+/* What rank r contributes at element i in iteration it of thread t. */
+static int value(int r, int t, int it, long i)
+{
+    return (int)((r + 1) * (i % 1009 + 1) + t * 7 + it);
+}
+
+static long sum_value(int t, int it, long i)
+{
+    long s = 0;
+    for (int r = 0; r < size; r++) s += value(r, t, it, i);
+    return s;
+}
+
+static void fail(worker_t *w, const char *what, int count, long i, long got, long want)
+{
+    if (w->failures++ < 5)
+        fprintf(stderr, "[rank %d thread %d] FAIL %s count %d: element %ld is %ld, want %ld\n", rank, w->id, what,
+                count, i, got, want);
+}
+
+static void run_one(worker_t *w, int it, int count, int *in, int *out)
+{
+    for (long i = 0; i < count; i++) in[i] = value(rank, w->id, it, i);
+    MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, w->comm);
+    for (long i = 0; i < count; i++)
+        if (out[i] != (int)sum_value(w->id, it, i)) {
+            fail(w, "allreduce", count, i, out[i], sum_value(w->id, it, i));
+            break;
+        }
+    MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, w->comm);
+    for (int r = 0; r < size; r++)
+        for (long i = 0; i < count; i++)
+            if (out[(long)r * count + i] != value(r, w->id, it, i)) {
+                fail(w, "allgather", count, i, out[(long)r * count + i], value(r, w->id, it, i));
+                r = size;
+                break;
+            }
+    int block = count / size ? count / size : 1;
+    for (long i = 0; i < (long)block * size; i++) in[i] = value(rank, w->id, it, i);
+    MPI_Reduce_scatter_block(in, out, block, MPI_INT, MPI_SUM, w->comm);
+    for (long i = 0; i < block; i++) {
+        long g = (long)rank * block + i;
+        if (out[i] != (int)sum_value(w->id, it, g)) {
+            fail(w, "reduce_scatter_block", count, i, out[i], sum_value(w->id, it, g));
+            break;
+        }
+    }
+    w->calls += 3;
+}
+
+static void *worker(void *arg)
+{
+    worker_t *w = arg;
+    int max = counts[NCOUNTS - 1];
+    int *in = malloc(sizeof(int) * (size_t)max * (size_t)size), *out = malloc(sizeof(int) * (size_t)max * (size_t)size);
+    if (!in || !out) {
+        w->failures++;
+        return NULL;
+    }
+    for (int it = 0; it < iters; it++)
+        for (int k = 0; k < NCOUNTS; k++) run_one(w, it, counts[(k + w->id) % NCOUNTS], in, out);
+    free(in);
+    free(out);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    }
+    if (nthreads < 1 || nthreads > MAX_THREADS) nthreads = 2;
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0) printf("SKIP: test_threads: the MPI library gives thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
+        MPI_Finalize();
+        return 0;
+    }
+    CHECK(check_pvars_open() == 0, "coll/hier's MPI_T variables are missing: hier is not loaded");
+    check_counters_t before, after;
+    check_pvars_read(&before);
+
+    worker_t w[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    for (int t = 0; t < nthreads; t++) {
+        w[t] = (worker_t){.id = t};
+        MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
+        if (t % 2) { /* laid out now (hier sets a communicator up at its first call): these threads meet
+                      * in the steady state at once, the others in their set-up */
+            int one = 1, all;
+            MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, w[t].comm);
+            CHECK(all == size, "warm-up allreduce gave %d, want %d", all, size);
+            w[t].calls++;
+        }
+    }
+    for (int t = 0; t < nthreads; t++) pthread_create(&tid[t], NULL, worker, &w[t]);
+    long calls = 0;
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(tid[t], NULL);
+        check_failures += w[t].failures;
+        calls += w[t].calls;
+        MPI_Comm_free(&w[t].comm);
+    }
+
+    /* every call served: counted per collective, none sent to the fallback */
+    check_pvars_read(&after);
+    long served = 0, fallback = 0;
+    for (int k = 0; k < NCOLL; k++) {
+        served += (long)(after.served[k] - before.served[k]);
+        fallback += (long)(after.fallback[k] - before.fallback[k]);
+    }
+    CHECK(served == calls && fallback == 0, "%ld calls: hier served %ld, the fallback %ld", calls, served, fallback);
+    check_pvars_close();
+    if (rank == 0) printf("test_threads: %d threads x %ld calls each\n", nthreads, calls / nthreads);
+    return check_finish("test_threads");
+}
