@@ -181,13 +181,17 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         total += rcounts[r];
     }
     if (c->nnodes > 1) {
-        /* recursive doubling of the piece only when small: unlike an allreduce,
-         * on two nodes too the ring moves less (half the piece, not all of it) */
+        /* recursive doubling of the piece only when small; but on two nodes
+         * of one rank each the ring takes one round and one message too, of
+         * half the piece instead of all of it (with more ranks per node it
+         * sends a range per rank: slower for small pieces, measured) */
+        int ring_wins = c->nnodes == 2 && c->size == 2;
         size_t per_rank = total * esize / (size_t)c->size;
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
                                   .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
                                   .pieces = hier_comm_net_pieces(c, per_rank),
-                                  .net_kind = per_rank <= hier_params.net_rd_max && hier_comm_net_rd(c, per_rank)
+                                  .net_kind = !ring_wins && per_rank <= hier_params.net_rd_max &&
+                                                      hier_comm_net_rd(c, per_rank)
                                                   ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_REDUCE_SCATTER};
         path = HIER_PATH_NET_RS;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
