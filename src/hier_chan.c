@@ -54,6 +54,7 @@ struct hier_chan {
     uint32_t *direct_counts;             /* the peer's direct writes that landed here, by tag */
     size_t direct_ntags;
     int owing;                 /* a credit return could not be posted: retried by hier_chan_progress */
+    hier_status_t error;       /* a write of ours failed: every later operation says so */
 };
 
 /* Channels by id, per process: events arrive on the shared endpoint. */
@@ -160,9 +161,11 @@ static void hier_chan_forgive(hier_chan_t *ch)
 void hier_chan_close(hier_chan_t *ch)
 {
     if (!ch) return;
+    hier_lock_take();
+    hier_chan_forgive(ch); /* first: another thread's progress would retry the return it owes */
+    hier_lock_drop();
     hier_chan_drain(ch); /* (polls: not under the lock) */
     hier_lock_take();
-    hier_chan_forgive(ch);
     hier_chan_table[ch->id] = NULL;
     hier_fabric_mr_dereg(ch->credit_mr);
     hier_fabric_mr_dereg(ch->stage_mr);
@@ -198,25 +201,28 @@ static hier_status_t hier_chan_connect_locked(hier_chan_t *ch, hier_fabric_peer_
 
 /* A write of ours failed. A credit return may fail harmlessly: the peer
  * may have closed its end once it had every message (communicators are
- * freed without a handshake); a failed message is an error. */
-static hier_status_t hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *ev)
+ * freed without a handshake); a failed message or direct write is the
+ * channel's error, reported by its own next operation (whichever thread
+ * polled the event, and on whichever communicator's behalf). */
+static void hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *ev)
 {
     int peer_gone = ev->data == FI_ECONNREFUSED || ev->data == FI_ECONNRESET || ev->data == FI_ENOTCONN ||
                     ev->data == FI_EHOSTUNREACH;
-    if (ch && HIER_CHAN_CTX_KIND(ev->context) == HIER_CHAN_W_CREDIT) {
-        ch->credits_done++;
-        return HIER_OK;
+    if (!ch) return; /* closed since: nobody waits for it */
+    switch (HIER_CHAN_CTX_KIND(ev->context)) {
+    case HIER_CHAN_W_CREDIT: ch->credits_done++; return;
+    case HIER_CHAN_W_DIRECT: ch->direct_done++; break; /* (for the drain) */
+    default: ch->done++; ch->posted[HIER_CHAN_CTX_SLOT(ev->context) % ch->slots] = 0;
     }
-    if (ch && HIER_CHAN_CTX_KIND(ev->context) == HIER_CHAN_W_DIRECT) ch->direct_done++; /* (for the drain) */
-    HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch ? ch->id : 0u, fi_strerror((int)ev->data),
-               ev->data);
-    return peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
+    if (ch->error == HIER_OK)
+        HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch->id, fi_strerror((int)ev->data), ev->data);
+    ch->error = peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
 }
 
 /* The release count a landed message carries. Read when it lands, not when
  * it is received: a sender blocked for credit may have the credit sitting in
- * a message it has not reached yet. Messages may land out of order, and the
- * count is the low 32 bits of one that is at most `slots` behind ours. */
+ * a message it has not reached yet. Messages may land out of order (older
+ * counts are ignored), and the count is the low 32 bits of one below ours. */
 static void hier_chan_take_piggy(hier_chan_t *ch, const uint8_t *slot)
 {
     uint64_t hdr;
@@ -243,9 +249,12 @@ static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
     } else {
+        /* the message number: the immediate has its low 20 bits, and it is
+         * one of the `slots` messages from next_recv on (credit) */
         uint32_t seq = ev->data & HIER_CHAN_SEQ_MASK;
-        ch->arrived[seq % ch->slots] = seq + 1;
-        hier_chan_take_piggy(ch, ch->ring + (seq % ch->slots) * ch->stride);
+        uint64_t msg = ch->next_recv + ((seq - (uint32_t)ch->next_recv) & HIER_CHAN_SEQ_MASK);
+        ch->arrived[msg % ch->slots] = seq + 1;
+        hier_chan_take_piggy(ch, ch->ring + (msg % ch->slots) * ch->stride);
     }
 }
 
@@ -254,15 +263,20 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
     hier_fabric_event_t ev[16];
     size_t n;
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
-    for (size_t i = 0; st == HIER_OK && i < n; i++) {
+    for (size_t i = 0; st == HIER_OK && i < n; i++) { /* every event: they are no longer in the queue */
         unsigned id = ev[i].kind == HIER_FABRIC_EV_REMOTE ? (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID
                                                           : HIER_CHAN_CTX_ID(ev[i].context);
         hier_chan_t *ch = id <= HIER_CHAN_MAX_ID ? hier_chan_table[id] : NULL;
-        if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) st = hier_chan_write_failed(ch, &ev[i]);
+        if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) hier_chan_write_failed(ch, &ev[i]);
         else if (ch) hier_chan_event(ch, &ev[i]);
     }
-    for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) /* (a success removes entry i - 1) */
-        if (hier_chan_owing[i - 1]->fab == fab) st = hier_chan_return_credit(hier_chan_owing[i - 1]);
+    for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) { /* (a success removes entry i - 1) */
+        hier_chan_t *ch = hier_chan_owing[i - 1];
+        if (ch->fab == fab && hier_chan_return_credit(ch) != HIER_OK) {
+            hier_chan_forgive(ch);
+            ch->error = HIER_ERR_PEER_DEAD;
+        }
+    }
     return st;
 }
 
@@ -279,6 +293,7 @@ static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_cha
     double deadline = 0;
     for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
         hier_status_t st = hier_chan_progress(ch->fab);
+        if (st == HIER_OK) st = hier_chan_status(ch);
         if (st != HIER_OK) return st;
         if (i % 4096 == 0) {
             double t = hier_chan_now();
@@ -319,6 +334,7 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void 
 {
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
+    if (ch->error != HIER_OK) return ch->error;
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
@@ -332,11 +348,13 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void 
         n = 1;
     }
     uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
-    hier_status_t st = hier_fabric_writev(ch->fab, ch->peer, iov, n, ch->remote.ring, slot * ch->stride, imm,
-                                          HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE));
-    if (st != HIER_OK) return st;
+    int posted; /* (no room: not sent, the caller polls and comes back; never a wait under the lock) */
+    hier_status_t st = hier_fabric_try_writev(ch->fab, ch->peer, iov, n, ch->remote.ring, slot * ch->stride, imm,
+                                              HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
+    if (st != HIER_OK || !posted) return st;
     ch->posted[slot] = ch->sent + 1;
     if (ch->released > ch->credited) ch->credited = ch->released; /* carried by this message */
+    if (ch->owing) hier_chan_forgive(ch);                          /* (the return it owed, too) */
     *msg_p = ch->sent++;
     *sent_p = 1;
     return HIER_OK;
@@ -348,16 +366,32 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, 
     return hier_chan_try_send_from(ch, data, len, NULL, sent_p, &msg);
 }
 
+/* Waits for credit (hier_chan_wait) and for room in the provider (polling,
+ * the lock taken per attempt: the room may be the peer's to make). */
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
 {
+    double deadline = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
-    if (!hier_chan_check(ch, hier_chan_can_send)) { /* (waits unlocked) */
-        if (waited_p) (*waited_p)++;
-        hier_status_t st = hier_chan_wait(ch, hier_chan_can_send, "credit");
+    for (unsigned i = 0;; i++) {
+        int sent;
+        hier_status_t st = hier_chan_try_send(ch, data, len, &sent);
+        if (st != HIER_OK || sent) return st;
+        if (!hier_chan_check(ch, hier_chan_can_send)) {
+            if (waited_p && i == 0) (*waited_p)++;
+            st = hier_chan_wait(ch, hier_chan_can_send, "credit");
+        } else { /* credit, but no room */
+            st = hier_chan_progress(ch->fab);
+            if (i % 1024 == 1023) {
+                double t = hier_chan_now();
+                if (!deadline) deadline = t + 60;
+                if (t > deadline) {
+                    HIER_ERROR("channel %u: no room to write for 60 s; is the peer gone?", ch->id);
+                    st = HIER_ERR_TIMEOUT;
+                }
+            }
+        }
         if (st != HIER_OK) return st;
     }
-    int sent;
-    return hier_chan_try_send(ch, data, len, &sent);
 }
 
 static int hier_chan_has_message(const hier_chan_t *ch)
@@ -378,6 +412,8 @@ static void hier_chan_take(hier_chan_t *ch, const void **data_p, size_t *len_p)
 
 static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
 {
+    *got_p = 0;
+    if (ch->error != HIER_OK) return ch->error;
     *got_p = hier_chan_has_message(ch);
     if (*got_p) hier_chan_take(ch, data_p, len_p);
     return HIER_OK;
@@ -422,6 +458,7 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
 
 static hier_status_t hier_chan_release_locked(hier_chan_t *ch)
 {
+    if (ch->error != HIER_OK) return ch->error;
     ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
     return hier_chan_return_credit(ch);
@@ -432,15 +469,31 @@ uint64_t hier_chan_credit_writes(const hier_chan_t *ch)
     HIER_LOCKED_RETURN(uint64_t, ch->credits_sent);
 }
 
-static hier_status_t hier_chan_write_direct_locked(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
-                                                   hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+/* Waits for room with the lock taken per attempt (hier_fabric_writev);
+ * counted as sent first, so a completion polled by another thread at once
+ * finds it counted. */
+hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
 {
     hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
     uint32_t imm = HIER_CHAN_DIRECT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (tag & HIER_CHAN_SEQ_MASK);
-    hier_status_t st = hier_fabric_writev(ch->fab, ch->peer, &iov, 1, rkey, off, imm,
-                                          HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT));
-    if (st == HIER_OK) ch->direct_sent++;
+    hier_status_t st = hier_chan_status(ch);
+    if (st != HIER_OK) return st;
+    hier_lock_take();
+    ch->direct_sent++;
+    hier_lock_drop();
+    st = hier_fabric_writev(ch->fab, ch->peer, &iov, 1, rkey, off, imm, HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT));
+    if (st != HIER_OK) {
+        hier_lock_take();
+        ch->direct_sent--;
+        hier_lock_drop();
+    }
     return st;
+}
+
+hier_status_t hier_chan_status(const hier_chan_t *ch)
+{
+    HIER_LOCKED_RETURN(hier_status_t, ch->error);
 }
 
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n)
@@ -526,8 +579,16 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
     HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch));
 }
 
-hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
-                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+void hier_chan_report(const hier_chan_t *ch, const char *why)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_write_direct_locked(ch, src, len, mr, rkey, off, tag));
+    hier_lock_take();
+    uint64_t acked = ch->credit_word > ch->piggy_acked ? ch->credit_word : ch->piggy_acked;
+    HIER_ERROR("channel %u (peer's %u), %s: sent %llu (acked %llu: word %llu, headers %llu; completed %llu), "
+               "received %llu (next lands in slot %zu: arrived %u), released %llu (credited %llu%s), error %d", ch->id,
+               ch->remote.id, why, (unsigned long long)ch->sent, (unsigned long long)acked,
+               (unsigned long long)ch->credit_word, (unsigned long long)ch->piggy_acked,
+               (unsigned long long)ch->done, (unsigned long long)ch->next_recv, (size_t)(ch->next_recv % ch->slots),
+               ch->arrived[ch->next_recv % ch->slots], (unsigned long long)ch->released,
+               (unsigned long long)ch->credited, ch->owing ? ", owing" : "", (int)ch->error);
+    hier_lock_drop();
 }

@@ -84,6 +84,11 @@ void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
 /* counts[tag] of an array given to hier_chan_direct_counts, read under the
  * transport lock (any thread's progress may be counting into it). */
 uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
+/* Log the channel's counters (a wait that timed out says where it stood). */
+void hier_chan_report(const hier_chan_t *ch, const char *why);
+/* HIER_OK, or the error of a write of ours that failed on this channel
+ * (every later operation on it returns that error too). */
+hier_status_t hier_chan_status(const hier_chan_t *ch);
 /* Direct writes of ours not yet completed. */
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 

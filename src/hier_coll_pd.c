@@ -140,10 +140,12 @@ off:
 }
 
 /* A turn of a waiting loop (hier_net_wait_turn): the endpoint, Open MPI,
- * the CPU, the clock. */
+ * the CPU, the clock; and a write of ours that failed on either channel. */
 static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, time_t *deadline, const char *what)
 {
-    return hier_net_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
+    hier_status_t st = hier_net_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
+    if (st == HIER_OK) st = hier_chan_status(c->pd_left);
+    return st == HIER_OK ? hier_chan_status(c->pd_right) : st;
 }
 
 /* Wait for every piece the left neighbour wrote at its step s. */

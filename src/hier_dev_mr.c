@@ -42,7 +42,10 @@ static void hier_dev_mr_drop(hier_fabric_t *fab, hier_fabric_mr_t *mr)
     hier_fabric_mr_dereg(mr);
 }
 
-static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
+/* Under the lock; an evicted registration comes back in *old_p, to be
+ * dropped once the lock is released (dropping waits for other processes). */
+static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out,
+                                            hier_fabric_t **old_fab_p, hier_fabric_mr_t **old_p)
 {
     int victim = -1;
     hier_accel_buf_t fresh = *in, *b = &fresh;
@@ -67,7 +70,10 @@ static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel
         if (st == HIER_OK) *out = m;
         return st;
     }
-    if (hier_dev_mr_cache[victim].used) hier_dev_mr_drop(hier_dev_mr_cache[victim].fab, hier_dev_mr_cache[victim].reg.mr);
+    if (hier_dev_mr_cache[victim].used) {
+        *old_fab_p = hier_dev_mr_cache[victim].fab;
+        *old_p = hier_dev_mr_cache[victim].reg.mr;
+    }
     hier_dev_mr_cache[victim].fab = fab;
     hier_dev_mr_cache[victim].id = b->range.id;
     hier_dev_mr_cache[victim].base = b->range.base;
@@ -81,7 +87,13 @@ static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel
 
 hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_dev_mr_get_locked(fab, in, out));
+    hier_fabric_t *old_fab = NULL;
+    hier_fabric_mr_t *old = NULL;
+    hier_lock_take();
+    hier_status_t st = hier_dev_mr_get_locked(fab, in, out, &old_fab, &old);
+    hier_lock_drop();
+    if (old) hier_dev_mr_drop(old_fab, old);
+    return st;
 }
 
 void hier_dev_mr_put(hier_dev_mr_t *m)
@@ -95,9 +107,16 @@ void hier_dev_mr_put(hier_dev_mr_t *m)
 
 void hier_dev_mr_flush(void)
 {
+    hier_fabric_t *fab[HIER_DEV_MR_CACHE];
+    hier_fabric_mr_t *mr[HIER_DEV_MR_CACHE];
+    int n = 0;
     hier_lock_take();
     for (int i = 0; i < HIER_DEV_MR_CACHE; i++)
-        if (hier_dev_mr_cache[i].used) hier_dev_mr_drop(hier_dev_mr_cache[i].fab, hier_dev_mr_cache[i].reg.mr);
+        if (hier_dev_mr_cache[i].used) {
+            fab[n] = hier_dev_mr_cache[i].fab;
+            mr[n++] = hier_dev_mr_cache[i].reg.mr;
+        }
     memset(hier_dev_mr_cache, 0, sizeof(hier_dev_mr_cache));
     hier_lock_drop();
+    for (int i = 0; i < n; i++) hier_dev_mr_drop(fab[i], mr[i]); /* (waits: not under the lock) */
 }

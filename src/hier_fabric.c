@@ -35,6 +35,10 @@ struct hier_fabric {
     double timeout;    /* seconds */
     hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
     size_t npending;
+    /* peers inserted so far: every communicator reaching a process uses the
+     * same address (and so the same connection on connection-based providers) */
+    struct hier_fabric_known { uint8_t addr[HIER_FABRIC_ADDR_MAX]; fi_addr_t fi; } *known;
+    size_t nknown, maxknown;
 };
 
 struct hier_fabric_mr {
@@ -255,6 +259,7 @@ static void hier_fabric_close_locked(hier_fabric_t *fab)
     fi_close(&fab->domain->fid);
     fi_close(&fab->fabric->fid);
     fi_freeinfo(fab->info);
+    free(fab->known);
     free(fab);
 }
 
@@ -271,7 +276,9 @@ const char *hier_fabric_provider(const hier_fabric_t *fab)
 hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
 {
     size_t len = HIER_FABRIC_ADDR_MAX;
+    hier_lock_take();
     int ret = fi_getname(&fab->ep->fid, addr, &len);
+    hier_lock_drop();
     if (ret) return hier_fabric_fail(fab, "fi_getname", ret);
     *len_p = len;
     return HIER_OK;
@@ -280,8 +287,22 @@ hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
 static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
 {
     fi_addr_t a;
+    for (size_t i = 0; i < fab->nknown; i++)
+        if (!memcmp(fab->known[i].addr, addr, HIER_FABRIC_ADDR_MAX)) {
+            *peer_p = fab->known[i].fi;
+            return HIER_OK;
+        }
+    if (fab->nknown == fab->maxknown) {
+        size_t max = fab->maxknown ? 2 * fab->maxknown : 64;
+        void *k = realloc(fab->known, max * sizeof(*fab->known));
+        if (!k) return HIER_ERR_NO_MEMORY;
+        fab->known = k;
+        fab->maxknown = max;
+    }
     int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
     if (ret != 1) return hier_fabric_fail(fab, "fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
+    memcpy(fab->known[fab->nknown].addr, addr, HIER_FABRIC_ADDR_MAX);
+    fab->known[fab->nknown++].fi = a;
     *peer_p = a;
     return HIER_OK;
 }
@@ -436,14 +457,39 @@ static hier_status_t hier_fabric_try_write_locked(hier_fabric_t *fab, hier_fabri
     return hier_fabric_post(fab, peer, &iov, 1, rkey, off, data, context, posted_p);
 }
 
-static hier_status_t hier_fabric_writev_locked(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
+/* One attempt of a write waiting for room: post it, or poll what
+ * completes meanwhile into the queue hier_fabric_poll hands out first. */
+static hier_status_t hier_fabric_writev_once(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                             size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                             void *context, int *posted_p)
+{
+    hier_status_t st = hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, posted_p);
+    if (st != HIER_OK || *posted_p) return st;
+    if (fab->npending == HIER_FABRIC_PENDING) {
+        HIER_ERROR("provider %s: %d completions waiting to be polled; the caller must poll",
+                   hier_fabric_provider(fab), HIER_FABRIC_PENDING);
+        return HIER_ERR_INTERNAL;
+    }
+    size_t got;
+    st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &got);
+    fab->npending += got;
+    return st;
+}
+
+/* No room: drive progress and try again; the room may be the target's to
+ * make (shm), and the target may be waiting for this core. Each attempt
+ * takes the transport lock on its own: the target's progress may wait for
+ * another thread of ours. */
+hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
                                  hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
 {
     double deadline = 0;
     if (n == 0 || n > hier_fabric_iov_limit(fab)) return HIER_ERR_INVALID_ARG;
     for (unsigned spins = 0;; spins++) {
         int posted;
-        hier_status_t st = hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, &posted);
+        hier_lock_take();
+        hier_status_t st = hier_fabric_writev_once(fab, peer, iov, n, rkey, off, data, context, &posted);
+        hier_lock_drop();
         if (st != HIER_OK || posted) return st;
         if (spins % 1024 == 0) { /* the clock only now and then */
             double t = hier_fabric_now();
@@ -454,19 +500,7 @@ static hier_status_t hier_fabric_writev_locked(hier_fabric_t *fab, hier_fabric_p
                 return HIER_ERR_TIMEOUT;
             }
         }
-        /* no room: drive progress, keeping what completes for the next poll;
-         * the room may be the target's to make (shm), and the target may be
-         * waiting for this core */
-        if (fab->npending == HIER_FABRIC_PENDING) {
-            HIER_ERROR("provider %s: %d completions waiting to be polled; the caller must poll",
-                       hier_fabric_provider(fab), HIER_FABRIC_PENDING);
-            return HIER_ERR_INTERNAL;
-        }
         if (spins >= HIER_FABRIC_SPIN) sched_yield();
-        size_t got;
-        st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &got);
-        if (st != HIER_OK) return st;
-        fab->npending += got;
     }
 }
 
@@ -531,11 +565,12 @@ hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer,
                        hier_fabric_try_write_locked(fab, peer, src, len, mr, rkey, off, data, context, posted_p));
 }
 
-/* (the wait for room keeps the lock: it polls this endpoint itself) */
-hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
-                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
+hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                     int *posted_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_writev_locked(fab, peer, iov, n, rkey, off, data, context));
+    if (n == 0 || n > hier_fabric_iov_limit(fab)) return HIER_ERR_INVALID_ARG;
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, posted_p));
 }
 
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)

@@ -106,7 +106,10 @@ hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, co
                                  hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context);
 
 /* The same without waiting for room: *posted_p = 0 when the provider said
- * -FI_EAGAIN (a peer that is gone says it for ever). */
+ * -FI_EAGAIN (a peer that is gone says it for ever); the caller polls. */
+hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                     int *posted_p);
 hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                     hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                     void *context, int *posted_p);

@@ -8,9 +8,11 @@
  * registration cache holds this lock. It is recursive (channel operations
  * call endpoint ones) and never held across a wait for another process: a
  * thread holding it while waiting for a peer whose own thread waits for our
- * other thread would deadlock both jobs. Waits poll with the lock taken and
- * dropped per turn; the one loop that keeps it (a write waiting for room)
- * polls the endpoint itself, which is all the room needs.
+ * other thread would deadlock both jobs. Waits (for a message, credit,
+ * room in the provider, writes to complete) poll with the lock taken and
+ * dropped per turn, and channel sends never wait: without room they report
+ * "not sent" and the caller polls. A write that fails is its channel's
+ * error, reported to that channel's user, not to whichever thread polled.
  * Without MPI_THREAD_MULTIPLE taking it is one predictable branch. */
 #ifndef HIER_LOCK_H
 #define HIER_LOCK_H

@@ -56,7 +56,11 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
         hier_status_t st = hier_net_push(x, s);
         if (st != HIER_OK) return st;
         if (s->done < s->len) blocked[nblocked++] = s->ch;
-        if (hier_net_send_advance(x, s)) s->ch = NULL;
+        if (hier_net_send_advance(x, s)) {
+            /* over: every write completed, or failed (the channel says which) */
+            if ((st = hier_chan_status(s->ch)) != HIER_OK) return st;
+            s->ch = NULL;
+        }
     }
     while (q->n && !q->q[q->head].ch) {
         q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
@@ -203,6 +207,10 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
         }
         st = hier_net_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
                                 x->receiving ? "receiving" : "sending (no credit from the peer)");
+        if (st == HIER_ERR_TIMEOUT && x->receiving) hier_chan_report(x->r.ch, "receive timed out");
+        for (size_t i = 0; st == HIER_ERR_TIMEOUT && i < x->q.n; i++)
+            if (x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch)
+                hier_chan_report(x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch, "send timed out");
         if (st == HIER_OK) st = hier_net_exec_poll(x);
     }
     x->active = 0;

@@ -306,6 +306,41 @@ static int exchange(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* Past 2^20 messages (the immediate carries 20 bits of the message
+ * number) through a channel of 3 slots, not a power of two: the receiver
+ * must place each landing by its whole number, not by the 20 bits. */
+#define WRAP_MESSAGES ((1 << 20) + 3000)
+static int wrap(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab;
+    hier_chan_t *ch;
+    int ret = chan_pair(me, x, prov, 3, 64, &fab, &ch);
+    if (ret) return ret;
+    for (uint32_t i = 0; i < WRAP_MESSAGES; i++) {
+        if (me == 0) {
+            if (hier_chan_send(ch, &i, sizeof(i), NULL) != HIER_OK) return 14;
+            continue;
+        }
+        const void *p;
+        size_t len;
+        uint32_t v;
+        if (hier_chan_recv(ch, &p, &len) != HIER_OK) return 20;
+        memcpy(&v, p, sizeof(v));
+        if (len != sizeof(v) || v != i) return 21;
+        if (hier_chan_release(ch) != HIER_OK) return 22;
+    }
+    atomic_store(&x->stage[me], 4);
+    if (wait_stage(x, !me, 4, fab, 30)) return 30;
+    hier_chan_close(ch);
+    hier_fabric_close(fab);
+    return 0;
+}
+
+Test(fabric, message_numbers_past_20_bits_with_3_slots, .timeout = 120)
+{
+    cr_assert_eq(run_pair(wrap, "shm"), 2);
+}
+
 /* Peer direct: rank 0 writes tagged blocks straight into memory rank 1
  * registered as device memory (FI_HMEM_SYSTEM: the test backend's kind),
  * in reverse order; rank 1 counts them by tag and finds every byte; rank 0
