@@ -44,7 +44,8 @@ struct hier_chan {
     /* sending */
     uint8_t *stage;            /* slots x stride source buffers, plus a credit word to send */
     hier_fabric_mr_t *stage_mr;
-    uint64_t credit_word;      /* written by the peer: how many of ours it released */
+    uint64_t *credit_word;     /* written by the peer: how many of ours it released (its own
+                                * 64 bytes: retired, not freed, at close; see hier_chan_close) */
     uint64_t piggy_acked;      /* the same count, from the headers of the peer's messages */
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */
@@ -102,12 +103,16 @@ static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, siz
     if (!(ch->posted = calloc(slots, sizeof(*ch->posted)))) goto free_arrived;
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_posted, st);
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->stage, slots * ch->stride + 64, &ch->stage_mr), dereg_ring, st);
-    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, &ch->credit_word, sizeof(ch->credit_word), &ch->credit_mr),
-                    dereg_stage, st);
+    if (!(ch->credit_word = aligned_alloc(64, 64))) goto dereg_stage;
+    *ch->credit_word = 0;
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->credit_word, sizeof(*ch->credit_word), &ch->credit_mr),
+                    free_credit, st);
     hier_chan_table[id] = ch;
     *ch_p = ch;
     return HIER_OK;
 
+free_credit:
+    free(ch->credit_word);
 dereg_stage:
     hier_fabric_mr_dereg(ch->stage_mr);
 dereg_ring:
@@ -167,7 +172,12 @@ void hier_chan_close(hier_chan_t *ch)
     hier_chan_drain(ch); /* (polls: not under the lock) */
     hier_lock_take();
     hier_chan_table[ch->id] = NULL;
-    hier_fabric_mr_dereg(ch->credit_mr);
+    /* The peer may still return credit for our last messages after it has
+     * every one of them and we have closed: a write to a key gone is an error
+     * at our end, and a connection-based provider (tcp) answers it by
+     * dropping the connection, with other communicators' messages on it.
+     * The word stays registered until the endpoint closes (bounded). */
+    hier_fabric_mr_retire(ch->credit_mr, ch->credit_word);
     hier_fabric_mr_dereg(ch->stage_mr);
     hier_fabric_mr_dereg(ch->ring_mr);
     hier_lock_drop();
@@ -311,7 +321,7 @@ static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_cha
  * the staging slot's previous write completed here. */
 static int hier_chan_can_send(const hier_chan_t *ch)
 {
-    uint64_t acked = __atomic_load_n(&ch->credit_word, __ATOMIC_ACQUIRE);
+    uint64_t acked = __atomic_load_n(ch->credit_word, __ATOMIC_ACQUIRE);
     if (ch->piggy_acked > acked) acked = ch->piggy_acked;
     return ch->sent - acked < ch->slots && !ch->posted[ch->sent % ch->slots];
 }
@@ -582,11 +592,11 @@ hier_status_t hier_chan_release(hier_chan_t *ch)
 void hier_chan_report(const hier_chan_t *ch, const char *why)
 {
     hier_lock_take();
-    uint64_t acked = ch->credit_word > ch->piggy_acked ? ch->credit_word : ch->piggy_acked;
+    uint64_t word = *ch->credit_word, acked = word > ch->piggy_acked ? word : ch->piggy_acked;
     HIER_ERROR("channel %u (peer's %u), %s: sent %llu (acked %llu: word %llu, headers %llu; completed %llu), "
                "received %llu (next lands in slot %zu: arrived %u), released %llu (credited %llu%s), error %d", ch->id,
                ch->remote.id, why, (unsigned long long)ch->sent, (unsigned long long)acked,
-               (unsigned long long)ch->credit_word, (unsigned long long)ch->piggy_acked,
+               (unsigned long long)word, (unsigned long long)ch->piggy_acked,
                (unsigned long long)ch->done, (unsigned long long)ch->next_recv, (size_t)(ch->next_recv % ch->slots),
                ch->arrived[ch->next_recv % ch->slots], (unsigned long long)ch->released,
                (unsigned long long)ch->credited, ch->owing ? ", owing" : "", (int)ch->error);

@@ -21,6 +21,7 @@
 #define HIER_FABRIC_PENDING 256
 #define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
 #define HIER_FABRIC_SPIN 16   /* polls for room before a writer yields its core */
+#define HIER_FABRIC_RETIRED 1024 /* retired registrations kept; the oldest goes beyond */
 
 struct hier_fabric {
     struct fi_info *info;
@@ -39,6 +40,9 @@ struct hier_fabric {
      * same address (and so the same connection on connection-based providers) */
     struct hier_fabric_known { uint8_t addr[HIER_FABRIC_ADDR_MAX]; fi_addr_t fi; } *known;
     size_t nknown, maxknown;
+    /* registrations kept for late remote writes (hier_fabric_mr_retire), oldest first */
+    struct hier_fabric_retired { hier_fabric_mr_t *mr; void *mem; } retired[HIER_FABRIC_RETIRED];
+    size_t nretired, first_retired;
 };
 
 struct hier_fabric_mr {
@@ -250,9 +254,21 @@ free_fab:
     return st;
 }
 
+static void hier_fabric_mr_dereg_locked(hier_fabric_mr_t *mr);
+
+static void hier_fabric_retired_drop(hier_fabric_t *fab)
+{
+    struct hier_fabric_retired *r = &fab->retired[fab->first_retired];
+    hier_fabric_mr_dereg_locked(r->mr);
+    free(r->mem);
+    fab->first_retired = (fab->first_retired + 1) % HIER_FABRIC_RETIRED;
+    fab->nretired--;
+}
+
 static void hier_fabric_close_locked(hier_fabric_t *fab)
 {
     if (!fab) return;
+    while (fab->nretired) hier_fabric_retired_drop(fab);
     fi_close(&fab->ep->fid);
     fi_close(&fab->av->fid);
     fi_close(&fab->cq->fid);
@@ -576,4 +592,14 @@ hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
 {
     HIER_LOCKED_RETURN(hier_status_t, hier_fabric_poll_locked(fab, ev, max, n_p));
+}
+
+void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem)
+{
+    hier_lock_take();
+    hier_fabric_t *fab = mr->fab;
+    if (fab->nretired == HIER_FABRIC_RETIRED) hier_fabric_retired_drop(fab); /* long enough ago */
+    fab->retired[(fab->first_retired + fab->nretired++) % HIER_FABRIC_RETIRED] =
+        (struct hier_fabric_retired){.mr = mr, .mem = mem};
+    hier_lock_drop();
 }

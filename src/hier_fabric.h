@@ -80,6 +80,10 @@ hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, 
 hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p);
 void hier_fabric_mr_dereg(hier_fabric_mr_t *mr);
 hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr);
+/* Done with a registration a peer may still write into (a late credit
+ * return): it stays valid, and `mem` (malloc'd, or NULL) allocated, until
+ * the endpoint closes or 1024 later retirements push it out. */
+void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem);
 
 /* One piece of a gathered write: bytes, and the region that holds them
  * (NULL allowed without FI_MR_LOCAL). */

@@ -306,6 +306,74 @@ static int exchange(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* A credit return that lands after the sender closed its channel (the
+ * receiver released the last messages late) must not break the connection
+ * that other channels between the two processes share: rank 0 sends 2
+ * messages on channel A and closes it; then rank 1 takes them, which writes
+ * a credit return into rank 0's closed channel; then 200 messages go each
+ * way on channel B. (A write to a deregistered key made tcp drop the
+ * connection, with B's messages on it.) */
+/* wait_stage, dispatching what lands to the channels (a raw poll drops it). */
+static int wait_stage_chan(xchg_t *x, int other, int v, hier_fabric_t *fab, double seconds)
+{
+    double end = now() + seconds;
+    while (atomic_load(&x->stage[other]) < v) {
+        if (hier_chan_progress(fab) != HIER_OK || now() > end) return -1;
+        usleep(100);
+    }
+    return 0;
+}
+
+static int late_credit(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab = open_fab(prov);
+    hier_fabric_peer_t peer;
+    hier_chan_t *a, *b;
+    if (!fab || connect_pair(me, x, fab, &peer)) return 10;
+    if (hier_chan_open(fab, 4, 64, &a) != HIER_OK || hier_chan_open(fab, 4, 64, &b) != HIER_OK) return 11;
+    hier_chan_info(a, &x->chan[me]);
+    atomic_store(&x->stage[me], 2);
+    if (wait_stage(x, !me, 2, fab, 20)) return 12;
+    hier_chan_connect(a, peer, &x->chan[!me]);
+    atomic_store(&x->stage[me], 3);
+    if (wait_stage_chan(x, !me, 3, fab, 20)) return 13;
+    hier_chan_info(b, &x->chan[me]); /* (the exchange area again, for B) */
+    atomic_store(&x->stage[me], 4);
+    if (wait_stage_chan(x, !me, 4, fab, 20)) return 14;
+    hier_chan_connect(b, peer, &x->chan[!me]);
+    atomic_store(&x->stage[me], 5);
+    if (wait_stage_chan(x, !me, 5, fab, 20)) return 15;
+    uint32_t v;
+    const void *p;
+    size_t len;
+    if (me == 0) {
+        for (v = 0; v < 2; v++)
+            if (hier_chan_send(a, &v, sizeof(v), NULL) != HIER_OK) return 20;
+        hier_chan_close(a);
+        atomic_store(&x->stage[me], 6);
+    } else {
+        if (wait_stage_chan(x, !me, 6, fab, 20)) return 21;
+        for (uint32_t i = 0; i < 2; i++) {
+            if (hier_chan_recv(a, &p, &len) != HIER_OK) return 22;
+            if (hier_chan_release(a) != HIER_OK) return 23; /* the second writes a credit return */
+        }
+        hier_chan_close(a);
+    }
+    for (uint32_t i = 0; i < 200; i++) {
+        v = i * 2 + (uint32_t)me;
+        if (hier_chan_send(b, &v, sizeof(v), NULL) != HIER_OK) return 30;
+        if (hier_chan_recv(b, &p, &len) != HIER_OK) return 31;
+        memcpy(&v, p, sizeof(v));
+        if (v != i * 2 + (uint32_t)!me) return 32;
+        if (hier_chan_release(b) != HIER_OK) return 33;
+    }
+    atomic_store(&x->stage[me], 7);
+    if (wait_stage_chan(x, !me, 7, fab, 30)) return 40;
+    hier_chan_close(b);
+    hier_fabric_close(fab);
+    return 0;
+}
+
 /* Past 2^20 messages (the immediate carries 20 bits of the message
  * number) through a channel of 3 slots, not a power of two: the receiver
  * must place each landing by its whole number, not by the 20 bits. */
@@ -415,6 +483,7 @@ PAIR_TEST(bad_key_delivers_nothing, bad_key, 60)
 PAIR_TEST(peer_that_left_ends_cleanly, peer_leaves, 60)
 PAIR_TEST(long_stream_waits_for_credit, stream, 120)
 PAIR_TEST(exchange_returns_credit_in_messages, exchange, 120)
+PAIR_TEST(late_credit_return_to_a_closed_channel_is_harmless, late_credit, 120)
 PAIR_TEST(direct_writes_land_in_device_memory_by_tag, direct, 60)
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)
