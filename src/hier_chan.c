@@ -130,9 +130,6 @@ free_ch:
     return st;
 }
 
-/* The provider may still read our staging buffers for writes not completed
- * yet: wait for them (a second at most: a vanished peer completes nothing)
- * before the memory goes. */
 static int hier_chan_writing(const hier_chan_t *ch)
 {
     return ch->done < ch->sent || ch->credits_done < ch->credits_sent || ch->direct_done < ch->direct_sent;
@@ -147,6 +144,9 @@ static int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t
     return r;
 }
 
+/* The provider may still read our staging buffers for writes not completed
+ * yet: wait for them (a second at most: a vanished peer completes nothing)
+ * before the memory goes. */
 static void hier_chan_drain(hier_chan_t *ch)
 {
     time_t end = time(NULL) + 2;
@@ -297,22 +297,28 @@ static double hier_chan_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Poll until ready(ch) or a minute passes (a peer that vanished). */
+/* Turn i of a wait started with *deadline = 0: a minute without what we
+ * wait for (a peer that vanished) is an error, said once with `what`. The
+ * clock is read every 1024 turns only. */
+static hier_status_t hier_chan_clock(const hier_chan_t *ch, unsigned i, double *deadline, const char *what)
+{
+    if (i % 1024) return HIER_OK;
+    double t = hier_chan_now();
+    if (!*deadline) *deadline = t + 60;
+    if (t <= *deadline) return HIER_OK;
+    HIER_ERROR("channel %u: nothing from the peer for 60 s while waiting for %s", ch->id, what);
+    return HIER_ERR_TIMEOUT;
+}
+
+/* Poll until ready(ch) or a minute passes. */
 static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
 {
     double deadline = 0;
     for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
         hier_status_t st = hier_chan_progress(ch->fab);
         if (st == HIER_OK) st = hier_chan_status(ch);
+        if (st == HIER_OK) st = hier_chan_clock(ch, i, &deadline, what);
         if (st != HIER_OK) return st;
-        if (i % 4096 == 0) {
-            double t = hier_chan_now();
-            if (!deadline) deadline = t + 60;
-            if (t > deadline) {
-                HIER_ERROR("channel %u: nothing from the peer for 60 s while waiting for %s", ch->id, what);
-                return HIER_ERR_TIMEOUT;
-            }
-        }
     }
     return HIER_OK;
 }
@@ -391,14 +397,7 @@ hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsi
             st = hier_chan_wait(ch, hier_chan_can_send, "credit");
         } else { /* credit, but no room */
             st = hier_chan_progress(ch->fab);
-            if (i % 1024 == 1023) {
-                double t = hier_chan_now();
-                if (!deadline) deadline = t + 60;
-                if (t > deadline) {
-                    HIER_ERROR("channel %u: no room to write for 60 s; is the peer gone?", ch->id);
-                    st = HIER_ERR_TIMEOUT;
-                }
-            }
+            if (st == HIER_OK) st = hier_chan_clock(ch, i, &deadline, "room in the provider");
         }
         if (st != HIER_OK) return st;
     }
