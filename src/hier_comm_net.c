@@ -55,8 +55,10 @@ static hier_fabric_t *hier_core_fabric_locked(void)
 /* The process's endpoint, opened once; NULL when no provider works (tried once). */
 hier_fabric_t *hier_core_fabric(void)
 {
+    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
+    if (fab) return fab; /* (every wait turn of peer direct asks: no lock once open) */
     hier_lock_take(); /* (threads: one opens it) */
-    hier_fabric_t *fab = hier_core_fabric_locked();
+    fab = hier_core_fabric_locked();
     hier_lock_drop();
     return fab;
 }

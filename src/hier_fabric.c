@@ -37,7 +37,8 @@ struct hier_fabric {
     hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
     size_t npending;
     /* peers inserted so far: every communicator reaching a process uses the
-     * same address (and so the same connection on connection-based providers) */
+     * same address (and so the same connection on connection-based providers);
+     * compared whole, so callers zero the buffer past the name's length */
     struct hier_fabric_known { uint8_t addr[HIER_FABRIC_ADDR_MAX]; fi_addr_t fi; } *known;
     size_t nknown, maxknown;
     /* registrations kept for late remote writes (hier_fabric_mr_retire), oldest first */
