@@ -328,21 +328,18 @@ static int late_credit(int me, xchg_t *x, const char *prov)
 {
     hier_fabric_t *fab = open_fab(prov);
     hier_fabric_peer_t peer;
-    hier_chan_t *a, *b;
+    hier_chan_t *ch[2];
     if (!fab || connect_pair(me, x, fab, &peer)) return 10;
-    if (hier_chan_open(fab, 4, 64, &a) != HIER_OK || hier_chan_open(fab, 4, 64, &b) != HIER_OK) return 11;
-    hier_chan_info(a, &x->chan[me]);
-    atomic_store(&x->stage[me], 2);
-    if (wait_stage(x, !me, 2, fab, 20)) return 12;
-    hier_chan_connect(a, peer, &x->chan[!me]);
-    atomic_store(&x->stage[me], 3);
-    if (wait_stage_chan(x, !me, 3, fab, 20)) return 13;
-    hier_chan_info(b, &x->chan[me]); /* (the exchange area again, for B) */
-    atomic_store(&x->stage[me], 4);
-    if (wait_stage_chan(x, !me, 4, fab, 20)) return 14;
-    hier_chan_connect(b, peer, &x->chan[!me]);
-    atomic_store(&x->stage[me], 5);
-    if (wait_stage_chan(x, !me, 5, fab, 20)) return 15;
+    for (int k = 0; k < 2; k++) { /* channels A and B, one exchange area used twice */
+        if (hier_chan_open(fab, 4, 64, &ch[k]) != HIER_OK) return 11;
+        hier_chan_info(ch[k], &x->chan[me]);
+        atomic_store(&x->stage[me], 2 + 2 * k);
+        if (wait_stage_chan(x, !me, 2 + 2 * k, fab, 20)) return 12;
+        hier_chan_connect(ch[k], peer, &x->chan[!me]);
+        atomic_store(&x->stage[me], 3 + 2 * k);
+        if (wait_stage_chan(x, !me, 3 + 2 * k, fab, 20)) return 13;
+    }
+    hier_chan_t *a = ch[0], *b = ch[1];
     uint32_t v;
     const void *p;
     size_t len;
