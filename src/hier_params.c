@@ -115,7 +115,7 @@ static const hier_param_desc_t hier_param_table[] = {
      "(fewest rounds, but log2(nodes) times the data); rabenseifner or ring above (allreduce on two nodes: "
      "net_rd_max_two_nodes)",
      HIER_PARAM_OFF(net_rd_max), 0, 0},
-    {"net_rd_max_two_nodes", HIER_PARAM_SIZE, "2M",
+    {"net_rd_max_two_nodes", HIER_PARAM_SIZE, "256K",
      "The same on two nodes, where recursive doubling moves no more data than rabenseifner, in one round instead "
      "of two, but each node reduces the whole vector instead of half; rabenseifner above",
      HIER_PARAM_OFF(net_rd_max_two_nodes), 0, 0},

@@ -1,7 +1,8 @@
 /* hier_reduce.c: the reduction kernels, one acc/comb pair per (type, op).
  *
  * Every kernel is a plain loop over restrict pointers, stamped out by one macro
- * per op family and instantiated per type; gcc -O3 vectorises them.  Kernels on
+ * per op family and instantiated per type; gcc vectorises them (Makefile.am
+ * names the vectoriser flags: -O2 alone leaves them scalar).  Kernels on
  * integer, float, double and their pair types are built three times (AVX-512,
  * AVX2, baseline x86-64) and picked once at load time by an ifunc
  * (target_clones).  The semantics are those of hier_reduce.h:
