@@ -10,6 +10,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ struct hier_fabric {
     struct fid_av *av;
     struct fid_ep *ep;
     uint64_t mr_mode;
-    uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register */
+    _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */
     uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
     double timeout;    /* seconds */
     hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
@@ -156,13 +157,13 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
 static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_t *cfg)
 {
     if (!(fab->info->caps & FI_HMEM)) return;
-    fab->hmem_ifaces = ~(uint64_t)0;
+    atomic_store_explicit(&fab->hmem_ifaces, ~(uint64_t)0, memory_order_relaxed);
 #if FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 18))
     if (cfg->cuda) {
         bool permitted = false;
         int ret = fi_setopt(&fab->ep->fid, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, &permitted, sizeof(permitted));
         if (ret == -FI_EOPNOTSUPP) {
-            fab->hmem_ifaces &= ~((uint64_t)1 << FI_HMEM_CUDA);
+            atomic_fetch_and_explicit(&fab->hmem_ifaces, ~((uint64_t)1 << FI_HMEM_CUDA), memory_order_relaxed);
             HIER_LOG(HIER_LOG_COMM, "provider %s needs CUDA calls of its own for CUDA memory (no device RDMA: "
                      "FI_EFA_USE_DEVICE_RDMA=1?): CUDA buffers are staged", hier_fabric_provider(fab));
         }
@@ -174,7 +175,7 @@ static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_
 
 int hier_fabric_hmem(const hier_fabric_t *fab, int iface)
 {
-    return iface >= 0 && iface < 64 && (fab->hmem_ifaces >> iface & 1);
+    return iface >= 0 && iface < 64 && (atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) >> iface & 1);
 }
 
 /* Open the fabric, domain, completion queue, address vector and endpoint:
@@ -229,9 +230,10 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
         goto close_ep;
     }
     const char *fork = hier_fabric_fork_safety();
+    int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
     HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s",
              fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
-             fab->info->domain_attr->cq_data_size, fork, fab->hmem_ifaces ? "registered (FI_HMEM)" : "staged");
+             fab->info->domain_attr->cq_data_size, fork, hmem ? "registered (FI_HMEM)" : "staged");
     if (!strcmp(fork, "not fork-safe"))
         HIER_LOG_ONCE(HIER_LOG_COMM, "memory registered with the NIC is not fork-safe on this stack: set "
                       "RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) if the application forks after MPI_Init");
@@ -324,6 +326,21 @@ static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *a
     return HIER_OK;
 }
 
+/* A provider granting FI_HMEM may still lack one iface: libfabric built
+ * without that runtime's support (Debian's has none) answers -FI_ENOSYS.
+ * That is a property of the stack, not an error: stop asking, say so once,
+ * and let such buffers be staged. */
+static int hier_fabric_iface_refused(hier_fabric_t *fab, const struct fi_mr_attr *attr, int ret)
+{
+    if (attr->iface == FI_HMEM_SYSTEM || (ret != -FI_ENOSYS && ret != -FI_EOPNOTSUPP)) return 0;
+    uint64_t bit = (uint64_t)1 << attr->iface;
+    if (atomic_fetch_and_explicit(&fab->hmem_ifaces, ~bit, memory_order_relaxed) & bit)
+        HIER_LOG(HIER_LOG_COMM, "provider %s cannot register %s memory (fi_mr_regattr: %s): such buffers are "
+                 "staged through host memory", hier_fabric_provider(fab), fi_tostr(&attr->iface, FI_TYPE_HMEM_IFACE),
+                 fi_strerror(-ret));
+    return 1;
+}
+
 /* Register with the attributes given (iface and device set by the caller). */
 static hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
 {
@@ -335,7 +352,8 @@ static hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *
     attr->access = FI_WRITE | FI_REMOTE_WRITE;
     attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
     if ((ret = fi_mr_regattr(fab->domain, attr, 0, &m->mr))) {
-        st = hier_fabric_fail(fab, "fi_mr_regattr", ret);
+        st = hier_fabric_iface_refused(fab, attr, ret) ? HIER_ERR_NOT_SUPPORTED
+                                                       : hier_fabric_fail(fab, "fi_mr_regattr", ret);
         goto free_mr;
     }
     if (fab->mr_mode & FI_MR_ENDPOINT) {

@@ -41,6 +41,9 @@ case_run() {
     fi
 }
 
+has_refused_registration() {
+    grep -q "cannot register FI_HMEM_CUDA memory" "$1" && ! grep -q "coll:hier:error" "$1"
+}
 has_params_message() { grep -q "different coll_hier parameters" "$1"; }
 has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
 has_stats_lines() {
@@ -94,6 +97,17 @@ grep -hs '^SKIP:\|^test_cuda:' "$LOG/np2_cuda.out" || true
 case_run np2_cuda_pipelined_shm 2 --mca coll_hier_device_stage_chunk 64K --mca coll_hier_fabric_provider shm \
     "$B/tests/mpi/test_cuda"
 grep -hs '^test_cuda:' "$LOG/np2_cuda_pipelined_shm.out" || true
+# The same through hier's CUDA backend on tests/common/fake_libcuda.c, a
+# stand-in driver whose device memory the CPU cannot touch and whose stream
+# copies wait for their event: the backend's calls run in CI, without a GPU.
+# Over shm it also shows that a libfabric without CUDA support refuses the
+# registration and the buffers are staged (once said, never an error).
+FAKECUDA=$LOG/fakecuda
+mkdir -p "$FAKECUDA" && ln -sf "$B/tests/common/.libs/libfakecuda.so" "$FAKECUDA/libcuda.so.1"
+FC="-x LD_LIBRARY_PATH=$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} --mca coll_hier_device_stage_chunk 4K"
+case_run np2_cuda_fake_driver 2 $FC "$B/tests/mpi/test_cuda"
+EXTRA_CHECK=has_refused_registration case_run np3_cuda_fake_driver_shm 3 $FC --mca coll_hier_verbose 1 \
+    --mca coll_hier_fabric_provider shm "$B/tests/mpi/test_cuda"
 # When the previous component computes, Open MPI's own reduction bugs show:
 # op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
 # MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
@@ -147,6 +161,8 @@ if unshare --uts true 2>/dev/null; then
         $TC $NET --direct-min 4096
     case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV \
         --mca coll_hier_fabric_provider tcp $TC $NET
+    case_run nodes2x2_cuda_fake_driver_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $FC -x HIER_FAKE_CUDA_DEVICES=2 \
+        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
         $TC --quick --world-only $NET --allreduce-path net_ring
