@@ -20,8 +20,9 @@
 #define HIER_CHAN_HDR 8
 /* Write contexts: bits 1..0 the kind of write, then the channel id, then
  * (messages) the slot the write came from, so completions may come in any
- * order. */
-enum { HIER_CHAN_W_MESSAGE, HIER_CHAN_W_CREDIT, HIER_CHAN_W_DIRECT };
+ * order. No kind is 0, so no context is NULL: an error entry without a
+ * context is none of our writes. */
+enum { HIER_CHAN_W_MESSAGE = 1, HIER_CHAN_W_CREDIT, HIER_CHAN_W_DIRECT };
 #define HIER_CHAN_CTX(id, slot, kind)                                                                            \
     ((void *)(uintptr_t)((((uintptr_t)(slot) * (HIER_CHAN_MAX_ID + 1) + (uintptr_t)(id)) << 2) | (kind)))
 #define HIER_CHAN_CTX_KIND(ctx) ((int)((uintptr_t)(ctx) & 3))
@@ -282,10 +283,7 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
     }
     for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) { /* (a success removes entry i - 1) */
         hier_chan_t *ch = hier_chan_owing[i - 1];
-        if (ch->fab == fab && hier_chan_return_credit(ch) != HIER_OK) {
-            hier_chan_forgive(ch);
-            ch->error = HIER_ERR_PEER_DEAD;
-        }
+        if (ch->fab == fab) (void)hier_chan_return_credit(ch); /* (a failure is the channel's error) */
     }
     return st;
 }
@@ -453,7 +451,11 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
                                              ch->remote.credit, 0,
                                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
                                              HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_CREDIT), &posted);
-    if (st != HIER_OK) return st;
+    if (st != HIER_OK) { /* the channel's error, whoever tried (its user, or progress retrying) */
+        hier_chan_forgive(ch);
+        ch->error = st;
+        return st;
+    }
     if (posted) {
         ch->credited = *word;
         ch->credits_sent++;

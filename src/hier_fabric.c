@@ -425,6 +425,11 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_
         fi_cq_readerr(fab->cq, &err, 0);
         HIER_LOG(HIER_LOG_DEBUG, "completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
                  fi_cq_strerror(fab->cq, err.prov_errno, err.err_data, NULL, 0), err.err);
+        if (!err.op_context) { /* not a write of ours (a peer's write to us failed on our side): its writer is told */
+            HIER_LOG(HIER_LOG_COMM, "provider %s reported an error on a peer's operation: %s", hier_fabric_provider(fab),
+                     fi_strerror(err.err));
+            return HIER_OK;
+        }
         ev[0] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_FAILED, .context = err.op_context,
                                       .data = (uint32_t)err.err};
         *n_p = 1;
