@@ -44,14 +44,10 @@ static void hier_dev_mr_drop(hier_fabric_t *fab, hier_fabric_mr_t *mr)
 
 /* Under the lock; an evicted registration comes back in *old_p, to be
  * dropped once the lock is released (dropping waits for other processes). */
-static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel_buf_t *in, hier_dev_mr_t *out,
+static hier_status_t hier_dev_mr_get_locked(hier_fabric_t *fab, const hier_accel_buf_t *b, hier_dev_mr_t *out,
                                             hier_fabric_t **old_fab_p, hier_fabric_mr_t **old_p)
 {
     int victim = -1;
-    hier_accel_buf_t fresh = *in, *b = &fresh;
-    /* The allocation's id from the runtime now, not from the classification
-     * cache: freed and reallocated at the same place, it has a new one. */
-    if (!in->backend->query((const void *)in->range.base, &fresh.range)) fresh.range.id = 0;
     hier_dev_mr_clock++;
     for (int i = 0; b->range.id && i < HIER_DEV_MR_CACHE; i++) {
         if (hier_dev_mr_cache[i].used && hier_dev_mr_cache[i].fab == fab && hier_dev_mr_cache[i].id == b->range.id &&
@@ -89,8 +85,13 @@ hier_status_t hier_dev_mr_get(hier_fabric_t *fab, const hier_accel_buf_t *in, hi
 {
     hier_fabric_t *old_fab = NULL;
     hier_fabric_mr_t *old = NULL;
+    hier_accel_buf_t fresh = *in;
+    /* The allocation's id from the runtime now, not from the classification
+     * cache: freed and reallocated at the same place, it has a new one. (A
+     * runtime call: not under the transport lock.) */
+    if (!in->backend->query((const void *)in->range.base, &fresh.range)) fresh.range.id = 0;
     hier_lock_take();
-    hier_status_t st = hier_dev_mr_get_locked(fab, in, out, &old_fab, &old);
+    hier_status_t st = hier_dev_mr_get_locked(fab, &fresh, out, &old_fab, &old);
     hier_lock_drop();
     if (old) hier_dev_mr_drop(old_fab, old);
     return st;

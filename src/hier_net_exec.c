@@ -153,13 +153,13 @@ hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, 
     return hier_net_exec_poll(x);
 }
 
-/* Steps run in order as far as they can without waiting: a send waits only
- * for room in the queue, a receive for its segments. */
-hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
+/* Steps run in order as far as they can without waiting, on what the
+ * endpoint last delivered: a send waits only for room in the queue, a
+ * receive for its segments. */
+static hier_status_t hier_net_exec_advance(hier_net_exec_t *x)
 {
     if (!x->active) return HIER_OK;
-    hier_status_t st = hier_chan_progress(x->fab);
-    if (st == HIER_OK) st = hier_net_push_all(x, &x->q);
+    hier_status_t st = hier_net_push_all(x, &x->q);
     while (st == HIER_OK && x->next < x->n) {
         const hier_step_t *s = &x->steps[x->next];
         if (s->op == HIER_STEP_NET_SEND) {
@@ -191,6 +191,14 @@ hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
     return st;
 }
 
+hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
+{
+    if (!x->active) return HIER_OK;
+    hier_status_t st = hier_chan_progress(x->fab);
+    if (st != HIER_OK) x->active = 0;
+    return st == HIER_OK ? hier_net_exec_advance(x) : st;
+}
+
 /* Waits until the run is over. The clock restarts whenever something moved
  * (a segment sent, freed or received, a step done), so only a run that
  * stands still for the timeout fails; the turns keep counting, so Open MPI
@@ -211,7 +219,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
         for (size_t i = 0; st == HIER_ERR_TIMEOUT && i < x->q.n; i++)
             if (x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch)
                 hier_chan_report(x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch, "send timed out");
-        if (st == HIER_OK) st = hier_net_exec_poll(x);
+        if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */
     }
     x->active = 0;
     return st;
