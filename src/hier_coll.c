@@ -69,6 +69,26 @@ static int hier_comm_net_rd(const hier_comm_t *c, size_t bytes_per_rank)
     return hier_comm_net_algo(c, bytes_per_rank) == HIER_ALGO_RD;
 }
 
+/* Allgather and reduce_scatter between nodes have recursive doubling and the
+ * ring: a forced net_algorithm rd is kept, any other forced one is the ring.
+ * Auto: as allreduce, except that allgather on two nodes always exchanges
+ * once (recursive doubling), and reduce_scatter on two nodes of one rank each
+ * always takes the ring, which there also takes one round and one message,
+ * of half the piece instead of all of it (with more ranks per node it sends
+ * a range per rank: slower for small pieces, measured). */
+static int hier_comm_net_rd_allgather(const hier_comm_t *c, size_t block_bytes)
+{
+    if (hier_params.net_algorithm != HIER_ALGO_AUTO) return hier_params.net_algorithm == HIER_ALGO_RD;
+    return c->nnodes == 2 || hier_comm_net_rd(c, block_bytes);
+}
+
+static int hier_comm_net_rd_reduce_scatter(const hier_comm_t *c, size_t bytes_per_rank)
+{
+    if (hier_params.net_algorithm != HIER_ALGO_AUTO) return hier_params.net_algorithm == HIER_ALGO_RD;
+    return !(c->nnodes == 2 && c->size == 2) && bytes_per_rank <= hier_params.net_rd_max &&
+           hier_comm_net_rd(c, bytes_per_rank);
+}
+
 static hier_sched_kind_t hier_comm_pick_net_allreduce(const hier_comm_t *c, size_t bytes, hier_sched_args_t *args,
                                                       hier_path_t *path_p)
 {
@@ -134,9 +154,8 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     } else if (st == HIER_OK && c->nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
                                   .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes),
-                                  .net_kind = c->nnodes == 2 || hier_comm_net_rd(c, block_bytes) /* one exchange */
-                                                  ? HIER_NET_RD_ALLGATHER
-                                                                               : HIER_NET_RING_ALLGATHER};
+                                  .net_kind = hier_comm_net_rd_allgather(c, block_bytes) ? HIER_NET_RD_ALLGATHER
+                                                                                         : HIER_NET_RING_ALLGATHER};
         path = HIER_PATH_NET_COPY;
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
@@ -181,17 +200,11 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         total += rcounts[r];
     }
     if (c->nnodes > 1) {
-        /* recursive doubling of the piece only when small; but on two nodes
-         * of one rank each the ring takes one round and one message too, of
-         * half the piece instead of all of it (with more ranks per node it
-         * sends a range per rank: slower for small pieces, measured) */
-        int ring_wins = c->nnodes == 2 && c->size == 2;
         size_t per_rank = total * esize / (size_t)c->size;
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
                                   .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
                                   .pieces = hier_comm_net_pieces(c, per_rank),
-                                  .net_kind = !ring_wins && per_rank <= hier_params.net_rd_max &&
-                                                      hier_comm_net_rd(c, per_rank)
+                                  .net_kind = hier_comm_net_rd_reduce_scatter(c, per_rank)
                                                   ? HIER_NET_RD_ALLREDUCE : HIER_NET_RING_REDUCE_SCATTER};
         path = HIER_PATH_NET_RS;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);

@@ -106,7 +106,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "
      "(recursive doubling, fewest rounds) or rabenseifner (recursive halving + doubling: the ring's data in "
      "log2 rounds). Auto: rd up to net_rd_max (net_rd_max_two_nodes on two nodes), rabenseifner on a power-of-two "
-     "node count, ring otherwise; allgather and reduce_scatter use rd or ring by the same sizes",
+     "node count, ring otherwise. Allgather and reduce_scatter have rd and ring only: forced rd is kept, any other "
+     "forced algorithm is the ring; auto follows the same sizes, except on two nodes (allgather: always rd; "
+     "reduce_scatter with one rank per node: always ring)",
      HIER_PARAM_OFF(net_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
          HIER_ALGO_BIT(HIER_ALGO_RH), 0},
