@@ -226,24 +226,13 @@ static hier_status_t hier_comm_setup_cma(hier_comm_t *c, int ready)
     return HIER_OK;
 }
 
-/* Every parameter that decides which schedule a call runs, folded into one
- * number: ranks with different settings would run different step lists and
- * meet at the wrong barriers, so set-up refuses them. FNV-1a. */
+/* What decides which schedule a call runs: the parameters (already agreed
+ * at layout, 1b) and the pipeline chunk they give with this node's rank
+ * count, which every node must also share: ranks with different chunks
+ * would run different step lists and meet at the wrong barriers. */
 static uint64_t hier_comm_params_digest(size_t chunk)
 {
-    const uint64_t v[] = {(uint64_t)hier_params.allreduce_algorithm, (uint64_t)hier_params.allgather_algorithm,
-                          (uint64_t)hier_params.reduce_scatter_algorithm, hier_params.allreduce_ll_max,
-                          hier_params.allgather_ll_max, hier_params.reduce_scatter_ll_max,
-                          hier_params.allreduce_flat_max, hier_params.allreduce_numa_min_ranks, chunk,
-                          (uint64_t)hier_params.cma, hier_params.allreduce_cma_min, hier_params.allgather_cma_min,
-                          hier_params.reduce_scatter_cma_min, (uint64_t)hier_params.numa_ranks_per_domain,
-                          (uint64_t)hier_params.net_algorithm, hier_params.net_rd_max, hier_params.net_split_min,
-                          hier_params.net_rd_max_two_nodes,
-                          hier_params.fabric_slot_size, (uint64_t)hier_params.fabric_slots,
-                          hier_params.net_chunk_size, (uint64_t)hier_params.ranks_per_node};
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) h = (h ^ v[i]) * 0x100000001b3ull;
-    return h;
+    return (uint64_t)hier_params_digest(&hier_params) << 32 ^ chunk;
 }
 
 /* Polls before a waiting rank yields. When ranks outnumber the cores (the
@@ -291,8 +280,8 @@ static hier_status_t hier_comm_check_peers(const hier_comm_t *c, const hier_comm
 {
     for (int r = 0; r < c->size; r++)
         if (all[r].digest != digest) {
-            HIER_ERROR("rank %d: coll/hier parameters differ from rank %d's; not using hier on this communicator",
-                       c->rank, r);
+            HIER_ERROR("rank %d: coll/hier parameters or pipeline chunk differ from rank %d's; not using hier on "
+                       "this communicator", c->rank, r);
             return HIER_ERR_INVALID_ARG;
         }
     return all[c->node_ranks[c->node_first[c->node]]].name[0] ? HIER_OK : HIER_ERR_SHM;
