@@ -79,13 +79,11 @@ static void fake_report(void)
 
 static CUcontext fake_current(void) { return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; }
 
-/* The allocation holding [p, p + len), or -1. Caller holds the lock. */
-static int fake_find(uintptr_t p, size_t len)
+/* The allocation holding p, or -1. Caller holds the lock. */
+static int fake_find(uintptr_t p)
 {
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++)
-        if (allocs[i].base && p >= allocs[i].base && p - allocs[i].base < allocs[i].len &&
-            len <= allocs[i].len - (p - allocs[i].base))
-            return i;
+        if (allocs[i].base && p >= allocs[i].base && p - allocs[i].base < allocs[i].len) return i;
     return -1;
 }
 
@@ -93,7 +91,7 @@ static int fake_find(uintptr_t p, size_t len)
  * itself for host memory; NULL if the range straddles an allocation's end. */
 static char *fake_cpu_view(uintptr_t p, size_t len)
 {
-    int i = fake_find(p, 1);
+    int i = fake_find(p);
     if (i < 0) return (char *)p;
     if (len > allocs[i].len - (p - allocs[i].base)) return NULL;
     return allocs[i].alias + (p - allocs[i].base);
@@ -223,7 +221,7 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len)
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
     pthread_mutex_lock(&lock);
-    int i = fake_find(p, 1);
+    int i = fake_find(p);
     if (i >= 0 && allocs[i].base == p) {
         munmap(allocs[i].alias, allocs[i].map_len);
         munmap((void *)allocs[i].base, allocs[i].map_len);
@@ -364,7 +362,7 @@ FAKE_EXPORT CUresult cuFlushGPUDirectRDMAWrites(int target, int scope)
 FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
 {
     pthread_mutex_lock(&lock);
-    int i = fake_find(p, 1);
+    int i = fake_find(p);
     CUresult rc = OK;
     if (i < 0) rc = ERR_INVALID_VALUE; /* host memory the driver does not know */
     else switch (attr) {
