@@ -480,25 +480,21 @@ uint64_t hier_chan_credit_writes(const hier_chan_t *ch)
     HIER_LOCKED_RETURN(uint64_t, ch->credits_sent);
 }
 
-/* Waits for room with the lock taken per attempt (hier_fabric_writev);
- * counted as sent first, so a completion polled by another thread at once
- * finds it counted. */
-hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
-                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag)
+/* Never waits: *posted_p = 0 when the provider has no room (the caller
+ * polls; the room may be the peer's to make). */
+hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                         hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag, int *posted_p)
 {
-    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
     uint32_t imm = HIER_CHAN_DIRECT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (tag & HIER_CHAN_SEQ_MASK);
-    hier_status_t st = hier_chan_status(ch);
-    if (st != HIER_OK) return st;
+    int posted = 0;
     hier_lock_take();
-    ch->direct_sent++;
+    hier_status_t st = ch->error;
+    if (st == HIER_OK)
+        st = hier_fabric_try_write(ch->fab, ch->peer, src, len, mr, rkey, off, imm,
+                                   HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT), &posted);
+    ch->direct_sent += st == HIER_OK && posted;
     hier_lock_drop();
-    st = hier_fabric_writev(ch->fab, ch->peer, &iov, 1, rkey, off, imm, HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT));
-    if (st != HIER_OK) {
-        hier_lock_take();
-        ch->direct_sent--;
-        hier_lock_drop();
-    }
+    if (st == HIER_OK) *posted_p = posted;
     return st;
 }
 

@@ -75,9 +75,10 @@ uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
  * counts it under its tag (hier_chan_direct_counts); what lands where is
  * the two ends' agreement. Writes may complete at the peer in any order
  * (EFA), hence tags. src lies in `mr` and is read until
- * hier_chan_direct_pending drops to 0. len <= hier_fabric_max_msg. */
-hier_status_t hier_chan_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
-                                     hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag);
+ * hier_chan_direct_pending drops to 0. len <= hier_fabric_max_msg.
+ * *posted_p = 0 when the provider has no room: progress and try again. */
+hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
+                                         hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag, int *posted_p);
 /* Where this end counts the peer's direct writes: counts[tag]++ for tags
  * below n (the array stays the caller's). */
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);

@@ -185,16 +185,23 @@ static const uint8_t *hier_pd_nic(const hier_accel_buf_t *b, const hier_dev_mr_t
 
 /* Write `len` bytes (NIC address src) to offset `off` of the right
  * neighbour's registration, in pieces the provider takes, tagged with the
- * step. */
+ * step; while the provider has no room, wait turns (the room may be the
+ * neighbour's to make). */
 static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t len, hier_fabric_mr_t *mr,
                                    const hier_pd_ctl_t *to, uint64_t off, int step)
 {
     size_t max = c->pd_max_msg;
     for (size_t done = 0, n; done < len; done += n) {
         n = len - done < max ? len - done : max;
-        hier_status_t st =
-            hier_chan_write_direct(c->pd_right, src + done, n, mr, to->rkey, to->off + off + done, (uint32_t)step);
-        if (st != HIER_OK) return st;
+        time_t deadline = 0;
+        int posted = 0;
+        for (unsigned k = 0; !posted; k++) {
+            hier_status_t st = hier_chan_try_write_direct(c->pd_right, src + done, n, mr, to->rkey,
+                                                          to->off + off + done, (uint32_t)step, &posted);
+            if (st == HIER_OK && !posted)
+                st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: room to write to the next rank");
+            if (st != HIER_OK) return st;
+        }
         c->net_bytes += n;
     }
     return HIER_OK;

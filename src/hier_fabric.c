@@ -3,7 +3,6 @@
 #include "hier_fabric.h"
 
 #include <infiniband/verbs.h>
-#include <sched.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -14,14 +13,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hier_lock.h"
 #include "hier_log.h"
 
-#define HIER_FABRIC_PENDING 256
 #define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
-#define HIER_FABRIC_SPIN 16   /* polls for room before a writer yields its core */
 #define HIER_FABRIC_RETIRED 1024 /* retired registrations kept; the oldest goes beyond */
 
 struct hier_fabric {
@@ -34,9 +30,6 @@ struct hier_fabric {
     uint64_t mr_mode;
     _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */
     uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
-    double timeout;    /* seconds */
-    hier_fabric_event_t pending[HIER_FABRIC_PENDING]; /* polled while a write waited for room */
-    size_t npending;
     /* peers inserted so far: every communicator reaching a process uses the
      * same address (and so the same connection on connection-based providers);
      * compared whole, so callers zero the buffer past the name's length */
@@ -187,7 +180,6 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     hier_fabric_t *fab = calloc(1, sizeof(*fab));
     if (!fab) return HIER_ERR_NO_MEMORY;
     fab->next_key = 1;
-    fab->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
 
     if (cfg->iface && cfg->iface[0]) { /* the user's own settings win */
         setenv("FI_TCP_IFACE", cfg->iface, 0);
@@ -447,13 +439,6 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_
     return HIER_OK;
 }
 
-static double hier_fabric_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 size_t hier_fabric_iov_limit(const hier_fabric_t *fab)
 {
     size_t n = fab->info->tx_attr->iov_limit;
@@ -497,73 +482,6 @@ static hier_status_t hier_fabric_try_write_locked(hier_fabric_t *fab, hier_fabri
     return hier_fabric_post(fab, peer, &iov, 1, rkey, off, data, context, posted_p);
 }
 
-/* One attempt of a write waiting for room: post it, or poll what
- * completes meanwhile into the queue hier_fabric_poll hands out first. */
-static hier_status_t hier_fabric_writev_once(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
-                                             size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
-                                             void *context, int *posted_p)
-{
-    hier_status_t st = hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, posted_p);
-    if (st != HIER_OK || *posted_p) return st;
-    if (fab->npending == HIER_FABRIC_PENDING) {
-        HIER_ERROR("provider %s: %d completions waiting to be polled; the caller must poll",
-                   hier_fabric_provider(fab), HIER_FABRIC_PENDING);
-        return HIER_ERR_INTERNAL;
-    }
-    size_t got;
-    st = hier_fabric_cq_drain(fab, fab->pending + fab->npending, HIER_FABRIC_PENDING - fab->npending, &got);
-    fab->npending += got;
-    return st;
-}
-
-/* No room: drive progress and try again; the room may be the target's to
- * make (shm), and the target may be waiting for this core. Each attempt
- * takes the transport lock on its own: the target's progress may wait for
- * another thread of ours. */
-hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
-                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context)
-{
-    double deadline = 0;
-    if (n == 0 || n > hier_fabric_iov_limit(fab)) return HIER_ERR_INVALID_ARG;
-    for (unsigned spins = 0;; spins++) {
-        int posted;
-        hier_lock_take();
-        hier_status_t st = hier_fabric_writev_once(fab, peer, iov, n, rkey, off, data, context, &posted);
-        hier_lock_drop();
-        if (st != HIER_OK || posted) return st;
-        if (spins % 1024 == 0) { /* the clock only now and then */
-            double t = hier_fabric_now();
-            if (!deadline) deadline = t + fab->timeout;
-            if (t > deadline) {
-                HIER_ERROR("provider %s: no room to write for %.0f s; is the peer gone?", hier_fabric_provider(fab),
-                           fab->timeout);
-                return HIER_ERR_TIMEOUT;
-            }
-        }
-        if (spins >= HIER_FABRIC_SPIN) sched_yield();
-    }
-}
-
-hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
-                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
-                                void *context)
-{
-    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
-    return hier_fabric_writev(fab, peer, &iov, 1, rkey, off, data, context);
-}
-
-static hier_status_t hier_fabric_poll_locked(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
-{
-    if (fab->npending) { /* first what a blocked write polled */
-        size_t n = fab->npending < max ? fab->npending : max;
-        memcpy(ev, fab->pending, n * sizeof(*ev));
-        memmove(fab->pending, fab->pending + n, (fab->npending - n) * sizeof(*ev));
-        fab->npending -= n;
-        *n_p = n;
-        return HIER_OK;
-    }
-    return hier_fabric_cq_drain(fab, ev, max, n_p);
-}
 
 /* ---- the public operations, under the transport lock (hier_lock.h) ---- */
 
@@ -615,7 +533,7 @@ hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer
 
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_poll_locked(fab, ev, max, n_p));
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_cq_drain(fab, ev, max, n_p));
 }
 
 void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem)

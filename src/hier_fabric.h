@@ -27,7 +27,6 @@ typedef uint64_t hier_fabric_peer_t; /* fi_addr_t */
 typedef struct {
     const char *provider; /* "tcp" (tcp;ofi_rxm), "shm", "sockets", "efa", a full name, or NULL/"" = best */
     const char *iface;    /* network interface for tcp (FI_TCP_IFACE), NULL = provider's choice */
-    double timeout;       /* seconds a write may wait for room before HIER_ERR_TIMEOUT; 0 = 60 */
     int hmem;             /* ask for FI_HMEM (device memory registration); a provider without it still opens */
     int cuda;             /* CUDA buffers may come: ask the provider not to call CUDA itself (libfabric >= 1.18) */
 } hier_fabric_config_t;
@@ -98,25 +97,17 @@ size_t hier_fabric_iov_limit(const hier_fabric_t *fab);
 
 /* Write len bytes from src (inside `mr`, may be NULL without FI_MR_LOCAL) to
  * offset `off` of the peer's region, with immediate `data`. `context` comes
- * back in a WRITE_DONE event. Retries while the provider says -FI_EAGAIN,
- * polling meanwhile; events polled then are queued for hier_fabric_poll. */
-hier_status_t hier_fabric_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
-                                hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
-                                void *context);
-
-/* The same gathering n <= hier_fabric_iov_limit pieces into one contiguous
- * remote range, with one immediate. */
-hier_status_t hier_fabric_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov, size_t n,
-                                 hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context);
-
-/* The same without waiting for room: *posted_p = 0 when the provider said
- * -FI_EAGAIN (a peer that is gone says it for ever); the caller polls. */
-hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
-                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
-                                     int *posted_p);
+ * back in a WRITE_DONE (or WRITE_FAILED) event. Never waits: *posted_p = 0
+ * when the provider has no room (-FI_EAGAIN; a peer that is gone says it for
+ * ever): the caller polls and tries again, and bounds its wait. */
 hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
                                     hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
                                     void *context, int *posted_p);
+/* The same gathering n <= hier_fabric_iov_limit pieces into one contiguous
+ * remote range, with one immediate. */
+hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                     int *posted_p);
 
 /* Progress: at most `max` events into `ev`, their number in *n_p (0 if none). */
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p);

@@ -10,8 +10,8 @@
  * thread holding it while waiting for a peer whose own thread waits for our
  * other thread would deadlock both jobs. Waits (for a message, credit,
  * room in the provider, writes to complete) poll with the lock taken and
- * dropped per turn, and channel sends never wait: without room they report
- * "not sent" and the caller polls. A write that fails is its channel's
+ * dropped per turn, and no write waits: without room in the provider it
+ * reports "not posted" and its caller polls. A write that fails is its channel's
  * error, reported to that channel's user, not to whichever thread polled.
  * Without MPI_THREAD_MULTIPLE taking it is one predictable branch. */
 #ifndef HIER_LOCK_H

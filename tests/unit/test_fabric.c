@@ -82,7 +82,7 @@ static int run_pair(body_t body, const char *prov)
 static hier_fabric_t *open_fab(const char *prov)
 {
     hier_fabric_t *fab;
-    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .timeout = 3};
+    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo"};
     return hier_fabric_open(&cfg, &fab) == HIER_OK ? fab : NULL;
 }
 
@@ -103,6 +103,24 @@ static int setup_pair(int me, xchg_t *x, const char *prov, size_t bytes, hier_fa
     if (!(*fab_p = open_fab(prov)) || connect_pair(me, x, *fab_p, peer_p)) return 10;
     if (!(*buf_p = calloc(1, bytes))) return 11;
     return hier_fabric_mr_reg(*fab_p, *buf_p, bytes, mr_p) == HIER_OK ? 0 : 12;
+}
+
+/* Post a write, polling while the provider has no room (until `end`);
+ * completions polled meanwhile are counted into *done_p (NULL: dropped). */
+static hier_status_t write_polling(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                   hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                   void *context, double end, int *done_p)
+{
+    for (;;) {
+        int posted;
+        hier_fabric_event_t ev[8];
+        size_t n;
+        hier_status_t st = hier_fabric_try_write(fab, peer, src, len, mr, rkey, off, data, context, &posted);
+        if (st != HIER_OK || posted) return st;
+        if (now() > end) return HIER_ERR_TIMEOUT;
+        if ((st = hier_fabric_poll(fab, ev, 8, &n)) != HIER_OK) return st;
+        for (size_t i = 0; done_p && i < n; i++) *done_p += ev[i].kind == HIER_FABRIC_EV_WRITE_DONE;
+    }
 }
 
 /* Both done: wait for the other (still polling: it may need our progress), release. */
@@ -147,13 +165,14 @@ static int basic(int me, xchg_t *x, const char *prov)
         atomic_store(&x->stage[1], 3);
     } else { /* initiator */
         if (wait_stage(x, 1, 2, fab, 20)) return 20;
+        int done = 0;
         for (int k = 0; k < 3; k++) {
             uint8_t *src = buf + 200000 * (size_t)k;
             for (size_t i = 0; i < lens[k]; i++) src[i] = (uint8_t)(k * 50 + i % 199 + 1);
-            if (hier_fabric_write(fab, peer, src, lens[k], mr, x->rkey, offs[k], (uint32_t)k + 1, (void *)&offs[k]) != HIER_OK)
+            if (write_polling(fab, peer, src, lens[k], mr, x->rkey, offs[k], (uint32_t)k + 1, (void *)&offs[k],
+                              now() + 20, &done) != HIER_OK)
                 return 21;
         }
-        int done = 0;
         for (double end = now() + 20; done < 3 && now() < end;) {
             if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) return 22;
             for (size_t i = 0; i < n; i++) done += ev[i].kind == HIER_FABRIC_EV_WRITE_DONE;
@@ -189,7 +208,7 @@ static int bad_key(int me, xchg_t *x, const char *prov)
         memset(buf, 7, 4096);
         hier_fabric_rkey_t bad = x->rkey;
         bad.key ^= 0x5a5a5a5aull;
-        hier_fabric_write(fab, peer, buf, 4096, mr, bad, 0, 9, NULL); /* may fail now or later: both fine */
+        write_polling(fab, peer, buf, 4096, mr, bad, 0, 9, (void *)&offs[0], now() + 2, NULL); /* fails now or later */
         for (double end = now() + 2; now() < end;) hier_fabric_poll(fab, ev, 8, &n);
     }
     return finish_pair(me, x, fab, mr, buf);
@@ -213,8 +232,10 @@ static int peer_leaves(int me, xchg_t *x, const char *prov)
     if (wait_stage(x, 1, 2, NULL, 20)) return 20;
     usleep(200000);
     double start = now();
-    for (int i = 0; i < 50; i++)
-        if (hier_fabric_write(fab, peer, buf, 4096, mr, x->rkey, 0, (uint32_t)i, NULL) != HIER_OK) break;
+    for (int i = 0; i < 50; i++) /* (a write with no room for 3 s counts as failed) */
+        if (write_polling(fab, peer, buf, 4096, mr, x->rkey, 0, (uint32_t)i, (void *)&offs[0], start + 3, NULL) !=
+            HIER_OK)
+            break;
     for (double end = now() + 3; now() < end;)
         if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) break; /* an error is the expected outcome */
     if (now() - start > 10) return 40; /* bounded, whatever the provider does */
@@ -414,7 +435,7 @@ Test(fabric, message_numbers_past_20_bits_with_3_slots, .timeout = 120)
 #define DIRECT_BLOCKS 3
 static int direct(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .timeout = 3, .hmem = 1};
+    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .hmem = 1};
     hier_fabric_t *fab;
     hier_fabric_peer_t peer;
     hier_chan_t *ch;
@@ -435,9 +456,12 @@ static int direct(int me, xchg_t *x, const char *prov)
     double end = now() + 20;
     if (me == 0) {
         for (int b = DIRECT_BLOCKS - 1; b >= 0; b--)
-            if (hier_chan_write_direct(ch, buf + b * DIRECT_BLOCK, DIRECT_BLOCK, mr, x->rkey, (uint64_t)b * DIRECT_BLOCK,
-                                       (uint32_t)b) != HIER_OK)
-                return 14;
+            for (int posted = 0; !posted;) {
+                if (hier_chan_try_write_direct(ch, buf + b * DIRECT_BLOCK, DIRECT_BLOCK, mr, x->rkey,
+                                               (uint64_t)b * DIRECT_BLOCK, (uint32_t)b, &posted) != HIER_OK)
+                    return 14;
+                if (!posted && (hier_chan_progress(fab) != HIER_OK || now() > end)) return 16;
+            }
         while (hier_chan_direct_pending(ch))
             if (hier_chan_progress(fab) != HIER_OK || now() > end) return 15;
     } else {
@@ -655,7 +679,7 @@ static int cache_query(const void *p, hier_accel_range_t *range)
 
 Test(fabric, device_registrations_are_cached_by_allocation)
 {
-    hier_fabric_config_t cfg = {.provider = "shm", .timeout = 3, .hmem = 1};
+    hier_fabric_config_t cfg = {.provider = "shm", .hmem = 1};
     hier_fabric_t *fab;
     cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_OK);
     if (!hier_fabric_hmem(fab, FI_HMEM_SYSTEM)) { /* shm without FI_HMEM here: nothing to cache */
