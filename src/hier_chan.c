@@ -1,5 +1,6 @@
 #include "hier_chan.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,8 @@
 #define HIER_CHAN_DIRECT (1u << 30)
 #define HIER_CHAN_SEQ_MASK 0xfffffu
 #define HIER_CHAN_ID_SHIFT 20
+#define HIER_CHAN_TIMEOUT 60 /* seconds a wait may see nothing move */
+#define HIER_CHAN_SPIN 16    /* polls before a waiting thread yields the CPU (a poll is a system call on tcp) */
 /* A slot starts with an 8-byte header: the message length (low 32 bits) and
  * the sender's release count of the other direction (high 32 bits), so a
  * channel used both ways (recursive doubling, control messages) returns its
@@ -288,34 +291,37 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
     return st;
 }
 
-static double hier_chan_now(void)
+/* One turn of a waiting loop: the endpoint every time; past `spin` turns
+ * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
+ * may be the one waiting for a core) and Open MPI progresses; and the clock,
+ * read every 4096 turns only: a peer that is gone must not hang us. */
+hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
+                                  time_t *deadline, const char *what)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Turn i of a wait started with *deadline = 0: a minute without what we
- * wait for (a peer that vanished) is an error, said once with `what`. The
- * clock is read every 1024 turns only. */
-static hier_status_t hier_chan_clock(const hier_chan_t *ch, unsigned i, double *deadline, const char *what)
-{
-    if (i % 1024) return HIER_OK;
-    double t = hier_chan_now();
-    if (!*deadline) *deadline = t + 60;
-    if (t <= *deadline) return HIER_OK;
-    HIER_ERROR("channel %u: nothing from the peer for 60 s while waiting for %s", ch->id, what);
-    return HIER_ERR_TIMEOUT;
+    if (spin && turn >= (unsigned)spin) {
+        sched_yield();
+        if (progress) progress();
+    } else if (progress && turn % 64 == 63) {
+        progress();
+    }
+    if (turn % 4096 == 4095) {
+        if (!*deadline) {
+            *deadline = time(NULL) + HIER_CHAN_TIMEOUT;
+        } else if (time(NULL) > *deadline) {
+            HIER_ERROR("inter-node transfer: no progress for %d s while %s", HIER_CHAN_TIMEOUT, what);
+            return HIER_ERR_TIMEOUT;
+        }
+    }
+    return hier_chan_progress(fab);
 }
 
 /* Poll until ready(ch) or a minute passes. */
 static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
 {
-    double deadline = 0;
+    time_t deadline = 0;
     for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
-        hier_status_t st = hier_chan_progress(ch->fab);
+        hier_status_t st = hier_chan_wait_turn(ch->fab, NULL, HIER_CHAN_SPIN, i, &deadline, what);
         if (st == HIER_OK) st = hier_chan_status(ch);
-        if (st == HIER_OK) st = hier_chan_clock(ch, i, &deadline, what);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;
@@ -384,7 +390,7 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, 
  * the lock taken per attempt: the room may be the peer's to make). */
 hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
 {
-    double deadline = 0;
+    time_t deadline = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
     for (unsigned i = 0;; i++) {
         int sent;
@@ -392,10 +398,9 @@ hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsi
         if (st != HIER_OK || sent) return st;
         if (!hier_chan_check(ch, hier_chan_can_send)) {
             if (waited_p && i == 0) (*waited_p)++;
-            st = hier_chan_wait(ch, hier_chan_can_send, "credit");
+            st = hier_chan_wait(ch, hier_chan_can_send, "waiting for credit");
         } else { /* credit, but no room */
-            st = hier_chan_progress(ch->fab);
-            if (st == HIER_OK) st = hier_chan_clock(ch, i, &deadline, "room in the provider");
+            st = hier_chan_wait_turn(ch->fab, NULL, HIER_CHAN_SPIN, i, &deadline, "waiting for room in the provider");
         }
         if (st != HIER_OK) return st;
     }
@@ -428,7 +433,7 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, const void **dat
 
 hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
 {
-    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "a message"); /* (waits unlocked) */
+    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "waiting for a message"); /* (waits unlocked) */
     if (st != HIER_OK) return st;
     hier_lock_take();
     hier_chan_take(ch, data_p, len_p);

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "hier_fabric.h"
 
@@ -85,6 +86,13 @@ void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
 /* counts[tag] of an array given to hier_chan_direct_counts, read under the
  * transport lock (any thread's progress may be counting into it). */
 uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
+/* One turn of a loop waiting on the network (every wait for the fabric uses
+ * it): polls the endpoint; past `spin` turns yields the CPU and runs
+ * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
+ * `what`, once nothing happened for 60 s (*deadline starts at 0: the caller
+ * resets it to 0 whenever something moved). */
+hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
+                                  time_t *deadline, const char *what);
 /* Log the channel's counters (a wait that timed out says where it stood). */
 void hier_chan_report(const hier_chan_t *ch, const char *why);
 /* HIER_OK, or the error of a write of ours that failed on this channel

@@ -139,11 +139,11 @@ off:
              "endpoint on some rank): device buffers are staged");
 }
 
-/* A turn of a waiting loop (hier_net_wait_turn): the endpoint, Open MPI,
+/* A turn of a waiting loop (hier_chan_wait_turn): the endpoint, Open MPI,
  * the CPU, the clock; and a write of ours that failed on either channel. */
 static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, time_t *deadline, const char *what)
 {
-    hier_status_t st = hier_net_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
+    hier_status_t st = hier_chan_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
     if (st == HIER_OK) st = hier_chan_status(c->pd_left);
     return st == HIER_OK ? hier_chan_status(c->pd_right) : st;
 }

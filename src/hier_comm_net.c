@@ -21,11 +21,13 @@
 
 static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
 static int hier_core_fab_tried;
-static hier_progress_fn_t hier_core_glue_progress;
+/* Open MPI's progress; set by every communicator created (always the same
+ * function), read by any waiting thread. */
+static _Atomic hier_progress_fn_t hier_core_glue_progress;
 
 void hier_core_set_progress(hier_progress_fn_t progress)
 {
-    hier_core_glue_progress = progress;
+    atomic_store_explicit(&hier_core_glue_progress, progress, memory_order_relaxed);
 }
 
 /* A rank waiting in shared memory still polls the endpoint: its peers on
@@ -33,7 +35,8 @@ void hier_core_set_progress(hier_progress_fn_t progress)
 void hier_core_progress(void)
 {
     hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
-    if (hier_core_glue_progress) hier_core_glue_progress();
+    hier_progress_fn_t glue = atomic_load_explicit(&hier_core_glue_progress, memory_order_relaxed);
+    if (glue) glue();
     if (fab) (void)hier_chan_progress(fab);
 }
 
@@ -193,7 +196,7 @@ static void hier_comm_net_exec(hier_comm_t *c, const hier_exec_bufs_t *bufs, hie
     x->fab = hier_core_fab;
     x->chans = c->chans;
     x->bufs = bufs;
-    x->progress = hier_core_glue_progress;
+    x->progress = atomic_load_explicit(&hier_core_glue_progress, memory_order_relaxed);
     x->spin = HIER_COMM_NET_SPIN;
     x->mr = c->slot_mr;
     x->mr_base = c->slot_mr ? hier_shm_slot(c->shm, c->me) : NULL;

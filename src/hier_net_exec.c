@@ -1,12 +1,10 @@
 #include "hier_net_exec.h"
 
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
 #include "hier_log.h"
 
-#define HIER_NET_EXEC_TIMEOUT 60 /* seconds without progress */
 
 /* Push as many segments of one send as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
@@ -107,30 +105,6 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
     return hier_chan_release(r->ch);
 }
 
-/* One turn of a waiting loop: the endpoint every time; past `spin` turns
- * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
- * may be the one waiting for a core) and Open MPI progresses; and the clock:
- * a peer that is gone must not hang us. */
-hier_status_t hier_net_wait_turn(hier_fabric_t *fab, hier_progress_fn_t progress, int spin, unsigned turn,
-                                 time_t *deadline, const char *what)
-{
-    if (spin && turn >= (unsigned)spin) {
-        sched_yield();
-        if (progress) progress();
-    } else if (progress && turn % 64 == 63) {
-        progress();
-    }
-    if (turn % 4096 == 4095) {
-        if (!*deadline) {
-            *deadline = time(NULL) + HIER_NET_EXEC_TIMEOUT;
-        } else if (time(NULL) > *deadline) {
-            HIER_ERROR("inter-node transfer: no progress for %d s while %s", HIER_NET_EXEC_TIMEOUT, what);
-            return HIER_ERR_TIMEOUT;
-        }
-    }
-    return hier_chan_progress(fab);
-}
-
 /* Queue send step s (the queue has room). */
 static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
 {
@@ -213,7 +187,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
             seen = x->moved;
             deadline = 0;
         }
-        st = hier_net_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
+        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
                                 x->receiving ? "receiving" : "sending (no credit from the peer)");
         if (st == HIER_ERR_TIMEOUT && x->receiving) hier_chan_report(x->r.ch, "receive timed out");
         for (size_t i = 0; st == HIER_ERR_TIMEOUT && i < x->q.n; i++)

@@ -59,14 +59,6 @@ typedef struct {
     uint64_t moved;            /* counts progress: steps done and segments received */
 } hier_net_exec_t;
 
-/* One turn of a loop waiting on the network (every wait for the fabric uses
- * it): polls the endpoint; past `spin` turns yields the CPU and runs
- * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
- * `what`, once nothing happened for 60 s (*deadline starts at 0: the caller
- * resets it to 0 whenever something moved). */
-hier_status_t hier_net_wait_turn(hier_fabric_t *fab, hier_progress_fn_t progress, int spin, unsigned turn,
-                                 time_t *deadline, const char *what);
-
 /* Run the steps. Sends are queued and proceed, segment by segment as
  * credits allow, while later steps run: a receive drives them, so two
  * participants sending to each other more than a channel holds cannot
