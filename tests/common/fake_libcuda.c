@@ -1,5 +1,5 @@
 /* fake_libcuda.c: a stand-in for the CUDA driver (libcuda.so.1), built only
- * for the tests, so that hier's CUDA backend (src/hier_accel_cuda.c) and
+ * for the tests, so that hier's CUDA backend (src/accel/hier_accel_cuda.c) and
  * tests/mpi/test_cuda run in CI on machines without a GPU.
  *
  * It keeps the driver's rules that a careless caller breaks, so that the

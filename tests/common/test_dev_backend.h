@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hier_accel.h"
+#include "accel/hier_accel.h"
 
 void *tdev_alloc(size_t len);
 void tdev_free(void *dev);

@@ -1,7 +1,7 @@
 /* Prints the README's parameter table from the one parameter table. */
 #include <stdio.h>
 
-#include "hier_params.h"
+#include "base/hier_params.h"
 
 int main(void)
 {

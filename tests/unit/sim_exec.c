@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier_exec.h"
+#include "exec/hier_exec.h"
 
 typedef struct {
     hier_step_t step;
@@ -21,6 +21,7 @@ int sim_open(sim_t *sim, int nranks, size_t chunk_bytes)
     memset(sim, 0, sizeof(*sim));
     sim->nranks = nranks;
     sim->chunk_bytes = chunk_bytes;
+    if (!(sim->slots = calloc((size_t)nranks, sizeof(*sim->slots)))) return -1;
     for (int r = 0; r < nranks; r++) {
         sim->slots[r] = malloc(2 * chunk_bytes);
         if (!sim->slots[r]) return -1;
@@ -31,7 +32,8 @@ int sim_open(sim_t *sim, int nranks, size_t chunk_bytes)
 
 void sim_close(sim_t *sim)
 {
-    for (int r = 0; r < sim->nranks; r++) free(sim->slots[r]);
+    for (int r = 0; sim->slots && r < sim->nranks; r++) free(sim->slots[r]);
+    free(sim->slots);
 }
 
 static void sim_prog_append(sim_prog_t *p, const hier_step_t *steps, size_t n, int call)
@@ -74,11 +76,14 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
     static uint8_t stage[HIER_EXEC_STAGE_BYTES];
     int n = sim->nranks, rc = 0;
     sim_prog_t *progs = calloc((size_t)n, sizeof(*progs));
-    hier_step_t steps[HIER_SCHED_MAX_STEPS];
+    hier_step_t *steps = NULL;
+    int *ready = malloc(sizeof(*ready) * (size_t)n);
 
     for (int c = 0; c < ncalls; c++) {
         hier_sched_args_t args = *calls[c].args;
         size_t nchunks = hier_sched_nchunks(&args);
+        free(steps);
+        steps = malloc(hier_sched_max_steps(&args) * sizeof(*steps));
         for (int r = 0; r < n; r++) {
             args.me = r;
             for (size_t k = 0; k < nchunks; k++) {
@@ -92,7 +97,7 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
         if (progs[r].barriers != progs[0].barriers) rc = -1;
 
     for (size_t phase = 0; rc == 0 && phase <= progs[0].barriers; phase++) {
-        int ready[HIER_SCHED_MAX_RANKS], nready;
+        int nready;
         do { /* one random ready rank performs one step */
             nready = 0;
             for (int r = 0; r < n; r++)
@@ -113,6 +118,8 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
     }
     for (int r = 0; r < n; r++) free(progs[r].steps);
     free(progs);
+    free(steps);
+    free(ready);
     return rc;
 }
 

@@ -7,13 +7,13 @@
 
 #include <stdint.h>
 
-#include "hier_reduce.h"
-#include "hier_sched.h"
+#include "exec/hier_reduce.h"
+#include "sched/hier_sched_build.h"
 
 typedef struct {
     int nranks;
     size_t chunk_bytes;
-    uint8_t *slots[HIER_SCHED_MAX_RANKS];
+    uint8_t **slots;      /* nranks of them */
     uint64_t chunk_seq;   /* continues across calls, like hier_comm */
     int break_parity;     /* test hook: always use parity 0 (must make races visible) */
 } sim_t;

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hier_accel.h"
+#include "accel/hier_accel.h"
 #include "test_dev_backend.h"
 
 static void reset(void)

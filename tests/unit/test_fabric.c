@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "fabric_reap.h"
-#include "hier_chan.h"
-#include "hier_net_exec.h"
-#include "hier_reduce.h"
-#include "hier_sched.h"
-#include "hier_fabric.h"
-#include "hier_dev_mr.h"
+#include "net/hier_chan.h"
+#include "exec/hier_net_exec.h"
+#include "exec/hier_reduce.h"
+#include "sched/hier_sched_net.h"
+#include "net/hier_fabric.h"
+#include "net/hier_dev_mr.h"
 
 #include <rdma/fi_domain.h>
 
@@ -590,10 +590,8 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
         }
     double *v = malloc(count * sizeof(double) + 8);
     for (size_t i = 0; i < count; i++) v[i] = (double)((me + 1) * (int)(i % 1001));
-    size_t counts[NP_MAX], displs[NP_MAX];
-    hier_sched_net_even_blocks(count, np, sizeof(double), counts, displs);
-    hier_net_args_t a = {.kind = kind, .nparts = np, .me = me, .base = {.kind = HIER_BUF_RECV}, .esize = sizeof(double), .count = count,
-                         .counts = counts, .displs = displs};
+    hier_net_args_t a = {.kind = kind, .nparts = np, .me = me, .base = {.kind = HIER_BUF_RECV},
+                         .esize = sizeof(double), .count = count, .blocks = HIER_NET_BLOCKS_EVEN};
     hier_step_t steps[64];
     size_t n = hier_sched_net_build(&a, steps);
     hier_exec_bufs_t bufs = {.rbuf = (uint8_t *)v, .esize = sizeof(double)};

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier_params.h"
+#include "base/hier_params.h"
 
 Test(params, names_unique_and_defaults_parse)
 {

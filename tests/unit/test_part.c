@@ -2,7 +2,7 @@
  * order, with aligned starts and balanced sizes. */
 #include <criterion/criterion.h>
 
-#include "hier_part.h"
+#include "base/hier_part.h"
 
 Test(part, covers_exactly_once_balanced_and_aligned)
 {

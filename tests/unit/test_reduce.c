@@ -1,6 +1,6 @@
 /* test_reduce.c: every (type, op) kernel against a plain scalar reference.
  *
- * The reference below shares nothing with src/hier_reduce.c: integers are
+ * The reference below shares nothing with src/exec/hier_reduce.c: integers are
  * widened to 64 bits and truncated back, MIN/MAX and MINLOC/MAXLOC are written
  * as branches, complex PROD is the textbook formula.  Floating results are
  * compared bit for bit; two NaNs compare equal whatever their payloads. */
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier_dtype.h"
-#include "hier_reduce.h"
+#include "base/hier_dtype.h"
+#include "exec/hier_reduce.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "integer loads assume little endian");
 

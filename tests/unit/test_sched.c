@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier_exec.h"
-#include "hier_part.h"
-#include "hier_reduce.h"
+#include "exec/hier_exec.h"
+#include "base/hier_part.h"
+#include "base/hier_topo.h"
+#include "exec/hier_reduce.h"
 #include "sim_exec.h"
 
 #define MAXR 16
@@ -16,20 +17,25 @@ typedef struct {
     uint8_t *s[MAXR], *r[MAXR];
 } bufs_t;
 
-static uint16_t order[HIER_SCHED_MAX_RANKS], members[HIER_SCHED_MAX_RANKS], leaders[HIER_SCHED_MAX_RANKS];
+static uint32_t order[MAXR];
 static hier_topo_groups_t groups;
+
+static hier_sched_groups_t sched_groups(void)
+{
+    return (hier_sched_groups_t){.ngroups = groups.ngroups, .group_of = groups.group_of, .leader = groups.leader,
+                                 .first = groups.first, .members = groups.members};
+}
 
 /* Ranks grouped into NUMA domains of `per` consecutive ranks. */
 static void make_groups(int n, int per)
 {
-    hier_locality_t locs[HIER_SCHED_MAX_RANKS];
+    hier_locality_t locs[MAXR];
     for (int r = 0; r < n; r++) {
-        order[r] = (uint16_t)r;
+        order[r] = (uint32_t)r;
         locs[r] = (hier_locality_t){.numa = (r / per) % 3 == 1 ? 7 : r / per, .package = 0};
     }
+    hier_topo_groups_free(&groups);
     cr_assert_eq(hier_topo_groups_by_numa(locs, n, &groups), HIER_OK);
-    for (int r = 0; r < n; r++) members[r] = (uint16_t)groups.members[r];
-    for (int g = 0; g < groups.ngroups; g++) leaders[g] = (uint16_t)groups.leader[g];
 }
 
 static double input(int rank, size_t i)
@@ -76,7 +82,7 @@ static double expect_allreduce(hier_sched_kind_t kind, int n, size_t i)
     double acc = 0; /* leaders' partials, folded in group order */
     for (int g = 0; g < groups.ngroups; g++) {
         int k = 0;
-        for (int m = groups.first[g]; m < groups.first[g + 1]; m++) ord[k++] = groups.members[m];
+        for (uint32_t m = groups.first[g]; m < groups.first[g + 1]; m++) ord[k++] = (int)groups.members[m];
         double part = fold(ord, k, i);
         acc = g ? acc + part : part;
     }
@@ -93,8 +99,8 @@ static void run_allreduce(hier_sched_kind_t kind, int n, size_t count, size_t ch
     cr_assert_eq(sim_open(&sim, n, chunk), 0);
     fill(&b, n, count, count, in_place);
     hier_sched_args_t a = {.kind = kind, .nranks = n, .esize = sizeof(double), .count = count,
-                           .in_place = in_place, .chunk_bytes = chunk, .order = order, .groups = &groups,
-                           .members = members, .leaders = leaders};
+                           .in_place = in_place, .chunk_bytes = chunk, .order = order,
+                           .groups = sched_groups()};
     /* twice: the second call starts on the other parity */
     for (int call = 0; call < 2; call++) {
         cr_assert_eq(sim_run(&sim, &a, b.s, b.r, k, seed + (unsigned)call), 0);
@@ -216,7 +222,7 @@ static void run_reduce_scatter_kind(hier_sched_kind_t kind, int n, const size_t 
     for (int r = 0; r < n; r++) {
         displs[r] = total;
         total += rcounts[r];
-        order[r] = (uint16_t)r;
+        order[r] = (uint32_t)r;
         ord[r] = r;
     }
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &k), HIER_OK);
@@ -314,7 +320,7 @@ static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
         args[c] = (hier_sched_args_t){.kind = q->kind, .nranks = n, .esize = sizeof(int64_t),
                                       .count = rs ? total : q->count, .rcounts = rcounts[c], .rdispls = displs[c],
                                       .in_place = q->in_place, .chunk_bytes = chunk, .order = order,
-                                      .groups = &groups, .members = members, .leaders = leaders};
+                                      .groups = sched_groups()};
         for (int r = 0; r < n; r++) {
             sb[c][r] = calloc(in + 1, sizeof(int64_t));
             rb[c][r] = calloc(out + 1, sizeof(int64_t));

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hier_exec.h"
-#include "hier_reduce.h"
-#include "hier_sched.h"
+#include "exec/hier_exec.h"
+#include "exec/hier_reduce.h"
+#include "base/hier_part.h"
+#include "sched/hier_sched_net.h"
 
 #define MAXP 12
 
@@ -86,8 +87,8 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
             total += counts[b];
         }
         count = total;
-    } else {
-        hier_sched_net_even_blocks(count, n, 8, counts, displs);
+    } else { /* the builder's even blocks, as the reference sees them */
+        for (int b = 0; b < n; b++) hier_part_range(count, n, b, hier_part_align(8), &displs[b], &counts[b]);
     }
     for (int r = 0; r < n; r++) {
         ib[r] = malloc((off + count + 1) * 8);
@@ -97,10 +98,11 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
             ((int64_t *)ib[r])[i] = mine ? val(r, i) : -1;
             ((double *)db[r])[i] = mine ? 1.0 / (r + 3) + (double)i * 0.1 : -1.0;
         }
-        hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .base = {.kind = HIER_BUF_RECV}, .esize = 8, .off = off, .count = count,
+        hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .base = {.kind = HIER_BUF_RECV}, .esize = 8,
+                             .off = off, .count = count, .blocks = ucounts ? HIER_NET_BLOCKS_LIST : HIER_NET_BLOCKS_EVEN,
                              .counts = counts, .displs = displs, .tag_base = 3};
         nsteps[r] = hier_sched_net_build(&a, steps[r]);
-        cr_assert_leq(nsteps[r], HIER_SCHED_NET_MAX_STEPS(n, n));
+        cr_assert_leq(nsteps[r], hier_sched_net_max_steps(&a));
         cr_assert_leq(nsteps[r], 64);
     }
     cr_assert_eq(net_run(n, steps, nsteps, ib, 8, ki, seed), 0, "deadlock: kind %d n %d count %zu", kind, n, count);
@@ -155,10 +157,8 @@ Test(sched_net, uneven_blocks_with_empty_ones)
 Test(sched_net, ring_moves_two_vectors_minus_two_blocks)
 {
     static hier_step_t steps[64];
-    size_t counts[4], displs[4];
-    hier_sched_net_even_blocks(4096, 4, 8, counts, displs);
-    hier_net_args_t a = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 4, .me = 1, .base = {.kind = HIER_BUF_RECV}, .esize = 8,
-                         .counts = counts, .displs = displs};
+    hier_net_args_t a = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 4, .me = 1, .base = {.kind = HIER_BUF_RECV},
+                         .esize = 8, .count = 4096, .blocks = HIER_NET_BLOCKS_EVEN};
     size_t n = hier_sched_net_build(&a, steps), sent = 0;
     for (size_t i = 0; i < n; i++)
         if (steps[i].op == HIER_STEP_NET_SEND) sent += steps[i].len;
@@ -193,21 +193,50 @@ Test(sched_net, recursive_doubling_takes_log_rounds)
     }
 }
 
-Test(sched_net, channels_needed_are_symmetric_and_few)
+/* The peers a participant sets channels up for are exactly the ones its
+ * schedules talk to, both ways, and few (3 + log2 n), at any size. */
+static void peers_of(int n, int p, uint8_t *need)
 {
-    uint8_t need[64][64];
-    for (int n = 2; n <= 64; n++) {
-        for (int p = 0; p < n; p++) hier_sched_net_peers(n, p, need[p]);
+    int list[64];
+    size_t k = hier_sched_net_peers(n, p, list);
+    cr_assert_leq(k, (size_t)hier_sched_net_max_peers(n));
+    memset(need, 0, (size_t)n);
+    for (size_t i = 0; i < k; i++) {
+        cr_assert(list[i] >= 0 && list[i] < n && !need[list[i]], "n %d: peer %d of %d bad or twice", n, list[i], p);
+        need[list[i]] = 1;
+    }
+}
+
+Test(sched_net, channels_needed_are_symmetric_few_and_all_used)
+{
+    static const int sizes[] = {2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 31, 33, 64, 100, 255, 1000, 1024};
+    static hier_step_t steps[9000];
+    uint8_t *need = malloc(1024 * 1024);
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+        int n = sizes[si], lg = 0;
+        while ((1 << (lg + 1)) <= n) lg++;
+        for (int p = 0; p < n; p++) peers_of(n, p, need + (size_t)p * (size_t)n);
         for (int p = 0; p < n; p++) {
-            int count = 0, lg = 0;
-            while ((1 << (lg + 1)) <= n) lg++;
-            cr_assert(!need[p][p], "n %d: participant %d talks to itself", n, p);
-            cr_assert(need[p][(p + 1) % n] && need[p][(p + n - 1) % n], "n %d: ring neighbours of %d", n, p);
+            uint8_t *mine = need + (size_t)p * (size_t)n;
+            int count = 0;
+            cr_assert(!mine[p], "n %d: participant %d talks to itself", n, p);
+            cr_assert(mine[(p + 1) % n] && mine[(p + n - 1) % n], "n %d: ring neighbours of %d", n, p);
             for (int q = 0; q < n; q++) {
-                cr_assert_eq(need[p][q], need[q][p], "n %d: %d needs %d but not the reverse", n, p, q);
-                count += need[p][q];
+                cr_assert_eq(mine[q], need[(size_t)q * (size_t)n + (size_t)p], "n %d: %d needs %d but not the reverse",
+                             n, p, q);
+                count += mine[q];
             }
-            cr_assert_leq(count, 2 + lg + 1, "n %d: participant %d has %d channels", n, p, count);
+            cr_assert_leq(count, 3 + lg, "n %d: participant %d has %d channels", n, p, count);
+            for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) { /* every peer a schedule uses is there */
+                hier_net_args_t a = {.kind = kinds[k], .nparts = n, .me = p, .base = {.kind = HIER_BUF_RECV},
+                                     .esize = 8, .count = (size_t)n * 64, .blocks = HIER_NET_BLOCKS_EVEN};
+                cr_assert_leq(hier_sched_net_max_steps(&a), sizeof(steps) / sizeof(steps[0]));
+                size_t m = hier_sched_net_build(&a, steps);
+                for (size_t i = 0; i < m; i++)
+                    cr_assert(mine[steps[i].peer], "n %d kind %d: %d talks to %u without a channel", n,
+                              (int)kinds[k], p, steps[i].peer);
+            }
         }
     }
+    free(need);
 }

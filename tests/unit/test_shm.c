@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "fabric_reap.h"
-#include "hier_accel.h"
-#include "hier_comm.h"
-#include "hier_params.h"
-#include "hier_shm.h"
+#include "accel/hier_accel.h"
+#include "comm/hier_comm.h"
+#include "base/hier_params.h"
+#include "shm/hier_shm.h"
 #include "test_dev_backend.h"
 
 /* The glue's services (bcast, agree), over an anonymous shared mapping. */

@@ -11,9 +11,9 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/op/op.h"
 
-#include "hier_comm.h"
-#include "hier_dtype.h"
-#include "hier_stats.h"
+#include "comm/hier_comm.h"
+#include "base/hier_dtype.h"
+#include "base/hier_stats.h"
 
 BEGIN_C_DECLS
 

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "hier_accel.h"
+#include "accel/hier_accel.h"
 
 /* A device buffer described by a non-contiguous type, mirrored in host
  * memory: its whole span (gaps too), so the datatype engine works on the host. */

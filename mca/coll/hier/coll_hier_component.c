@@ -3,9 +3,9 @@
 
 #include "opal/util/output.h"
 
-#include "hier_comm.h"
-#include "hier_log.h"
-#include "hier_params.h"
+#include "comm/hier_comm.h"
+#include "base/hier_log.h"
+#include "base/hier_params.h"
 
 static int mca_coll_hier_open(void);
 static int mca_coll_hier_close(void);

@@ -7,9 +7,9 @@
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
 
-#include "hier_lock.h"
-#include "hier_log.h"
-#include "hier_params.h"
+#include "base/hier_lock.h"
+#include "base/hier_log.h"
+#include "base/hier_params.h"
 
 static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
 {

@@ -5,7 +5,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 
-#include "hier_params.h"
+#include "base/hier_params.h"
 
 /* One enumerator per algorithm parameter: only the values it accepts. */
 static int mca_coll_hier_algo_enum(const hier_param_desc_t *d, mca_base_var_enum_t **enum_p)

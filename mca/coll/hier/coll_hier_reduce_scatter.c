@@ -2,7 +2,10 @@
  * hier_comm_reduce_scatter. */
 #include "coll_hier.h"
 
-#include "hier_sched.h"
+#include <stdlib.h>
+
+/* Counts of communicators up to this size live on the stack; larger ones are allocated per call. */
+#define MCA_COLL_HIER_RS_STACK 64
 
 /* Shared by both entry points: rcounts in MPI datatype units. */
 static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf, void *rbuf,
@@ -10,7 +13,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
                                     size_t *bytes_p, hier_status_t *st_p)
 {
     int n = ompi_comm_size(hm->comm);
-    size_t tsize, per_type = 0, counts[HIER_SCHED_MAX_TOTAL], total = 0;
+    size_t tsize, per_type = 0, stack[MCA_COLL_HIER_RS_STACK], *counts = stack, total = 0;
     hier_path_t path = hm->comm_fallback;
     hier_dtype_t dt;
     hier_op_t hop;
@@ -20,11 +23,15 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
     *bytes_p = total * tsize;
     *st_p = HIER_ERR_NOT_SUPPORTED;
     if (path != MCA_COLL_HIER_SERVED) return path;
-    if (n > HIER_SCHED_MAX_TOTAL) return HIER_PATH_FALLBACK_RANKS;
     path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
     if (path != MCA_COLL_HIER_SERVED) return path;
+    if (n > MCA_COLL_HIER_RS_STACK && !(counts = malloc(sizeof(*counts) * (size_t)n))) {
+        *st_p = HIER_ERR_NO_MEMORY;
+        return path;
+    }
     for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;
     *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, counts, dt, hop, &path);
+    if (counts != stack) free(counts);
     return path;
 }
 

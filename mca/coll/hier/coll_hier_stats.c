@@ -7,7 +7,7 @@
 
 #include "opal/mca/base/mca_base_pvar.h"
 
-#include "hier_params.h"
+#include "base/hier_params.h"
 
 int mca_coll_hier_world_rank = -1;
 

@@ -1,0 +1,199 @@
+/* hier_accel.c: the backend registry and pointer classification. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include "accel/hier_accel.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/hier_log.h"
+
+static const hier_accel_backend_t *hier_accel_backends[HIER_ACCEL_MAX_BACKENDS];
+/* An accelerator runtime is loaded whose device addresses no backend can
+ * tell from host pointers: every unclaimed buffer is checked. */
+static _Atomic int hier_accel_guard;
+static _Atomic int hier_accel_nbackends;
+static pthread_once_t hier_accel_once = PTHREAD_ONCE_INIT;
+
+/* The last device allocation classified, per thread: a training loop hands
+ * the same buffers to every call. */
+static _Thread_local struct {
+    const hier_accel_backend_t *backend;
+    hier_accel_range_t range;
+} hier_accel_last;
+
+hier_status_t hier_accel_register(const hier_accel_backend_t *backend)
+{
+    int n = atomic_load(&hier_accel_nbackends);
+    for (int i = 0; i < n; i++)
+        if (hier_accel_backends[i] == backend) return HIER_OK;
+    if (n == HIER_ACCEL_MAX_BACKENDS) return HIER_ERR_NO_MEMORY;
+    hier_accel_backends[n] = backend;
+    atomic_store(&hier_accel_nbackends, n + 1);
+    HIER_LOG(HIER_LOG_COMM, "device memory backend %s registered", backend->name);
+    return HIER_OK;
+}
+
+void hier_accel_reset(void)
+{
+    atomic_store(&hier_accel_nbackends, 0);
+    hier_accel_last.backend = NULL;
+}
+
+/* The runtimes present here, and a backend the application itself offers
+ * (tests make device memory the CPU cannot touch, without a GPU: they export
+ * `const hier_accel_backend_t *hier_test_accel_backend(void)`). */
+static void hier_accel_load(void)
+{
+    const hier_accel_backend_t *cuda = hier_accel_cuda_backend();
+    if (cuda) (void)hier_accel_register(cuda);
+    const hier_accel_backend_t *(*test)(void);
+    *(void **)&test = dlsym(RTLD_DEFAULT, "hier_test_accel_backend");
+    if (test && test()) (void)hier_accel_register(test());
+}
+
+int hier_accel_has_backend(void)
+{
+    return atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire) > 0;
+}
+
+/* Runtimes with no pointer query in their public API (Gaudi's SynapseAI,
+ * AWS Neuron): their device addresses are not host pointers, and nothing
+ * says which is which. Looked for among the libraries the application has
+ * already loaded (never loaded here), at every communicator's creation, so
+ * a framework imported after MPI_Init is seen by the communicators made
+ * after it. */
+static void hier_accel_find_opaque(void)
+{
+    static const char *const libs[] = {"libSynapse.so", "libSynapse.so.1", "libnrt.so.1", "libnrt.so"};
+    if (atomic_load(&hier_accel_guard)) return;
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        dlclose(h);
+        atomic_store(&hier_accel_guard, 1);
+        HIER_LOG(HIER_LOG_COMM, "%s is loaded: its device buffers cannot be told from host pointers, so every "
+                 "buffer no backend claims is checked to be host memory; others go to the previous component",
+                 libs[i]);
+        return;
+    }
+}
+
+void hier_accel_init(void)
+{
+    pthread_once(&hier_accel_once, hier_accel_load);
+    hier_accel_find_opaque();
+}
+
+void hier_accel_guard_set(int on)
+{
+    atomic_store(&hier_accel_guard, on);
+}
+
+/* Whether the pages of [p, p + len) at both ends are mapped here (mincore:
+ * ENOMEM for addresses with no mapping). */
+static int hier_accel_host_mapped(const void *p, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char vec;
+    uintptr_t first = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    uintptr_t last = ((uintptr_t)p + (len ? len - 1 : 0)) & ~(uintptr_t)(page - 1);
+    return mincore((void *)first, (size_t)page, &vec) == 0 && mincore((void *)last, (size_t)page, &vec) == 0;
+}
+
+static int hier_accel_within(const hier_accel_range_t *r, uintptr_t p, size_t len)
+{
+    return p >= r->base && len <= r->len && p - r->base <= r->len - len;
+}
+
+hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf)
+{
+    int n = atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire);
+    uintptr_t a = (uintptr_t)p;
+    hier_accel_buf_t out = {.backend = NULL};
+
+    if ((n == 0 && !atomic_load_explicit(&hier_accel_guard, memory_order_relaxed)) || !p) {
+        *buf = out;
+        return HIER_OK;
+    }
+    if (hier_accel_last.backend && hier_accel_within(&hier_accel_last.range, a, len ? len : 1)) {
+        out.backend = hier_accel_last.backend;
+        out.range = hier_accel_last.range;
+        *buf = out;
+        return HIER_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        hier_accel_range_t r;
+        if (!hier_accel_backends[i]->query(p, &r)) continue;
+        if (!hier_accel_within(&r, a, len ? len : 1)) {
+            HIER_ERROR("a %zu-byte buffer at %p runs past its %s allocation (%zu bytes at 0x%llx)", len, p,
+                       hier_accel_backends[i]->name, r.len, (unsigned long long)r.base);
+            return HIER_ERR_INVALID_ARG;
+        }
+        out.backend = hier_accel_backends[i];
+        out.range = r;
+        if (out.backend->stable_ranges) { /* (other backends' freed ranges may turn into host memory) */
+            hier_accel_last.backend = out.backend;
+            hier_accel_last.range = r;
+        }
+        break;
+    }
+    if (!out.backend && atomic_load_explicit(&hier_accel_guard, memory_order_relaxed) &&
+        !hier_accel_host_mapped(p, len)) {
+        HIER_LOG(HIER_LOG_COMM, "a %zu-byte buffer at %p is not host memory and no backend claims it (device "
+                 "memory of a runtime hier cannot query): the previous component serves the call", len, p);
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    *buf = out;
+    return HIER_OK;
+}
+
+hier_status_t hier_accel_copy_d2d(const hier_accel_backend_t *dev, void *dst, const void *src, size_t len)
+{
+    if (!len) return HIER_OK;
+    if (dev->copy) return dev->copy(dst, src, len);
+    uint8_t *bounce = malloc(len);
+    if (!bounce) {
+        HIER_ERROR("no %zu bytes of host memory for a device-to-device copy", len);
+        return HIER_ERR_NO_MEMORY;
+    }
+    hier_status_t st = dev->to_host(bounce, src, len);
+    if (st == HIER_OK) st = dev->from_host(dst, bounce, len);
+    free(bounce);
+    return st;
+}
+
+static int hier_accel_async(const hier_accel_backend_t *dev)
+{
+    return dev->copy_start && dev->fence_record && dev->fence_wait;
+}
+
+hier_status_t hier_accel_copy_start(const hier_accel_backend_t *dev, int device, void *dst, const void *src,
+                                    size_t len, int to_host)
+{
+    if (!len) return HIER_OK;
+    if (hier_accel_async(dev)) return dev->copy_start(device, dst, src, len);
+    return to_host ? dev->to_host(dst, src, len) : dev->from_host(dst, src, len);
+}
+
+hier_status_t hier_accel_fence(const hier_accel_backend_t *dev, int device, hier_accel_fence_t *fence)
+{
+    *fence = (hier_accel_fence_t){.event = NULL, .ticket = 0};
+    return hier_accel_async(dev) ? dev->fence_record(device, fence) : HIER_OK;
+}
+
+hier_status_t hier_accel_fence_wait(const hier_accel_backend_t *dev, hier_accel_fence_t *fence)
+{
+    if (!dev || (!fence->event && !fence->ticket)) return HIER_OK;
+    hier_status_t st = dev->fence_wait(fence);
+    *fence = (hier_accel_fence_t){.event = NULL, .ticket = 0};
+    return st;
+}
+
+void *hier_accel_nic_addr(const hier_accel_backend_t *dev, const void *p)
+{
+    return dev && dev->nic_addr ? dev->nic_addr(p) : (void *)p;
+}

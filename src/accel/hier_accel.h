@@ -1,0 +1,116 @@
+/* hier_accel.h: accelerator (device) memory, behind one small interface.
+ *
+ * A backend knows its runtime's memory: whether a pointer is device memory
+ * (which device, which allocation range), how to copy between it and host
+ * memory, and the libfabric `iface` to register it with. Backends register
+ * at start-up; one whose runtime is absent never registers, so it costs
+ * nothing. The CUDA backend loads libcuda.so.1 at run time (no CUDA headers
+ * or libraries at build time); tests register their own.
+ *
+ * The CPU never touches device memory: the core copies it through a backend
+ * into host staging buffers and runs the host algorithms there. */
+#ifndef HIER_ACCEL_H
+#define HIER_ACCEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hier_status.h"
+
+#define HIER_ACCEL_MAX_BACKENDS 4
+
+/* What a backend reports about one pointer. */
+typedef struct {
+    uintptr_t base; /* the allocation the pointer lies in */
+    size_t len;
+    int device;     /* device ordinal */
+    uint64_t id;    /* unique per allocation, never reused (0: unknown): a NIC registration of it may be kept */
+} hier_accel_range_t;
+
+/* A point in a backend's stream of asynchronous copies; what it holds is
+ * the backend's. */
+typedef struct {
+    void *event;
+    uint64_t ticket;
+} hier_accel_fence_t;
+
+typedef struct {
+    const char *name; /* "cuda", "test", ... */
+    int fi_iface;     /* enum fi_hmem_iface to register its memory with (FI_HMEM_CUDA, ...) */
+    /* 1 when its device addresses never become host memory (CUDA's unified
+     * address space): a range seen once may be remembered */
+    int stable_ranges;
+    /* 1 and *range when p is this backend's device memory, else 0. Must be
+     * cheap for host pointers: it runs on every collective. */
+    int (*query)(const void *p, hier_accel_range_t *range);
+    hier_status_t (*to_host)(void *dst, const void *src, size_t len);
+    hier_status_t (*from_host)(void *dst, const void *src, size_t len);
+    /* Optional, NULL where the runtime has none: */
+    /* device to device (else through host memory) */
+    hier_status_t (*copy)(void *dst, const void *src, size_t len);
+    /* asynchronous copies, either way, run in the order started (per
+     * device); a fence recorded after some passes when they are all done:
+     * staging overlaps copies with the network (else copies are synchronous) */
+    hier_status_t (*copy_start)(int device, void *dst, const void *src, size_t len);
+    hier_status_t (*fence_record)(int device, hier_accel_fence_t *fence);
+    hier_status_t (*fence_wait)(hier_accel_fence_t *fence);
+    /* pin host staging memory (for device `device`'s copies) so copies to
+     * and from it run asynchronously */
+    hier_status_t (*host_pin)(int device, void *p, size_t len);
+    void (*host_unpin)(int device, void *p);
+    /* make RDMA writes the NIC placed in device memory visible to the
+     * device's later work (GPUDirect RDMA writes may sit in the PCIe
+     * hierarchy after the NIC reported them: cuFlushGPUDirectRDMAWrites) */
+    hier_status_t (*flush_rdma)(int device);
+    /* the address the NIC is given for device address p (else p) */
+    void *(*nic_addr)(const void *p);
+} hier_accel_backend_t;
+
+/* One buffer of a collective as the core sees it. */
+typedef struct {
+    const hier_accel_backend_t *backend; /* NULL: host memory */
+    hier_accel_range_t range;
+} hier_accel_buf_t;
+
+/* Add a backend (process-wide; the same one twice is a no-op). */
+hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
+/* Forget every backend (finalize, tests). */
+void hier_accel_reset(void);
+/* Whether any backend is registered (device buffers may come). */
+int hier_accel_has_backend(void);
+/* Load the runtimes present on this machine (CUDA), once. */
+void hier_accel_init(void);
+
+/* Check unclaimed buffers for host memory as when an opaque runtime
+ * (SynapseAI, Neuron) is loaded (tests). */
+void hier_accel_guard_set(int on);
+
+/* Classify [p, p + len): host, or one backend's device memory. A device
+ * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
+ * With an opaque runtime loaded, a buffer no backend claims that is not
+ * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back).
+ * With no backend registered this is one load and a branch; the last device
+ * allocation of a backend with stable ranges is remembered, so repeated calls
+ * on it skip the runtime. */
+hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf);
+
+static inline int hier_accel_is_device(const hier_accel_buf_t *buf)
+{
+    return buf->backend != NULL;
+}
+
+/* Copies with the optional operations' fallbacks: a device-to-device copy
+ * through host memory; an asynchronous copy done at once, and its fence
+ * already passed. `dev` is the backend of the device side. */
+hier_status_t hier_accel_copy_d2d(const hier_accel_backend_t *dev, void *dst, const void *src, size_t len);
+hier_status_t hier_accel_copy_start(const hier_accel_backend_t *dev, int device, void *dst, const void *src,
+                                    size_t len, int to_host);
+hier_status_t hier_accel_fence(const hier_accel_backend_t *dev, int device, hier_accel_fence_t *fence);
+/* Wait for a fence (and forget it); one never recorded passes at once. */
+hier_status_t hier_accel_fence_wait(const hier_accel_backend_t *dev, hier_accel_fence_t *fence);
+void *hier_accel_nic_addr(const hier_accel_backend_t *dev, const void *p);
+
+/* The CUDA backend, when libcuda.so.1 and a device are present (hier_accel_cuda.c). */
+const hier_accel_backend_t *hier_accel_cuda_backend(void);
+
+#endif

@@ -1,0 +1,38 @@
+/* hier_lock.c: the transport lock; see hier_lock.h. */
+#include "base/hier_lock.h"
+
+#include <pthread.h>
+
+static int hier_lock_mt;
+static pthread_mutex_t hier_lock_mutex;
+static pthread_once_t hier_lock_once = PTHREAD_ONCE_INIT;
+
+static void hier_lock_init(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&hier_lock_mutex, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+void hier_lock_set_threads(int threads)
+{
+    pthread_once(&hier_lock_once, hier_lock_init);
+    hier_lock_mt = threads != 0;
+}
+
+int hier_lock_threads(void)
+{
+    return hier_lock_mt;
+}
+
+void hier_lock_take(void)
+{
+    if (hier_lock_mt) pthread_mutex_lock(&hier_lock_mutex);
+}
+
+void hier_lock_drop(void)
+{
+    if (hier_lock_mt) pthread_mutex_unlock(&hier_lock_mutex);
+}

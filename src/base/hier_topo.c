@@ -1,0 +1,391 @@
+/* hier_topo.c: hwloc behind hier_topo.h. hwloc errors (-1 + errno) become
+ * hier_status_t here, where they enter, and are logged once. */
+#include "base/hier_topo.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hier_log.h"
+
+struct hier_topo {
+    hwloc_topology_t hw;
+    /* counted once at open: the topology never changes afterwards */
+    int numa_count;
+    int package_count;
+    int core_count;
+    int pu_count;
+};
+
+/* The errno of a failed hwloc call, as a status; dflt for what has no better name. */
+static hier_status_t topo_status_from_errno(int err, hier_status_t dflt)
+{
+    switch (err) {
+    case ENOMEM: return HIER_ERR_NO_MEMORY;
+    case ENOSYS: return HIER_ERR_NOT_SUPPORTED;
+    default: return dflt;
+    }
+}
+
+static int topo_count(hwloc_topology_t hw, hwloc_obj_type_t type)
+{
+    int n = hwloc_get_nbobjs_by_type(hw, type);
+    return n > 0 ? n : 0; /* -1 (type at several depths) cannot happen for these types */
+}
+
+hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
+{
+    hier_status_t st;
+    hier_topo_t *topo;
+    int err;
+
+    if (topo_p == NULL) {
+        HIER_ERROR("topo: open: NULL output argument");
+        return HIER_ERR_INVALID_ARG;
+    }
+    /* hwloc breaks its ABI between major API versions (the upper 16 bits). */
+    if ((hwloc_get_api_version() >> 16) != (HWLOC_API_VERSION >> 16)) {
+        HIER_ERROR("topo: compiled against hwloc API 0x%x but running with 0x%x",
+                   (unsigned)HWLOC_API_VERSION, hwloc_get_api_version());
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+
+    topo = calloc(1, sizeof(*topo));
+    if (topo == NULL) {
+        HIER_ERROR("topo: open: out of memory");
+        return HIER_ERR_NO_MEMORY;
+    }
+    if (hwloc_topology_init(&topo->hw) != 0) {
+        err = errno;
+        st = topo_status_from_errno(err, HIER_ERR_TOPOLOGY);
+        HIER_ERROR("topo: hwloc_topology_init failed: %s", strerror(err));
+        goto err_free;
+    }
+    /* hwloc only explains a bad string when HWLOC_SYNTHETIC_VERBOSE=1 is set. */
+    if (synthetic != NULL && hwloc_topology_set_synthetic(topo->hw, synthetic) != 0) {
+        err = errno;
+        st = topo_status_from_errno(err, HIER_ERR_INVALID_ARG);
+        HIER_ERROR("topo: hwloc rejects synthetic topology \"%s\": %s "
+                   "(HWLOC_SYNTHETIC_VERBOSE=1 says why)", synthetic, strerror(err));
+        goto err_destroy;
+    }
+    if (hwloc_topology_load(topo->hw) != 0) {
+        err = errno;
+        st = topo_status_from_errno(err, HIER_ERR_TOPOLOGY);
+        HIER_ERROR("topo: hwloc_topology_load failed: %s", strerror(err));
+        goto err_destroy;
+    }
+
+    topo->numa_count = topo_count(topo->hw, HWLOC_OBJ_NUMANODE);
+    topo->package_count = topo_count(topo->hw, HWLOC_OBJ_PACKAGE);
+    topo->core_count = topo_count(topo->hw, HWLOC_OBJ_CORE);
+    topo->pu_count = topo_count(topo->hw, HWLOC_OBJ_PU);
+    if (topo->pu_count == 0) {
+        HIER_ERROR("topo: hwloc reports no processing units");
+        st = HIER_ERR_TOPOLOGY;
+        goto err_destroy;
+    }
+    HIER_LOG(HIER_LOG_DEBUG, "topo: loaded %s topology: %d packages, %d NUMA, %d PUs",
+             synthetic != NULL ? "synthetic" : "this machine's", topo->package_count,
+             topo->numa_count, topo->pu_count);
+    *topo_p = topo;
+    return HIER_OK;
+
+err_destroy:
+    hwloc_topology_destroy(topo->hw);
+err_free:
+    free(topo);
+    return st;
+}
+
+void hier_topo_close(hier_topo_t *topo)
+{
+    if (topo == NULL) return;
+    hwloc_topology_destroy(topo->hw);
+    free(topo);
+}
+
+int hier_topo_numa_count(const hier_topo_t *topo)
+{
+    return topo != NULL ? topo->numa_count : 0;
+}
+
+int hier_topo_package_count(const hier_topo_t *topo)
+{
+    return topo != NULL ? topo->package_count : 0;
+}
+
+int hier_topo_core_count(const hier_topo_t *topo)
+{
+    return topo != NULL ? topo->core_count : 0;
+}
+
+int hier_topo_pu_count(const hier_topo_t *topo)
+{
+    return topo != NULL ? topo->pu_count : 0;
+}
+
+size_t hier_topo_cache_size(const hier_topo_t *topo, int level)
+{
+    hwloc_obj_type_t type;
+    hwloc_obj_t obj = NULL;
+    size_t max = 0;
+
+    if (topo == NULL || level < 1 || level > 5) return 0;
+    /* L1CACHE..L5CACHE are consecutive in hwloc_obj_type_t (data/unified only). */
+    type = (hwloc_obj_type_t)(HWLOC_OBJ_L1CACHE + (level - 1));
+    while ((obj = hwloc_get_next_obj_by_type(topo->hw, type, obj)) != NULL) {
+        if ((size_t)obj->attr->cache.size > max) max = (size_t)obj->attr->cache.size;
+    }
+    return max;
+}
+
+/* Logical index of the one object of this type whose CPUs meet set, or -1 if
+ * none or several do. Objects with equal CPU sets count as one (a package's
+ * DDR and HBM NUMA nodes): the first, lowest index, is kept. */
+static int topo_sole_index(hwloc_topology_t hw, hwloc_obj_type_t type, hwloc_const_cpuset_t set)
+{
+    hwloc_obj_t found = NULL;
+    hwloc_obj_t obj = NULL;
+
+    while ((obj = hwloc_get_next_obj_by_type(hw, type, obj)) != NULL) {
+        if (obj->cpuset == NULL || !hwloc_bitmap_intersects(obj->cpuset, set)) continue;
+        if (found == NULL) {
+            found = obj;
+        } else if (!hwloc_bitmap_isequal(obj->cpuset, found->cpuset)) {
+            return -1;
+        }
+    }
+    return found != NULL ? (int)found->logical_index : -1;
+}
+
+static hier_locality_t topo_locality_of(const hier_topo_t *topo, hwloc_const_cpuset_t set)
+{
+    hier_locality_t loc;
+
+    loc.numa = topo_sole_index(topo->hw, HWLOC_OBJ_NUMANODE, set);
+    loc.package = topo_sole_index(topo->hw, HWLOC_OBJ_PACKAGE, set);
+    return loc;
+}
+
+hier_status_t hier_topo_self_locality(hier_topo_t *topo, hier_locality_t *loc_p)
+{
+    hier_status_t st = HIER_OK;
+    hwloc_bitmap_t set;
+    int err;
+
+    if (topo == NULL || loc_p == NULL) {
+        HIER_ERROR("topo: self_locality: NULL argument");
+        return HIER_ERR_INVALID_ARG;
+    }
+    /* A synthetic or XML topology answers binding queries with the whole machine. */
+    if (!hwloc_topology_is_thissystem(topo->hw)) {
+        HIER_ERROR("topo: self_locality: topology does not describe this machine");
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    set = hwloc_bitmap_alloc();
+    if (set == NULL) {
+        HIER_ERROR("topo: self_locality: out of memory");
+        return HIER_ERR_NO_MEMORY;
+    }
+    /* PROCESS: the union over all threads, so a helper thread bound elsewhere counts. */
+    if (hwloc_get_cpubind(topo->hw, set, HWLOC_CPUBIND_PROCESS) != 0) {
+        err = errno;
+        st = topo_status_from_errno(err, HIER_ERR_TOPOLOGY);
+        HIER_ERROR("topo: hwloc_get_cpubind failed: %s", strerror(err));
+        goto out_free;
+    }
+    *loc_p = topo_locality_of(topo, set);
+
+out_free:
+    hwloc_bitmap_free(set);
+    return st;
+}
+
+/* One decimal PU index at *pp, below npus; advances *pp. hwloc's own list
+ * parser is too lenient ("0x3" reads as 3, "1-0" as empty), hence this one. */
+static hier_status_t topo_parse_pu(const char **pp, int npus, const char *list, int *pu_p)
+{
+    const char *p = *pp;
+    long v = 0;
+
+    if (!isdigit((unsigned char)*p)) {
+        HIER_ERROR("topo: cpulist \"%s\": expected a PU index at offset %d", list, (int)(p - list));
+        return HIER_ERR_INVALID_ARG;
+    }
+    while (isdigit((unsigned char)*p) && v < npus) v = v * 10 + (*p++ - '0');
+    if (v >= npus) {
+        HIER_ERROR("topo: cpulist \"%s\": PU index out of range (this topology has %d PUs)",
+                   list, npus);
+        return HIER_ERR_INVALID_ARG;
+    }
+    *pp = p;
+    *pu_p = (int)v;
+    return HIER_OK;
+}
+
+/* OR into set the cpusets of the logical PUs listed as "a-b,c,...". */
+static hier_status_t topo_parse_cpulist(const hier_topo_t *topo, const char *list, hwloc_bitmap_t set)
+{
+    hier_status_t st;
+    const char *p = list;
+    int lo, hi;
+
+    for (;;) {
+        st = topo_parse_pu(&p, topo->pu_count, list, &lo);
+        if (st != HIER_OK) return st;
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            st = topo_parse_pu(&p, topo->pu_count, list, &hi);
+            if (st != HIER_OK) return st;
+            if (hi < lo) {
+                HIER_ERROR("topo: cpulist \"%s\": range %d-%d is reversed", list, lo, hi);
+                return HIER_ERR_INVALID_ARG;
+            }
+        }
+        for (int pu = lo; pu <= hi; pu++) {
+            hwloc_obj_t obj = hwloc_get_obj_by_type(topo->hw, HWLOC_OBJ_PU, (unsigned)pu);
+            if (obj == NULL) {
+                HIER_ERROR("topo: cpulist \"%s\": hwloc has no PU L#%d", list, pu);
+                return HIER_ERR_INTERNAL;
+            }
+            if (hwloc_bitmap_or(set, set, obj->cpuset) != 0) {
+                HIER_ERROR("topo: cpulist \"%s\": out of memory", list);
+                return HIER_ERR_NO_MEMORY;
+            }
+        }
+        if (*p == '\0') return HIER_OK;
+        if (*p != ',') {
+            HIER_ERROR("topo: cpulist \"%s\": unexpected '%c' at offset %d", list, *p, (int)(p - list));
+            return HIER_ERR_INVALID_ARG;
+        }
+        p++;
+    }
+}
+
+hier_status_t hier_topo_cpulist_locality(hier_topo_t *topo, const char *cpulist,
+                                         hier_locality_t *loc_p)
+{
+    hier_status_t st;
+    hwloc_bitmap_t set;
+
+    if (topo == NULL || cpulist == NULL || loc_p == NULL) {
+        HIER_ERROR("topo: cpulist_locality: NULL argument");
+        return HIER_ERR_INVALID_ARG;
+    }
+    set = hwloc_bitmap_alloc();
+    if (set == NULL) {
+        HIER_ERROR("topo: cpulist_locality: out of memory");
+        return HIER_ERR_NO_MEMORY;
+    }
+    HIER_CHECK_GOTO(topo_parse_cpulist(topo, cpulist, set), out_free, st);
+    *loc_p = topo_locality_of(topo, set);
+
+out_free:
+    hwloc_bitmap_free(set);
+    return st;
+}
+
+hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
+                                       hier_topo_groups_t *groups_p)
+{
+    hier_topo_groups_t g = {0};
+    int flat = 0;
+
+    if (locs == NULL || groups_p == NULL || nranks < 1) {
+        HIER_ERROR("topo: groups_by_numa: bad arguments (nranks %d)", nranks);
+        return HIER_ERR_INVALID_ARG;
+    }
+    for (int r = 0; r < nranks; r++) {
+        if (locs[r].numa < -1) {
+            HIER_ERROR("topo: groups_by_numa: rank %d has NUMA index %d", r, locs[r].numa);
+            return HIER_ERR_INVALID_ARG;
+        }
+        if (locs[r].numa == -1) flat = 1;
+    }
+    /* one block: group_of, leader, first (+1), members, then the scratch numa_of and next */
+    size_t n = (size_t)nranks;
+    uint32_t *mem = calloc(6 * n + 1, sizeof(*mem));
+    if (!mem) {
+        HIER_ERROR("topo: groups_by_numa: out of memory for %d ranks", nranks);
+        return HIER_ERR_NO_MEMORY;
+    }
+    g.group_of = mem, g.leader = mem + n, g.first = mem + 2 * n, g.members = mem + 3 * n + 1;
+    int *numa_of = (int *)(mem + 4 * n + 1); /* group -> its NUMA index */
+    uint32_t *next = mem + 5 * n + 1;        /* group -> next free slot in members */
+
+    /* 1. assign groups in rank order, so each group's leader is its first rank */
+    for (int r = 0; r < nranks; r++) {
+        int k = 0;
+        while (!flat && k < g.ngroups && numa_of[k] != locs[r].numa) k++;
+        if (k == g.ngroups) {
+            numa_of[k] = locs[r].numa;
+            g.leader[k] = (uint32_t)r;
+            g.ngroups++;
+        }
+        g.group_of[r] = (uint32_t)k;
+        g.first[k + 1]++;
+    }
+    /* 2. counts to offsets */
+    for (int k = 0; k < g.ngroups; k++) {
+        g.first[k + 1] += g.first[k];
+        next[k] = g.first[k];
+    }
+    /* 3. scatter ranks in increasing order, keeping each group sorted */
+    for (int r = 0; r < nranks; r++) g.members[next[g.group_of[r]]++] = (uint32_t)r;
+    memset(numa_of, 0, 2 * n * sizeof(*mem)); /* (scratch, also next) */
+
+    *groups_p = g;
+    return HIER_OK;
+}
+
+void hier_topo_groups_free(hier_topo_groups_t *groups)
+{
+    if (!groups) return;
+    free(groups->group_of); /* the block's start */
+    *groups = (hier_topo_groups_t){0};
+}
+
+/* "32MiB": the largest binary unit that divides bytes exactly. */
+static void topo_format_size(size_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    unsigned u = 0;
+
+    while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%zu%s", bytes, units[u]);
+}
+
+hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len)
+{
+    char line[160];
+    char size[32];
+    int n;
+
+    if (topo == NULL || buf == NULL) {
+        HIER_ERROR("topo: describe: NULL argument");
+        return HIER_ERR_INVALID_ARG;
+    }
+    n = snprintf(line, sizeof(line), "packages=%d numa=%d cores=%d pus=%d", topo->package_count,
+                 topo->numa_count, topo->core_count, topo->pu_count);
+    for (int level = 5; level >= 1; level--) {
+        size_t bytes = hier_topo_cache_size(topo, level);
+        if (bytes == 0) continue;
+        topo_format_size(bytes, size, sizeof(size));
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " l%d=%s", level, size);
+        break;
+    }
+    if ((size_t)n >= len) {
+        HIER_ERROR("topo: describe: %zu-byte buffer, %d needed", len, n + 1);
+        return HIER_ERR_INVALID_ARG;
+    }
+    memcpy(buf, line, (size_t)n + 1);
+    return HIER_OK;
+}

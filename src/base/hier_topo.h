@@ -1,0 +1,79 @@
+/* hier_topo.h: the node's hardware topology (hwloc underneath, opaque here).
+ *
+ * What the rest of the core asks of the machine: how many NUMA domains and
+ * packages it has, how large its caches are, where a process is bound, and a
+ * pure function that groups local ranks by NUMA domain for the two-level
+ * shared-memory tree.
+ *
+ * Indexes are hwloc *logical* indexes (0..n-1 in topology order), the same in
+ * every process of the node, never the OS numbering (numactl's "node 3" may
+ * be logical NUMA 1). */
+#ifndef HIER_TOPO_H
+#define HIER_TOPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hier_status.h"
+
+typedef struct hier_topo hier_topo_t;
+
+/* Where a process runs; -1 when unknown or when its CPUs span several. */
+typedef struct {
+    int numa;    /* logical NUMA index */
+    int package; /* logical package index; -1 also when the machine reports none */
+} hier_locality_t;
+
+/* Ranks 0..nranks-1 grouped by NUMA domain, in arrays of nranks entries
+ * (first: nranks + 1) allocated by hier_topo_groups_by_numa.
+ * Groups are ordered by their leader, the lowest rank of the group.
+ * CSR: group g holds members[first[g] .. first[g+1]) in increasing rank order.
+ * Entries past ngroups are zero. */
+typedef struct {
+    int ngroups;
+    uint32_t *group_of; /* rank -> group */
+    uint32_t *leader;   /* group -> its lowest rank */
+    uint32_t *first;    /* group -> offset in members; first[ngroups] == nranks */
+    uint32_t *members;  /* ranks, grouped */
+} hier_topo_groups_t;
+
+/* Load this machine's topology (synthetic == NULL), or an hwloc synthetic
+ * description such as "pack:2 numa:2 core:4 pu:1" (tests).
+ * HIER_ERR_INVALID_ARG: unparsable description; HIER_ERR_TOPOLOGY: hwloc
+ * could not load; HIER_ERR_NOT_SUPPORTED: run-time hwloc ABI differs from the
+ * one compiled against. */
+hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p);
+void hier_topo_close(hier_topo_t *topo); /* NULL is fine */
+
+int hier_topo_numa_count(const hier_topo_t *topo);    /* >= 1: hwloc always has one */
+int hier_topo_package_count(const hier_topo_t *topo); /* may be 0 (synthetic, some VMs) */
+int hier_topo_core_count(const hier_topo_t *topo);
+int hier_topo_pu_count(const hier_topo_t *topo);
+/* Size in bytes of the largest data/unified cache of that level (1..5); 0 if none. */
+size_t hier_topo_cache_size(const hier_topo_t *topo, int level);
+
+/* Locality of the calling process from its current CPU binding (all threads).
+ * Unbound, or bound across NUMA domains: numa == -1 (package likewise).
+ * HIER_ERR_NOT_SUPPORTED on a topology that is not this machine's (synthetic)
+ * or where the OS cannot report bindings. */
+hier_status_t hier_topo_self_locality(hier_topo_t *topo, hier_locality_t *loc_p);
+
+/* Locality of a list of logical PU indexes such as "0-3,8". NUMA domains with
+ * identical CPU sets (DDR + HBM of one package) count as one: the lowest index
+ * is reported. HIER_ERR_INVALID_ARG: malformed list or PU out of range. */
+hier_status_t hier_topo_cpulist_locality(hier_topo_t *topo, const char *cpulist,
+                                         hier_locality_t *loc_p);
+
+/* Group ranks by locs[rank].numa. If any rank's numa is -1 the result is one
+ * flat group. HIER_ERR_INVALID_ARG: nranks below 1, or a numa below -1;
+ * HIER_ERR_NO_MEMORY. Pure: touches no topology. Free with hier_topo_groups_free. */
+hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
+                                       hier_topo_groups_t *groups_p);
+void hier_topo_groups_free(hier_topo_groups_t *groups);
+
+/* One line for verbose logs: "packages=2 numa=4 cores=16 pus=16 l3=32MiB"
+ * (the last-level cache, whichever level it is; omitted if none).
+ * HIER_ERR_INVALID_ARG if it does not fit in len (buf then untouched). */
+hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,345 @@
+/* hier_coll_dev.c: collectives on device (accelerator) buffers, staged
+ * through host memory in a pipeline.
+ *
+ * The CPU never touches device memory: chunks of the call are copied into
+ * host mirrors by the backend, the host collective runs on each chunk, and
+ * its result is copied back. Chunks are independent collectives of the same
+ * kind and shape on every rank (allreduce: a range of the vector; allgather
+ * and reduce_scatter: the same fraction of every rank's block), so every
+ * rank runs the same sequence of host collectives whatever its memory.
+ * The mirrors keep the call's shape — a separate send area unless the
+ * caller passed MPI_IN_PLACE — because algorithm choices may depend on it.
+ *
+ * Pipeline, chunk k in host buffer k % 3 (backends with asynchronous copies
+ * overlap them with the collectives; others copy synchronously), when every
+ * rank stages the call (d->chunked, agreed by the caller; otherwise one
+ * chunk, the whole call, as a rank with host buffers runs it):
+ * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that
+ *    buffer is done;
+ * 2. wait for chunk k's copy in;
+ * 3. run the host collective on chunk k;
+ * 4. start copying chunk k's result out;
+ * 5. at the end, wait for every copy out.
+ * A failed copy does not stop the sequence (the other ranks run it too): the
+ * call returns the first error once the sequence is over. The host buffers
+ * are one per communicator, grown to the largest call, pinned by the
+ * backend when it can (asynchronous copies need page-locked memory). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/hier_accel.h"
+#include "comm/hier_coll_dev.h"
+#include "comm/hier_comm_impl.h"
+#include "base/hier_log.h"
+#include "base/hier_params.h"
+
+#define HIER_DEV_DEPTH 3
+
+typedef struct hier_dev_pipe hier_dev_pipe_t;
+/* Copy chunk k in or out, or run it, with `host` its host buffer. */
+typedef hier_status_t (*hier_dev_step_fn_t)(hier_dev_pipe_t *p, size_t k, uint8_t *host);
+
+struct hier_dev_pipe {
+    hier_comm_t *c;
+    const hier_coll_dev_call_t *d;
+    const hier_accel_backend_t *dev; /* the device side's backend: its fences order the copies */
+    int device;
+    size_t nchunks, stride;          /* chunks, and host bytes per chunk buffer */
+    hier_dev_step_fn_t in, run, out;
+    hier_path_t *path_p;
+    /* the call */
+    const uint8_t *sbuf;             /* NULL: in place */
+    uint8_t *rbuf;
+    size_t esize, count, chunk;      /* allreduce: elements, per chunk; allgather: block bytes, per chunk */
+    hier_dtype_t dt;
+    hier_op_t op;
+    const size_t *rcounts;           /* reduce_scatter: the call's, then per rank per chunk (q) */
+    size_t *q, *sub;                 /* and one chunk's counts */
+};
+
+/* Start one copy between a call buffer `b` and host memory. */
+static hier_status_t hier_dev_copy(const hier_dev_pipe_t *p, const hier_accel_buf_t *b, void *dst, const void *src,
+                                   size_t len, int to_host)
+{
+    if (!len) return HIER_OK;
+    if (!hier_accel_is_device(b)) {
+        memcpy(dst, src, len);
+        return HIER_OK;
+    }
+    if (b->backend != p->dev || b->range.device != p->device) /* copies our fences do not cover */
+        return to_host ? b->backend->to_host(dst, src, len) : b->backend->from_host(dst, src, len);
+    return hier_accel_copy_start(b->backend, b->range.device, dst, src, len, to_host);
+}
+
+static void hier_dev_unpin(hier_comm_t *c)
+{
+    if (c->dev_host_pin && c->dev_host_pin->host_unpin) c->dev_host_pin->host_unpin(c->dev_host_pin_device, c->dev_host);
+    c->dev_host_pin = NULL;
+}
+
+void hier_coll_dev_release(hier_comm_t *c)
+{
+    hier_dev_unpin(c);
+    free(c->dev_host);
+    c->dev_host = NULL;
+    c->dev_host_len = 0;
+}
+
+/* The host buffers, at least len bytes (whole pages), pinned for `dev`'s
+ * device when it can. */
+static uint8_t *hier_dev_host(hier_comm_t *c, const hier_accel_backend_t *dev, int device, size_t len)
+{
+    len = (len + 4095) & ~(size_t)4095;
+    if (len > c->dev_host_len) {
+        hier_coll_dev_release(c);
+        if (!(c->dev_host = aligned_alloc(4096, len))) {
+            HIER_ERROR("no %zu bytes of host memory to stage device buffers", len);
+            return NULL;
+        }
+        c->dev_host_len = len;
+    }
+    if ((c->dev_host_pin != dev || c->dev_host_pin_device != device) && dev->host_pin) {
+        hier_dev_unpin(c);
+        if (dev->host_pin(device, c->dev_host, c->dev_host_len) == HIER_OK) {
+            c->dev_host_pin = dev;
+            c->dev_host_pin_device = device;
+        }
+    }
+    return c->dev_host;
+}
+
+/* Steps 1-5 of the file comment. */
+static hier_status_t hier_dev_pipe_run(hier_dev_pipe_t *p)
+{
+    hier_accel_fence_t in[HIER_DEV_DEPTH] = {{0}}, out[HIER_DEV_DEPTH] = {{0}};
+    hier_status_t first = HIER_OK, st;
+    size_t nbufs = p->nchunks < HIER_DEV_DEPTH ? p->nchunks : HIER_DEV_DEPTH;
+    uint8_t *host = hier_dev_host(p->c, p->dev, p->device, nbufs * p->stride + 1);
+    if (!host) return HIER_ERR_NO_MEMORY; /* every rank's host memory is alike: all fail here together, or none */
+
+#define HIER_DEV_KEEP(expr)                                                                                          \
+    do {                                                                                                             \
+        st = (expr);                                                                                                 \
+        if (first == HIER_OK) first = st;                                                                            \
+    } while (0)
+    HIER_DEV_KEEP(p->in(p, 0, host));                                                                        /* 1 */
+    HIER_DEV_KEEP(hier_accel_fence(p->dev, p->device, &in[0]));
+    for (size_t k = 0; k < p->nchunks; k++) {
+        size_t b = k % HIER_DEV_DEPTH, nb = (k + 1) % HIER_DEV_DEPTH;
+        if (k + 1 < p->nchunks) {                                                                            /* 1 */
+            HIER_DEV_KEEP(hier_accel_fence_wait(p->dev, &out[nb]));
+            HIER_DEV_KEEP(p->in(p, k + 1, host + nb * p->stride));
+            HIER_DEV_KEEP(hier_accel_fence(p->dev, p->device, &in[nb]));
+        }
+        HIER_DEV_KEEP(hier_accel_fence_wait(p->dev, &in[b]));                                               /* 2 */
+        HIER_DEV_KEEP(p->run(p, k, host + b * p->stride));                                                  /* 3 */
+        HIER_DEV_KEEP(p->out(p, k, host + b * p->stride));                                                  /* 4 */
+        HIER_DEV_KEEP(hier_accel_fence(p->dev, p->device, &out[b]));
+    }
+    for (size_t b = 0; b < HIER_DEV_DEPTH; b++) HIER_DEV_KEEP(hier_accel_fence_wait(p->dev, &out[b]));    /* 5 */
+#undef HIER_DEV_KEEP
+    return first;
+}
+
+/* The backend whose fences order the copies: the receive side's if it is
+ * device memory, else the send side's. */
+static void hier_dev_pipe_init(hier_dev_pipe_t *p, hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
+                               void *rbuf, hier_path_t *path_p)
+{
+    const hier_accel_buf_t *b = hier_accel_is_device(&d->rbuf) ? &d->rbuf : &d->sbuf;
+    *p = (hier_dev_pipe_t){.c = c, .d = d, .dev = b->backend, .device = b->range.device, .path_p = path_p,
+                           .sbuf = sbuf, .rbuf = rbuf};
+}
+
+static size_t hier_dev_div_up(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* ---- allreduce: chunk k is elements [k * chunk, ...) of the vector. */
+
+static size_t hier_dev_ar_len(const hier_dev_pipe_t *p, size_t k)
+{
+    size_t first = k * p->chunk;
+    return (p->count - first < p->chunk ? p->count - first : p->chunk) * p->esize;
+}
+
+static hier_status_t hier_dev_ar_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t off = k * p->chunk * p->esize, len = hier_dev_ar_len(p, k);
+    if (p->sbuf) return hier_dev_copy(p, &p->d->sbuf, host, p->sbuf + off, len, 1);
+    return hier_dev_copy(p, &p->d->rbuf, host, p->rbuf + off, len, 1);
+}
+
+static hier_status_t hier_dev_ar_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t send_area = p->sbuf ? p->chunk * p->esize : 0;
+    return hier_coll_host_allreduce(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ar_len(p, k) / p->esize,
+                                    p->dt, p->op, p->path_p);
+}
+
+static hier_status_t hier_dev_ar_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t send_area = p->sbuf ? p->chunk * p->esize : 0;
+    return hier_dev_copy(p, &p->d->rbuf, p->rbuf + k * p->chunk * p->esize, host + send_area, hier_dev_ar_len(p, k),
+                         0);
+}
+
+hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+{
+    hier_dev_pipe_t p;
+    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
+    p.esize = hier_dtype_size(dt);
+    p.count = count;
+    p.dt = dt;
+    p.op = op;
+    p.chunk = hier_params.device_stage_chunk / p.esize ? hier_params.device_stage_chunk / p.esize : 1;
+    if (p.chunk > count || !d->chunked) p.chunk = count ? count : 1;
+    p.nchunks = count ? hier_dev_div_up(count, p.chunk) : 1;
+    p.stride = (sbuf ? 2 : 1) * p.chunk * p.esize;
+    p.in = hier_dev_ar_in;
+    p.run = hier_dev_ar_run;
+    p.out = hier_dev_ar_out;
+    return hier_dev_pipe_run(&p);
+}
+
+/* ---- allgather: chunk k is bytes [k * chunk, ...) of every block. */
+
+static size_t hier_dev_ag_len(const hier_dev_pipe_t *p, size_t k)
+{
+    size_t first = k * p->chunk;
+    return p->count - first < p->chunk ? p->count - first : p->chunk;
+}
+
+static hier_status_t hier_dev_ag_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t len = hier_dev_ag_len(p, k), off = k * p->chunk, me = (size_t)p->c->rank;
+    if (p->sbuf) return hier_dev_copy(p, &p->d->sbuf, host, p->sbuf + off, len, 1);
+    return hier_dev_copy(p, &p->d->rbuf, host + me * len, p->rbuf + me * p->count + off, len, 1);
+}
+
+static hier_status_t hier_dev_ag_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t send_area = p->sbuf ? p->chunk : 0;
+    return hier_coll_host_allgather(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ag_len(p, k), p->path_p);
+}
+
+static hier_status_t hier_dev_ag_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t len = hier_dev_ag_len(p, k), send_area = p->sbuf ? p->chunk : 0;
+    hier_status_t first = HIER_OK;
+    for (size_t r = 0; r < (size_t)p->c->size; r++) {
+        hier_status_t st = hier_dev_copy(p, &p->d->rbuf, p->rbuf + r * p->count + k * p->chunk,
+                                         host + send_area + r * len, len, 0);
+        if (first == HIER_OK) first = st;
+    }
+    return first;
+}
+
+hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t block_bytes, hier_path_t *path_p)
+{
+    hier_dev_pipe_t p;
+    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
+    p.count = block_bytes;
+    p.chunk = (hier_params.device_stage_chunk / (size_t)c->size) & ~(size_t)63;
+    if (p.chunk < 64) p.chunk = 64;
+    if (p.chunk > block_bytes || !d->chunked) p.chunk = block_bytes ? block_bytes : 1;
+    p.nchunks = block_bytes ? hier_dev_div_up(block_bytes, p.chunk) : 1;
+    p.stride = (sbuf ? p.chunk : 0) + (size_t)c->size * p.chunk;
+    p.in = hier_dev_ag_in;
+    p.run = hier_dev_ag_run;
+    p.out = hier_dev_ag_out;
+    return hier_dev_pipe_run(&p);
+}
+
+/* ---- reduce_scatter: chunk k is elements [k * q_r, ...) of every rank r's
+ * part (q_r = its count over the number of chunks, rounded up). In place the
+ * results land over inputs of later chunks: one chunk then. */
+
+static size_t hier_dev_rs_lo(const hier_dev_pipe_t *p, int r, size_t k)
+{
+    size_t lo = k * p->q[r];
+    return lo < p->rcounts[r] ? lo : p->rcounts[r];
+}
+
+/* Chunk k's count per rank into p->sub (shared by the steps, which
+ * interleave across chunks: each step fills it for its own chunk); their sum. */
+static size_t hier_dev_rs_counts(hier_dev_pipe_t *p, size_t k)
+{
+    size_t sum = 0;
+    for (int r = 0; r < p->c->size; r++) {
+        size_t lo = hier_dev_rs_lo(p, r, k), hi = lo + p->q[r];
+        p->sub[r] = (hi < p->rcounts[r] ? hi : p->rcounts[r]) - lo;
+        sum += p->sub[r];
+    }
+    return sum;
+}
+
+static hier_status_t hier_dev_rs_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    hier_status_t first = HIER_OK;
+    size_t es = p->esize, displ = 0, at = 0;
+    const uint8_t *in = p->sbuf ? p->sbuf : p->rbuf;
+    const hier_accel_buf_t *b = p->sbuf ? &p->d->sbuf : &p->d->rbuf;
+    hier_dev_rs_counts(p, k);
+    for (int r = 0; r < p->c->size; r++) {
+        hier_status_t st = hier_dev_copy(p, b, host + at * es, in + (displ + hier_dev_rs_lo(p, r, k)) * es,
+                                         p->sub[r] * es, 1);
+        if (first == HIER_OK) first = st;
+        displ += p->rcounts[r];
+        at += p->sub[r];
+    }
+    return first;
+}
+
+static hier_status_t hier_dev_rs_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
+    return hier_coll_host_reduce_scatter(p->c, p->sbuf ? host : NULL, host + send_area, p->sub, p->dt, p->op,
+                                         p->path_p);
+}
+
+static hier_status_t hier_dev_rs_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
+{
+    int me = p->c->rank;
+    size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
+    return hier_dev_copy(p, &p->d->rbuf, p->rbuf + hier_dev_rs_lo(p, me, k) * p->esize, host + send_area,
+                         p->sub[me] * p->esize, 0);
+}
+
+hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
+                                           void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
+                                           hier_path_t *path_p)
+{
+    hier_dev_pipe_t p;
+    size_t total = 0, width = 0;
+    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
+    p.esize = hier_dtype_size(dt);
+    p.dt = dt;
+    p.op = op;
+    p.rcounts = rcounts;
+    for (int r = 0; r < c->size; r++) total += rcounts[r];
+    size_t chunk = hier_params.device_stage_chunk < 4096 ? 4096 : hier_params.device_stage_chunk;
+    p.nchunks = sbuf && total && d->chunked ? hier_dev_div_up(total * p.esize, chunk) : 1;
+    if (!(p.q = malloc(2 * (size_t)c->size * sizeof(size_t)))) return HIER_ERR_NO_MEMORY; /* (before any step) */
+    p.sub = p.q + c->size;
+    for (int r = 0; r < c->size; r++) width += p.q[r] = hier_dev_div_up(rcounts[r], p.nchunks);
+    p.stride = (sbuf ? width + p.q[c->rank] : width) * p.esize;
+    p.in = hier_dev_rs_in;
+    p.run = hier_dev_rs_run;
+    p.out = hier_dev_rs_out;
+    hier_status_t st = hier_dev_pipe_run(&p);
+    free(p.q);
+    return st;
+}
+
+int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
+                           hier_accel_buf_t *rb, hier_status_t *st_p)
+{
+    hier_status_t st = hier_accel_classify(sbuf, slen, sb);
+    if (st == HIER_OK) st = hier_accel_classify(rbuf, rlen, rb);
+    *st_p = st;
+    return st != HIER_OK || hier_accel_is_device(sb) || hier_accel_is_device(rb);
+}

@@ -1,0 +1,40 @@
+/* hier_coll_dev.h: collectives whose buffers are device memory (internal;
+ * hier_coll_dev.c). */
+#ifndef HIER_COLL_DEV_H
+#define HIER_COLL_DEV_H
+
+#include "accel/hier_accel.h"
+#include "comm/hier_comm.h"
+
+typedef struct {
+    hier_accel_buf_t sbuf;
+    hier_accel_buf_t rbuf;
+    int chunked; /* every rank stages this call: it may run as several host collectives */
+} hier_coll_dev_call_t;
+
+/* 1 when either buffer is device memory (or classifying failed: *st_p). */
+int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
+                           hier_accel_buf_t *rb, hier_status_t *st_p);
+
+hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                                      size_t block_bytes, hier_path_t *path_p);
+hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
+                                           void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
+                                           hier_path_t *path_p);
+
+/* Peer-direct allgather (hier_coll_pd.c). Every rank calls it for every
+ * allgather, host buffers too (`device`: this rank's buffers are device
+ * memory): 1 when it served the call (status in *st_p), 0 when the caller
+ * goes on — the same answer on every rank. When the ranks agreed on the
+ * call, *all_device_p says whether every rank's buffers are device memory
+ * (left alone otherwise). */
+int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int device, const void *sbuf, void *rbuf,
+                           size_t block, int *all_device_p, hier_path_t *path_p, hier_status_t *st_p);
+void hier_coll_pd_close(hier_comm_t *c);
+
+/* Free the communicator's staging memory (unpinned first). */
+void hier_coll_dev_release(hier_comm_t *c);
+
+#endif

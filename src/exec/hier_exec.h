@@ -1,0 +1,41 @@
+/* hier_exec.h: runs schedule steps over real memory. The shared-memory engine
+ * and the test simulator both use it; they differ only in what a barrier is
+ * and where the slots live. */
+#ifndef HIER_EXEC_H
+#define HIER_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/hier_reduce.h"
+#include "sched/hier_sched.h"
+#include "base/hier_status.h"
+
+/* Read len bytes at `off` of another rank's buffer (HIER_BUF_PEER_*) into dst. */
+typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, void *dst, size_t len);
+
+/* Staging for reductions: an output that overlaps an operand, and the
+ * operands and result of reductions over other ranks' buffers: three blocks. */
+#define HIER_EXEC_STAGE_BLOCK (128 * 1024)
+#define HIER_EXEC_STAGE_BYTES (3 * HIER_EXEC_STAGE_BLOCK)
+
+typedef struct {
+    const uint8_t *sbuf;
+    uint8_t *rbuf;
+    uint8_t *const *slots;  /* slot base of every local rank (parity 0) */
+    size_t parity_stride;   /* bytes from parity 0 to parity 1 in a slot */
+    size_t esize;
+    hier_reduce_kernel_t kernel;
+    hier_exec_peer_read_fn_t peer_read; /* single-copy steps only */
+    void *peer_ctx;
+    uint8_t *stage;         /* HIER_EXEC_STAGE_BYTES */
+} hier_exec_bufs_t;
+
+/* Resolve a local buffer reference to an address (NULL for another rank's). */
+void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref);
+
+/* Run one COPY or REDUCE step (BARRIER and NET_* steps belong to the
+ * caller). Fails only when reading another rank's buffer fails. */
+hier_status_t hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *step);
+
+#endif

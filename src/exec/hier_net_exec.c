@@ -1,0 +1,206 @@
+#include "exec/hier_net_exec.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "base/hier_log.h"
+
+
+/* Push as many segments of one send as credits allow now. */
+static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
+{
+    while (s->done < s->len) {
+        size_t seg = s->len - s->done, max = hier_chan_slot_bytes(s->ch);
+        int sent;
+        uint64_t msg;
+        if (seg > max) seg = max;
+        hier_status_t st = hier_chan_try_send_from(s->ch, s->src + s->done, seg, s->mr, &sent, &msg);
+        if (st != HIER_OK) return st;
+        if (!sent) break;
+        if (!s->done) s->first = msg;
+        s->done += seg;
+        x->net_bytes += seg;
+        x->moved++;
+        if (!s->mr) s->freed = s->done;
+    }
+    return HIER_OK;
+}
+
+/* Sent in place, segments free their bytes as their writes complete, in
+ * order (a receive may land on them only then; segments are whole slots but
+ * the last). Returns whether the send is over: every byte freed. */
+static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
+{
+    size_t slot = hier_chan_slot_bytes(s->ch);
+    while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot)) {
+        s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
+        x->moved++;
+    }
+    return s->freed == s->len;
+}
+
+/* Push every queued send whose channel has no older send still handing
+ * bytes over (messages on a channel stay in order), then drop the ones over. */
+static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
+{
+    hier_chan_t *blocked[HIER_NET_EXEC_QUEUE];
+    size_t nblocked = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
+        int behind = 0;
+        if (!s->ch) continue;
+        for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->ch;
+        if (behind) continue;
+        hier_status_t st = hier_net_push(x, s);
+        if (st != HIER_OK) return st;
+        if (s->done < s->len) blocked[nblocked++] = s->ch;
+        if (hier_net_send_advance(x, s)) {
+            /* over: every write completed, or failed (the channel says which) */
+            if ((st = hier_chan_status(s->ch)) != HIER_OK) return st;
+            s->ch = NULL;
+        }
+    }
+    while (q->n && !q->q[q->head].ch) {
+        q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
+        q->n--;
+    }
+    return HIER_OK;
+}
+
+/* Whether [p, p + len) overlaps bytes a queued send still needs: not yet
+ * copied, or (in place) not yet written by the provider. */
+static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        const hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
+        if (s->ch && p < s->src + s->len && s->src + s->freed < p + len) return 1;
+    }
+    return 0;
+}
+
+/* Take the next segment of the receive if it is there and may land: not on
+ * bytes a queued send still has to read. *got_p: whether it did. */
+static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q, int *got_p)
+{
+    const void *data;
+    size_t len;
+    int got;
+    size_t seg = hier_chan_slot_bytes(r->ch);
+    *got_p = 0;
+    if (seg > r->len - r->done) seg = r->len - r->done;
+    if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
+    hier_status_t st = hier_chan_try_recv(r->ch, &data, &len, &got);
+    if (st != HIER_OK || !got) return st;
+    *got_p = 1;
+    if (len != seg) {
+        HIER_ERROR("inter-node step expected a %zu-byte segment, got %zu (schedules differ between nodes?)", seg,
+                   len);
+        return HIER_ERR_INTERNAL;
+    }
+    if (r->reduce)
+        x->bufs->kernel.acc(r->dst + r->done, data, len / x->bufs->esize);
+    else
+        memcpy(r->dst + r->done, data, len);
+    r->done += len;
+    return hier_chan_release(r->ch);
+}
+
+/* Queue send step s (the queue has room). */
+static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
+{
+    hier_net_queue_t *q = &x->q;
+    const uint8_t *src = hier_exec_ref(x->bufs, s->src);
+    int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
+    q->q[(q->head + q->n++) % HIER_NET_EXEC_QUEUE] =
+        (hier_net_send_t){.src = src, .len = s->len, .ch = x->chans[s->peer], .mr = in_place ? x->mr : NULL};
+    return hier_net_push_all(x, q);
+}
+
+hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
+{
+    x->steps = steps;
+    x->n = n;
+    x->next = 0;
+    x->q.head = x->q.n = 0;
+    x->receiving = 0;
+    x->active = 1;
+    return hier_net_exec_poll(x);
+}
+
+/* Steps run in order as far as they can without waiting, on what the
+ * endpoint last delivered: a send waits only for room in the queue, a
+ * receive for its segments. */
+static hier_status_t hier_net_exec_advance(hier_net_exec_t *x)
+{
+    if (!x->active) return HIER_OK;
+    hier_status_t st = hier_net_push_all(x, &x->q);
+    while (st == HIER_OK && x->next < x->n) {
+        const hier_step_t *s = &x->steps[x->next];
+        if (s->op == HIER_STEP_NET_SEND) {
+            if (x->q.n == HIER_NET_EXEC_QUEUE) break;
+            st = hier_net_enqueue(x, s);
+        } else if (s->op == HIER_STEP_NET_RECV) {
+            int got = 1;
+            if (!x->receiving)
+                x->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
+                                         .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
+                                         .ch = x->chans[s->peer]};
+            x->receiving = 1;
+            while (st == HIER_OK && got && x->r.done < x->r.len) {
+                st = hier_net_pull(x, &x->r, &x->q, &got);
+                x->moved += got;
+            }
+            if (x->r.done < x->r.len) break;
+            x->receiving = 0;
+        } else {
+            HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
+            st = HIER_ERR_INVALID_ARG;
+            break;
+        }
+        x->next++;
+        x->moved++;
+    }
+    if (st == HIER_OK && x->next == x->n && !x->q.n) x->active = 0;
+    if (st != HIER_OK) x->active = 0;
+    return st;
+}
+
+hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
+{
+    if (!x->active) return HIER_OK;
+    hier_status_t st = hier_chan_progress(x->fab);
+    if (st != HIER_OK) x->active = 0;
+    return st == HIER_OK ? hier_net_exec_advance(x) : st;
+}
+
+/* Waits until the run is over. The clock restarts whenever something moved
+ * (a segment sent, freed or received, a step done), so only a run that
+ * stands still for the timeout fails; the turns keep counting, so Open MPI
+ * progresses and the CPU is yielded however busy the run is. */
+hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
+{
+    time_t deadline = 0;
+    uint64_t seen = x->moved;
+    hier_status_t st = hier_net_exec_poll(x);
+    for (unsigned k = 0; st == HIER_OK && x->active; k++) {
+        if (x->moved != seen) {
+            seen = x->moved;
+            deadline = 0;
+        }
+        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
+                                x->receiving ? "receiving" : "sending (no credit from the peer)");
+        if (st == HIER_ERR_TIMEOUT && x->receiving) hier_chan_report(x->r.ch, "receive timed out");
+        for (size_t i = 0; st == HIER_ERR_TIMEOUT && i < x->q.n; i++)
+            if (x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch)
+                hier_chan_report(x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch, "send timed out");
+        if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */
+    }
+    x->active = 0;
+    return st;
+}
+
+hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
+{
+    hier_status_t st = hier_net_exec_start(x, steps, n);
+    return st == HIER_OK ? hier_net_exec_finish(x) : st;
+}

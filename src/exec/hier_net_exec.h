@@ -1,0 +1,78 @@
+/* hier_net_exec.h: runs inter-node schedules (hier_sched_net.c) over
+ * channels (hier_chan.c), one channel per peer. */
+#ifndef HIER_NET_EXEC_H
+#define HIER_NET_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "net/hier_chan.h"
+#include "exec/hier_exec.h"
+#include "exec/hier_reduce.h"
+#include "sched/hier_sched.h"
+#include "shm/hier_shm.h"
+
+typedef struct {
+    const uint8_t *src;
+    size_t len, done;      /* bytes handed to the channel */
+    size_t freed;          /* bytes no longer needed: copied, or (in place) their writes completed */
+    hier_chan_t *ch;       /* NULL once every byte is freed */
+    hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
+    uint64_t first;        /* in place: the channel's number of the first segment */
+} hier_net_send_t;
+
+typedef struct {
+    uint8_t *dst;
+    size_t len, done; /* bytes */
+    int reduce;
+    hier_chan_t *ch;
+} hier_net_recv_t;
+
+/* Sends not yet handed over in full, oldest first. A send never waits for
+ * the ones behind it; it waits only when the queue is full, so a schedule
+ * may post every message of a step before receiving any (one latency per
+ * step, not one per message) without two peers blocking each other. */
+#define HIER_NET_EXEC_QUEUE 256
+
+typedef struct {
+    hier_net_send_t q[HIER_NET_EXEC_QUEUE];
+    size_t head, n;
+} hier_net_queue_t;
+
+typedef struct {
+    hier_fabric_t *fab;
+    hier_chan_t *const *chans; /* by participant index; chans[me] unused */
+    const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
+    hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
+    int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
+    hier_fabric_mr_t *mr;      /* registered memory [mr_base, mr_base + mr_len): sends from it go */
+    const uint8_t *mr_base;    /* without a copy (NULL: every send is copied) */
+    size_t mr_len;
+    uint64_t net_bytes;        /* bytes this participant put on the fabric */
+    /* the run in progress (hier_net_exec_start .. finish) */
+    const hier_step_t *steps;
+    size_t n, next;            /* its steps; the first not done yet */
+    hier_net_queue_t q;        /* sends not over yet */
+    hier_net_recv_t r;         /* the receive under way, when `receiving` */
+    int receiving, active;
+    uint64_t moved;            /* counts progress: steps done and segments received */
+} hier_net_exec_t;
+
+/* Run the steps. Sends are queued and proceed, segment by segment as
+ * credits allow, while later steps run: a receive drives them, so two
+ * participants sending to each other more than a channel holds cannot
+ * deadlock; a receive segment that would overwrite bytes a queued send has
+ * not handed over yet (or, sent in place, not yet seen written) waits for
+ * them. Returns once every send is over, so the caller may reuse the bytes. */
+hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
+
+/* The same in three parts, so local work can run while the network does:
+ * start (steps must stay valid until the run is over), poll now and then
+ * (never waits), finish (waits; the run is over on return, x->active 0).
+ * The buffers of the run must not be touched in between. */
+hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
+hier_status_t hier_net_exec_poll(hier_net_exec_t *x);
+hier_status_t hier_net_exec_finish(hier_net_exec_t *x);
+
+#endif

@@ -1,0 +1,37 @@
+/* hier_reduce.h: reduction kernels, one pair per (type, op).
+ *
+ * Semantics, the same for every kernel:
+ *  - integers wrap on overflow (two's complement), never saturate;
+ *  - MIN/MAX on floating types propagate NaN (if either operand is NaN the
+ *    result is NaN) and order -0.0 below +0.0, so the result does not depend
+ *    on operand order;
+ *  - LAND/LOR/LXOR treat non-zero as true and store 1 or 0;
+ *  - MINLOC/MAXLOC follow MPI: the better value wins, on a tie the smaller index.
+ * "a op b" always keeps a as the earlier (lower-rank) operand. */
+#ifndef HIER_REDUCE_H
+#define HIER_REDUCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/hier_dtype.h"
+#include "base/hier_status.h"
+
+/* inout[i] = inout[i] op in[i] */
+typedef void (*hier_reduce_acc_fn_t)(void *restrict inout, const void *restrict in, size_t count);
+/* out[i] = a[i] op b[i]; out aliases neither a nor b */
+typedef void (*hier_reduce_comb_fn_t)(void *restrict out, const void *restrict a,
+                                      const void *restrict b, size_t count);
+
+typedef struct {
+    hier_reduce_acc_fn_t acc;
+    hier_reduce_comb_fn_t comb;
+} hier_reduce_kernel_t;
+
+/* Whether the core can reduce this (type, op) pair. */
+bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op);
+
+/* Kernels for (dt, op); HIER_ERR_NOT_SUPPORTED when the pair has none. */
+hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p);
+
+#endif

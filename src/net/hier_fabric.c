@@ -1,0 +1,547 @@
+/* hier_fabric.c: libfabric endpoint, registration, RMA write with remote CQ
+ * data, and progress. See hier_fabric.h for the rules it follows. */
+#include "net/hier_fabric.h"
+
+#include <infiniband/verbs.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hier_lock.h"
+#include "base/hier_log.h"
+
+#define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
+#define HIER_FABRIC_RETIRED 1024 /* retired registrations kept; the oldest goes beyond */
+
+struct hier_fabric {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    uint64_t mr_mode;
+    _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */
+    uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
+    /* peers inserted so far: every communicator reaching a process uses the
+     * same address (and so the same connection on connection-based providers);
+     * compared whole, so callers zero the buffer past the name's length */
+    struct hier_fabric_known { uint8_t addr[HIER_FABRIC_ADDR_MAX]; fi_addr_t fi; } *known;
+    size_t nknown, maxknown;
+    /* registrations kept for late remote writes (hier_fabric_mr_retire), oldest first */
+    struct hier_fabric_retired { hier_fabric_mr_t *mr; void *mem; } retired[HIER_FABRIC_RETIRED];
+    size_t nretired, first_retired;
+};
+
+struct hier_fabric_mr {
+    hier_fabric_t *fab;
+    struct fid_mr *mr;
+    void *desc;
+    hier_fabric_rkey_t rkey;
+};
+
+/* Convert a libfabric return code where it enters, logging it once with the call. */
+static hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
+{
+    HIER_ERROR("%s on provider %s failed: %s (%d)", call,
+               fab && fab->info ? fab->info->fabric_attr->prov_name : "?", fi_strerror(-ret), ret);
+    switch (-ret) {
+    case FI_ENOMEM: return HIER_ERR_NO_MEMORY;
+    case FI_ENODATA: case FI_ENOSYS: case FI_EOPNOTSUPP: return HIER_ERR_NOT_SUPPORTED;
+    case FI_ETIMEDOUT: return HIER_ERR_TIMEOUT;
+    case FI_ECONNREFUSED: case FI_ECONNRESET: case FI_ENOTCONN: case FI_EHOSTUNREACH: return HIER_ERR_PEER_DEAD;
+    default: return HIER_ERR_INTERNAL;
+    }
+}
+
+const char *hier_fabric_fork_safety(void)
+{
+    switch (ibv_is_fork_initialized()) {
+    case IBV_FORK_ENABLED: return "fork-safe";
+    case IBV_FORK_UNNEEDED: return "fork-safe (kernel)";
+    case IBV_FORK_DISABLED: break;
+    }
+    return "not fork-safe";
+}
+
+/* Providers tried for what the user typed, in order; NULL-terminated.
+ * "tcp" is libfabric's native TCP RDM endpoint: named "net" in 1.17 (where a
+ * bare "tcp" RDM request gives tcp;ofi_rxm, which sends an acknowledgement
+ * for every write: half the speed of small messages here), "tcp" from 1.18.
+ * Nothing named: efa on AWS, then TCP, then sockets. A full name ("tcp;ofi_rxm")
+ * is taken as it is. */
+static void hier_fabric_candidates(const char *name, const char *out[5])
+{
+    static const char *const def[] = {"efa", "net", "tcp", "sockets", NULL};
+    static const char *const tcp[] = {"net", "tcp", NULL};
+    const char *const *list = def;
+    if (name && name[0]) {
+        if (!strcmp(name, "tcp")) list = tcp;
+        else {
+            out[0] = !strcmp(name, "udp") ? "udp;ofi_rxd" : !strcmp(name, "verbs") ? "verbs;ofi_rxm" : name;
+            out[1] = NULL;
+            return;
+        }
+    }
+    size_t i = 0;
+    for (; list[i]; i++) out[i] = list[i];
+    out[i] = NULL;
+}
+
+static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints) return NULL;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+    hints->mode = 0; /* no FI_CONTEXT, no FI_RX_CQ_DATA: we give neither scratch space nor receives */
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    if (hmem) {
+        hints->caps |= FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    }
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    if (prov && !(hints->fabric_attr->prov_name = strdup(prov))) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    return hints;
+}
+
+/* First provider that answers: the one named, or the default order; each
+ * with FI_HMEM first when asked, then without (device buffers are staged). */
+static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct fi_info **info_p)
+{
+    const char *cand[5];
+    int ret = -FI_ENODATA;
+
+    hier_fabric_candidates(cfg->provider, cand);
+    for (size_t i = 0; cand[i]; i++) {
+        for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
+            struct fi_info *hints = hier_fabric_hints(cand[i], hmem);
+            if (!hints) return HIER_ERR_NO_MEMORY;
+            ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
+            fi_freeinfo(hints);
+            if (ret == 0) return HIER_OK;
+            HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", cand[i], hmem ? " with FI_HMEM" : "",
+                     fi_strerror(-ret));
+        }
+    }
+    HIER_ERROR("no usable libfabric provider (%s%s): %s", cfg->provider && cfg->provider[0] ? "asked for " : "tried ",
+               cfg->provider && cfg->provider[0] ? cfg->provider : "efa, net, tcp, sockets", fi_strerror(-ret));
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
+/* What device memory the endpoint may register: none without FI_HMEM. With
+ * CUDA buffers about, the provider is asked not to call CUDA itself
+ * (FI_OPT_CUDA_API_PERMITTED, libfabric >= 1.18, as aws-ofi-nccl does): a
+ * provider that then cannot move CUDA memory (EFA without device RDMA)
+ * refuses, and hier stages CUDA buffers itself, pipelined, instead of the
+ * provider copying them behind our back. Before fi_enable. */
+static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_t *cfg)
+{
+    if (!(fab->info->caps & FI_HMEM)) return;
+    atomic_store_explicit(&fab->hmem_ifaces, ~(uint64_t)0, memory_order_relaxed);
+#if FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 18))
+    if (cfg->cuda) {
+        bool permitted = false;
+        int ret = fi_setopt(&fab->ep->fid, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, &permitted, sizeof(permitted));
+        if (ret == -FI_EOPNOTSUPP) {
+            atomic_fetch_and_explicit(&fab->hmem_ifaces, ~((uint64_t)1 << FI_HMEM_CUDA), memory_order_relaxed);
+            HIER_LOG(HIER_LOG_COMM, "provider %s needs CUDA calls of its own for CUDA memory (no device RDMA: "
+                     "FI_EFA_USE_DEVICE_RDMA=1?): CUDA buffers are staged", hier_fabric_provider(fab));
+        }
+    }
+#else
+    (void)cfg;
+#endif
+}
+
+int hier_fabric_hmem(const hier_fabric_t *fab, int iface)
+{
+    return iface >= 0 && iface < 64 && (atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) >> iface & 1);
+}
+
+/* Open the fabric, domain, completion queue, address vector and endpoint:
+ * 1. pick the provider; 2. open the objects in order; 3. bind and enable. */
+hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p)
+{
+    hier_status_t st;
+    int ret;
+    hier_fabric_t *fab = calloc(1, sizeof(*fab));
+    if (!fab) return HIER_ERR_NO_MEMORY;
+    fab->next_key = 1;
+
+    if (cfg->iface && cfg->iface[0]) { /* the user's own settings win */
+        setenv("FI_TCP_IFACE", cfg->iface, 0);
+        setenv("FI_NET_IFACE", cfg->iface, 0); /* libfabric 1.17's native TCP provider */
+    }
+    HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->info), free_fab, st); /* 1 */
+    fab->mr_mode = fab->info->domain_attr->mr_mode;
+    if (fab->info->domain_attr->cq_data_size < 4) {
+        HIER_ERROR("provider %s carries %zu bytes of remote CQ data; coll/hier needs 4",
+                   fab->info->fabric_attr->prov_name, fab->info->domain_attr->cq_data_size);
+        st = HIER_ERR_NOT_SUPPORTED;
+        goto free_info;
+    }
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    if ((ret = fi_fabric(fab->info->fabric_attr, &fab->fabric, NULL))) { /* 2 */
+        st = hier_fabric_fail(fab, "fi_fabric", ret);
+        goto free_info;
+    }
+    if ((ret = fi_domain(fab->fabric, fab->info, &fab->domain, NULL))) {
+        st = hier_fabric_fail(fab, "fi_domain", ret);
+        goto close_fabric;
+    }
+    if ((ret = fi_cq_open(fab->domain, &cq_attr, &fab->cq, NULL))) {
+        st = hier_fabric_fail(fab, "fi_cq_open", ret);
+        goto close_domain;
+    }
+    if ((ret = fi_av_open(fab->domain, &av_attr, &fab->av, NULL))) {
+        st = hier_fabric_fail(fab, "fi_av_open", ret);
+        goto close_cq;
+    }
+    if ((ret = fi_endpoint(fab->domain, fab->info, &fab->ep, NULL))) {
+        st = hier_fabric_fail(fab, "fi_endpoint", ret);
+        goto close_av;
+    }
+    hier_fabric_hmem_setup(fab, cfg);
+    if ((ret = fi_ep_bind(fab->ep, &fab->av->fid, 0)) || /* 3 */
+        (ret = fi_ep_bind(fab->ep, &fab->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(fab->ep))) {
+        st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
+        goto close_ep;
+    }
+    const char *fork = hier_fabric_fork_safety();
+    int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
+    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s",
+             fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
+             fab->info->domain_attr->cq_data_size, fork, hmem ? "registered (FI_HMEM)" : "staged");
+    if (!strcmp(fork, "not fork-safe"))
+        HIER_LOG_ONCE(HIER_LOG_COMM, "memory registered with the NIC is not fork-safe on this stack: set "
+                      "RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) if the application forks after MPI_Init");
+    *fab_p = fab;
+    return HIER_OK;
+
+close_ep:
+    fi_close(&fab->ep->fid);
+close_av:
+    fi_close(&fab->av->fid);
+close_cq:
+    fi_close(&fab->cq->fid);
+close_domain:
+    fi_close(&fab->domain->fid);
+close_fabric:
+    fi_close(&fab->fabric->fid);
+free_info:
+    fi_freeinfo(fab->info);
+free_fab:
+    free(fab);
+    return st;
+}
+
+static void hier_fabric_mr_dereg_locked(hier_fabric_mr_t *mr);
+
+static void hier_fabric_retired_drop(hier_fabric_t *fab)
+{
+    struct hier_fabric_retired *r = &fab->retired[fab->first_retired];
+    hier_fabric_mr_dereg_locked(r->mr);
+    free(r->mem);
+    fab->first_retired = (fab->first_retired + 1) % HIER_FABRIC_RETIRED;
+    fab->nretired--;
+}
+
+static void hier_fabric_close_locked(hier_fabric_t *fab)
+{
+    if (!fab) return;
+    while (fab->nretired) hier_fabric_retired_drop(fab);
+    fi_close(&fab->ep->fid);
+    fi_close(&fab->av->fid);
+    fi_close(&fab->cq->fid);
+    fi_close(&fab->domain->fid);
+    fi_close(&fab->fabric->fid);
+    fi_freeinfo(fab->info);
+    free(fab->known);
+    free(fab);
+}
+
+size_t hier_fabric_max_msg(const hier_fabric_t *fab)
+{
+    return fab->info->ep_attr->max_msg_size;
+}
+
+const char *hier_fabric_provider(const hier_fabric_t *fab)
+{
+    return fab->info->fabric_attr->prov_name;
+}
+
+hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
+{
+    size_t len = HIER_FABRIC_ADDR_MAX;
+    hier_lock_take();
+    int ret = fi_getname(&fab->ep->fid, addr, &len);
+    hier_lock_drop();
+    if (ret) return hier_fabric_fail(fab, "fi_getname", ret);
+    *len_p = len;
+    return HIER_OK;
+}
+
+static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
+{
+    fi_addr_t a;
+    for (size_t i = 0; i < fab->nknown; i++)
+        if (!memcmp(fab->known[i].addr, addr, HIER_FABRIC_ADDR_MAX)) {
+            *peer_p = fab->known[i].fi;
+            return HIER_OK;
+        }
+    if (fab->nknown == fab->maxknown) {
+        size_t max = fab->maxknown ? 2 * fab->maxknown : 64;
+        void *k = realloc(fab->known, max * sizeof(*fab->known));
+        if (!k) return HIER_ERR_NO_MEMORY;
+        fab->known = k;
+        fab->maxknown = max;
+    }
+    int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
+    if (ret != 1) return hier_fabric_fail(fab, "fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
+    memcpy(fab->known[fab->nknown].addr, addr, HIER_FABRIC_ADDR_MAX);
+    fab->known[fab->nknown++].fi = a;
+    *peer_p = a;
+    return HIER_OK;
+}
+
+/* A provider granting FI_HMEM may still lack one iface: libfabric built
+ * without that runtime's support (Debian's has none) answers -FI_ENOSYS.
+ * That is a property of the stack, not an error: stop asking, say so once,
+ * and let such buffers be staged. */
+static int hier_fabric_iface_refused(hier_fabric_t *fab, const struct fi_mr_attr *attr, int ret)
+{
+    if (attr->iface == FI_HMEM_SYSTEM || (ret != -FI_ENOSYS && ret != -FI_EOPNOTSUPP)) return 0;
+    uint64_t bit = (uint64_t)1 << attr->iface;
+    if (atomic_fetch_and_explicit(&fab->hmem_ifaces, ~bit, memory_order_relaxed) & bit)
+        HIER_LOG(HIER_LOG_COMM, "provider %s cannot register %s memory (fi_mr_regattr: %s): such buffers are "
+                 "staged through host memory", hier_fabric_provider(fab), fi_tostr(&attr->iface, FI_TYPE_HMEM_IFACE),
+                 fi_strerror(-ret));
+    return 1;
+}
+
+/* Register with the attributes given (iface and device set by the caller). */
+static hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
+{
+    hier_status_t st;
+    int ret;
+    hier_fabric_mr_t *m = calloc(1, sizeof(*m));
+    if (!m) return HIER_ERR_NO_MEMORY;
+    m->fab = fab;
+    attr->access = FI_WRITE | FI_REMOTE_WRITE;
+    attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
+    if ((ret = fi_mr_regattr(fab->domain, attr, 0, &m->mr))) {
+        st = hier_fabric_iface_refused(fab, attr, ret) ? HIER_ERR_NOT_SUPPORTED
+                                                       : hier_fabric_fail(fab, "fi_mr_regattr", ret);
+        goto free_mr;
+    }
+    if (fab->mr_mode & FI_MR_ENDPOINT) {
+        if ((ret = fi_mr_bind(m->mr, &fab->ep->fid, 0)) || (ret = fi_mr_enable(m->mr))) {
+            st = hier_fabric_fail(fab, "fi_mr_bind/fi_mr_enable", ret);
+            goto close_mr;
+        }
+    }
+    m->desc = fi_mr_desc(m->mr);
+    /* Without FI_MR_VIRT_ADDR a remote address is an offset: a pointer there
+     * is accepted and silently lands nowhere (tcp;ofi_rxm). */
+    m->rkey.base = fab->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)attr->mr_iov->iov_base : 0;
+    m->rkey.key = fi_mr_key(m->mr);
+    *mr_p = m;
+    return HIER_OK;
+
+close_mr:
+    fi_close(&m->mr->fid);
+free_mr:
+    free(m);
+    return st;
+}
+
+static hier_status_t hier_fabric_mr_reg_locked(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_SYSTEM};
+    return hier_fabric_regattr(fab, &attr, mr_p);
+}
+
+static hier_status_t hier_fabric_mr_reg_dev_locked(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                                   hier_fabric_mr_t **mr_p)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = (enum fi_hmem_iface)iface};
+    if (!hier_fabric_hmem(fab, iface)) return HIER_ERR_NOT_SUPPORTED;
+    switch (iface) { /* the union member the provider reads for this iface */
+    case FI_HMEM_CUDA: attr.device.cuda = device; break;
+    case FI_HMEM_ZE: attr.device.ze = device; break;
+    case FI_HMEM_NEURON: attr.device.neuron = device; break;
+    case FI_HMEM_SYNAPSEAI: attr.device.synapseai = device; break;
+    default: break;
+    }
+    return hier_fabric_regattr(fab, &attr, mr_p);
+}
+
+static void hier_fabric_mr_dereg_locked(hier_fabric_mr_t *mr)
+{
+    if (!mr) return;
+    fi_close(&mr->mr->fid);
+    free(mr);
+}
+
+hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr)
+{
+    return mr->rkey;
+}
+
+/* Read completions into ev; 0 when none. */
+static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    struct fi_cq_data_entry entries[16];
+    size_t want = max < 16 ? max : 16;
+    ssize_t ret = fi_cq_read(fab->cq, entries, want);
+    *n_p = 0;
+    if (ret == -FI_EAGAIN) return HIER_OK;
+    if (ret == -FI_EAVAIL) { /* handed to the caller, who knows whether that write mattered */
+        struct fi_cq_err_entry err = {0};
+        fi_cq_readerr(fab->cq, &err, 0);
+        HIER_LOG(HIER_LOG_DEBUG, "completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
+                 fi_cq_strerror(fab->cq, err.prov_errno, err.err_data, NULL, 0), err.err);
+        if (!err.op_context) { /* not a write of ours (a peer's write to us failed on our side): its writer is told */
+            HIER_LOG(HIER_LOG_COMM, "provider %s reported an error on a peer's operation: %s", hier_fabric_provider(fab),
+                     fi_strerror(err.err));
+            return HIER_OK;
+        }
+        ev[0] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_FAILED, .context = err.op_context,
+                                      .data = (uint32_t)err.err};
+        *n_p = 1;
+        return HIER_OK;
+    }
+    if (ret < 0) return hier_fabric_fail(fab, "fi_cq_read", (int)ret);
+    for (ssize_t i = 0; i < ret; i++) {
+        /* match on the flag alone: len is 0 on rxm and the full size on shm */
+        if (entries[i].flags & FI_REMOTE_CQ_DATA)
+            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_REMOTE, .data = (uint32_t)entries[i].data};
+        else
+            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE, .context = entries[i].op_context};
+    }
+    *n_p = (size_t)ret;
+    return HIER_OK;
+}
+
+size_t hier_fabric_iov_limit(const hier_fabric_t *fab)
+{
+    size_t n = fab->info->tx_attr->iov_limit;
+    return n < HIER_FABRIC_IOV_MAX ? (n ? n : 1) : HIER_FABRIC_IOV_MAX;
+}
+
+/* Post one write; -FI_EAGAIN (no room) comes back as *posted_p = 0. One
+ * piece goes by fi_writedata, several by fi_writemsg with the same flags. */
+static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                      size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                      int *posted_p)
+{
+    ssize_t ret;
+    if (n == 1) {
+        ret = fi_writedata(fab->ep, iov[0].buf, iov[0].len, iov[0].mr ? iov[0].mr->desc : NULL, data, peer,
+                           rkey.base + off, rkey.key, context);
+    } else {
+        struct iovec v[HIER_FABRIC_IOV_MAX];
+        void *desc[HIER_FABRIC_IOV_MAX];
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = (struct iovec){.iov_base = (void *)iov[i].buf, .iov_len = iov[i].len};
+            desc[i] = iov[i].mr ? iov[i].mr->desc : NULL;
+            total += iov[i].len;
+        }
+        struct fi_rma_iov rma = {.addr = rkey.base + off, .len = total, .key = rkey.key};
+        struct fi_msg_rma msg = {.msg_iov = v, .desc = desc, .iov_count = n, .addr = peer, .rma_iov = &rma,
+                                 .rma_iov_count = 1, .context = context, .data = data};
+        ret = fi_writemsg(fab->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    }
+    *posted_p = ret == 0;
+    if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
+    return hier_fabric_fail(fab, n == 1 ? "fi_writedata" : "fi_writemsg", (int)ret);
+}
+
+static hier_status_t hier_fabric_try_write_locked(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p)
+{
+    hier_fabric_iov_t iov = {.buf = src, .len = len, .mr = mr};
+    return hier_fabric_post(fab, peer, &iov, 1, rkey, off, data, context, posted_p);
+}
+
+
+/* ---- the public operations, under the transport lock (hier_lock.h) ---- */
+
+void hier_fabric_close(hier_fabric_t *fab)
+{
+    hier_lock_take();
+    hier_fabric_close_locked(fab);
+    hier_lock_drop();
+}
+
+hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_insert_locked(fab, addr, peer_p));
+}
+
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_mr_reg_locked(fab, buf, len, mr_p));
+}
+
+hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                     hier_fabric_mr_t **mr_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_mr_reg_dev_locked(fab, buf, len, iface, device, mr_p));
+}
+
+void hier_fabric_mr_dereg(hier_fabric_mr_t *mr)
+{
+    hier_lock_take();
+    hier_fabric_mr_dereg_locked(mr);
+    hier_lock_drop();
+}
+
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t,
+                       hier_fabric_try_write_locked(fab, peer, src, len, mr, rkey, off, data, context, posted_p));
+}
+
+hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                     int *posted_p)
+{
+    if (n == 0 || n > hier_fabric_iov_limit(fab)) return HIER_ERR_INVALID_ARG;
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_post(fab, peer, iov, n, rkey, off, data, context, posted_p));
+}
+
+hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_cq_drain(fab, ev, max, n_p));
+}
+
+void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem)
+{
+    hier_lock_take();
+    hier_fabric_t *fab = mr->fab;
+    if (fab->nretired == HIER_FABRIC_RETIRED) hier_fabric_retired_drop(fab); /* long enough ago */
+    fab->retired[(fab->first_retired + fab->nretired++) % HIER_FABRIC_RETIRED] =
+        (struct hier_fabric_retired){.mr = mr, .mem = mem};
+    hier_lock_drop();
+}

@@ -1,0 +1,115 @@
+/* hier_fabric.h: the inter-node transport over libfabric (FI_EP_RDM).
+ *
+ * One endpoint per process, shared by every communicator. Data moves by RMA
+ * write into memory the target registered, with 32 bits of remote CQ data
+ * (fi_writedata) telling the target what arrived: a local write completion
+ * never means the data is in the target's memory (tcp;ofi_rxm), the remote
+ * CQ entry does. The module honours what the provider grants: with
+ * FI_MR_VIRT_ADDR the remote address is the target's pointer, otherwise an
+ * offset into the region; keys come from fi_mr_key (FI_MR_PROV_KEY) or from
+ * a process-wide counter; FI_MR_LOCAL buffers pass their descriptor;
+ * FI_MR_ENDPOINT regions are bound to the endpoint. Progress is manual: the
+ * target must poll (hier_fabric_poll) for data to land. */
+#ifndef HIER_FABRIC_H
+#define HIER_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hier_status.h"
+
+#define HIER_FABRIC_ADDR_MAX 64
+
+typedef struct hier_fabric hier_fabric_t;
+typedef struct hier_fabric_mr hier_fabric_mr_t;
+typedef uint64_t hier_fabric_peer_t; /* fi_addr_t */
+
+typedef struct {
+    const char *provider; /* "tcp" (tcp;ofi_rxm), "shm", "sockets", "efa", a full name, or NULL/"" = best */
+    const char *iface;    /* network interface for tcp (FI_TCP_IFACE), NULL = provider's choice */
+    int hmem;             /* ask for FI_HMEM (device memory registration); a provider without it still opens */
+    int cuda;             /* CUDA buffers may come: ask the provider not to call CUDA itself (libfabric >= 1.18) */
+} hier_fabric_config_t;
+
+/* What a peer needs to write into a registered region. */
+typedef struct {
+    uint64_t base; /* remote address of offset 0: the pointer (FI_MR_VIRT_ADDR) or 0 */
+    uint64_t key;
+} hier_fabric_rkey_t;
+
+typedef enum {
+    HIER_FABRIC_EV_WRITE_DONE, /* a write of ours completed locally (its buffer may be reused) */
+    HIER_FABRIC_EV_REMOTE,     /* a peer's write landed here: `data` is its immediate */
+    HIER_FABRIC_EV_WRITE_FAILED, /* a write of ours failed: `context` is the caller's, `data` the fi_errno */
+} hier_fabric_ev_kind_t;
+
+typedef struct {
+    hier_fabric_ev_kind_t kind;
+    uint32_t data;  /* REMOTE: the immediate */
+    void *context;  /* WRITE_DONE: the caller's context */
+} hier_fabric_event_t;
+
+/* Whether registered memory survives fork() here (rdma-core's
+ * ibv_is_fork_initialized): "fork-safe", "fork-safe (kernel)", or "not
+ * fork-safe" — then set RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) before
+ * MPI_Init if the application forks. Reported at verbose level by open. */
+const char *hier_fabric_fork_safety(void);
+
+hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p);
+void hier_fabric_close(hier_fabric_t *fab);
+/* The provider actually used, e.g. "tcp;ofi_rxm". */
+const char *hier_fabric_provider(const hier_fabric_t *fab);
+
+/* The largest message (RMA write) the provider takes in one operation. */
+size_t hier_fabric_max_msg(const hier_fabric_t *fab);
+
+/* This endpoint's address, to exchange with the peers. */
+hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
+hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);
+
+/* Whether memory of this fi_hmem_iface may be registered (FI_HMEM granted;
+ * for CUDA, also without the provider calling CUDA where that was refused). */
+int hier_fabric_hmem(const hier_fabric_t *fab, int iface);
+/* Register device memory [buf, buf + len) of `iface` / `device` (buf the
+ * address the NIC is given). HIER_ERR_NOT_SUPPORTED without hier_fabric_hmem. */
+hier_status_t hier_fabric_mr_reg_dev(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
+                                     hier_fabric_mr_t **mr_p);
+
+/* Register [buf, buf + len) for local use and remote writes. */
+hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p);
+void hier_fabric_mr_dereg(hier_fabric_mr_t *mr);
+hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr);
+/* Done with a registration a peer may still write into (a late credit
+ * return): it stays valid, and `mem` (malloc'd, or NULL) allocated, until
+ * the endpoint closes or 1024 later retirements push it out. */
+void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem);
+
+/* One piece of a gathered write: bytes, and the region that holds them
+ * (NULL allowed without FI_MR_LOCAL). */
+typedef struct {
+    const void *buf;
+    size_t len;
+    hier_fabric_mr_t *mr;
+} hier_fabric_iov_t;
+
+/* How many pieces one write may gather (the provider's iov_limit). */
+size_t hier_fabric_iov_limit(const hier_fabric_t *fab);
+
+/* Write len bytes from src (inside `mr`, may be NULL without FI_MR_LOCAL) to
+ * offset `off` of the peer's region, with immediate `data`. `context` comes
+ * back in a WRITE_DONE (or WRITE_FAILED) event. Never waits: *posted_p = 0
+ * when the provider has no room (-FI_EAGAIN; a peer that is gone says it for
+ * ever): the caller polls and tries again, and bounds its wait. */
+hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
+                                    hier_fabric_mr_t *mr, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data,
+                                    void *context, int *posted_p);
+/* The same gathering n <= hier_fabric_iov_limit pieces into one contiguous
+ * remote range, with one immediate. */
+hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
+                                     size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
+                                     int *posted_p);
+
+/* Progress: at most `max` events into `ev`, their number in *n_p (0 if none). */
+hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p);
+
+#endif

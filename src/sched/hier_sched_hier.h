@@ -1,0 +1,14 @@
+/* hier_sched_hier.h: builders of the collectives over several nodes (internal to sched/). */
+#ifndef HIER_SCHED_HIER_H
+#define HIER_SCHED_HIER_H
+
+#include "sched/hier_sched_emit.h"
+
+/* Elements (allreduce, reduce_scatter) or block bytes (allgather) one chunk carries. */
+size_t hier_sched_hier_units(const hier_sched_args_t *a);
+/* At most this many steps per chunk. */
+size_t hier_sched_hier_max_steps(const hier_sched_args_t *a);
+/* The units [first, first + len) in pipeline buffer p. */
+void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out);
+
+#endif

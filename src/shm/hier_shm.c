@@ -1,0 +1,355 @@
+#include "shm/hier_shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm/hier_cma.h"
+#include "base/hier_log.h"
+
+#define HIER_SHM_PAGE 4096
+/* How often (in yields) a waiting rank checks that its peers are alive. */
+#define HIER_SHM_LIVENESS_YIELDS 4096
+/* After this long in one wait, say once where every rank is: a schedule
+ * mismatch would otherwise hang without a word. */
+#define HIER_SHM_REPORT_SECONDS 60
+/* Sleeping barrier waits: yields first, then futex sleeps this long at most
+ * (a wake-up normally comes first; the bound keeps Open MPI's progress and
+ * the liveness checks going). */
+#define HIER_SHM_SLEEP_AFTER_YIELDS 8
+#define HIER_SHM_SLEEP_NS 200000
+
+struct hier_shm {
+    uint8_t *base;
+    size_t size;
+    int nranks;
+    uint64_t my_phase;        /* barriers this process has entered */
+    char path[HIER_SHM_NAME_MAX + 64];
+    int posix;                /* name is a shm_open name, not a file path */
+    int linked;
+    int fd;                   /* kept for posix_fallocate of our own slot */
+};
+
+static size_t hier_shm_round(size_t v, size_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+static size_t hier_shm_ll_off(int nranks)
+{
+    return sizeof(hier_shm_header_t) + (size_t)nranks * sizeof(hier_shm_ctl_t);
+}
+
+static size_t hier_shm_data_off(int nranks)
+{
+    return hier_shm_round(hier_shm_ll_off(nranks) + (size_t)nranks * 2 * HIER_SHM_LL_AREA, HIER_SHM_PAGE);
+}
+
+_Atomic uint64_t *hier_shm_ll_area(hier_shm_t *shm, int rank, int parity)
+{
+    return (_Atomic uint64_t *)(shm->base + hier_shm_ll_off(shm->nranks) +
+                                ((size_t)rank * 2 + (size_t)parity) * HIER_SHM_LL_AREA);
+}
+
+static size_t hier_shm_slot_stride(size_t chunk_bytes)
+{
+    return hier_shm_round(2 * chunk_bytes, HIER_SHM_PAGE);
+}
+
+size_t hier_shm_segment_size(int nranks, size_t chunk_bytes)
+{
+    return hier_shm_data_off(nranks) + (size_t)nranks * hier_shm_slot_stride(chunk_bytes);
+}
+
+hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
+{
+    return (hier_shm_ctl_t *)(shm->base + sizeof(hier_shm_header_t)) + rank;
+}
+
+static hier_shm_header_t *hier_shm_header(hier_shm_t *shm)
+{
+    return (hier_shm_header_t *)shm->base;
+}
+
+static int hier_shm_open_fd(hier_shm_t *shm, const char *dir, const char *name, int flags)
+{
+    shm->posix = !dir || !dir[0];
+    if (shm->posix) {
+        snprintf(shm->path, sizeof(shm->path), "/%s", name);
+        return shm_open(shm->path, flags, 0600);
+    }
+    snprintf(shm->path, sizeof(shm->path), "%s/%s", dir, name);
+    return open(shm->path, flags, 0600);
+}
+
+static hier_status_t hier_shm_map(const char *dir, const char *name, int nranks, size_t chunk_bytes, int create,
+                                  hier_shm_t **shm_p)
+{
+    hier_status_t st = HIER_ERR_SHM;
+    size_t size = hier_shm_segment_size(nranks, chunk_bytes);
+    hier_shm_t *shm = calloc(1, sizeof(*shm));
+    if (!shm) return HIER_ERR_NO_MEMORY;
+    shm->fd = -1;
+
+    int fd = hier_shm_open_fd(shm, dir, name, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR);
+    if (fd < 0) {
+        HIER_ERROR("cannot %s shared-memory file %s: %s", create ? "create" : "open", shm->path, strerror(errno));
+        goto free_shm;
+    }
+    shm->linked = 1;
+    if (create && ftruncate(fd, (off_t)size) != 0) {
+        HIER_ERROR("cannot size shared-memory file %s to %zu bytes: %s", shm->path, size, strerror(errno));
+        goto close_fd;
+    }
+    /* Allocate the header and control lines now so a full tmpfs fails here
+     * with ENOSPC instead of SIGBUS later; slots are allocated by owners. */
+    if (create) {
+        int err = posix_fallocate(fd, 0, (off_t)hier_shm_data_off(nranks));
+        if (err) {
+            HIER_ERROR("cannot allocate shared-memory file %s: %s", shm->path, strerror(err));
+            goto close_fd;
+        }
+    }
+    shm->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (shm->base == MAP_FAILED) {
+        HIER_ERROR("cannot map %zu bytes of %s: %s", size, shm->path, strerror(errno));
+        shm->base = NULL;
+        goto close_fd;
+    }
+    shm->size = size;
+    shm->nranks = nranks;
+    shm->fd = fd;
+    *shm_p = shm;
+    return HIER_OK;
+
+close_fd:
+    close(fd);
+    if (create) hier_shm_unlink(shm);
+free_shm:
+    free(shm);
+    return st;
+}
+
+hier_status_t hier_shm_create(const char *dir, const char *name, int nranks, size_t chunk_bytes,
+                              hier_shm_t **shm_p)
+{
+    hier_shm_t *shm;
+    hier_status_t st = hier_shm_map(dir, name, nranks, chunk_bytes, 1, &shm);
+    if (st != HIER_OK) return st;
+
+    hier_shm_header_t *h = hier_shm_header(shm);
+    h->magic = HIER_SHM_MAGIC;
+    h->version = HIER_SHM_VERSION;
+    h->nranks = (uint32_t)nranks;
+    h->chunk_bytes = chunk_bytes;
+    h->data_off = hier_shm_data_off(nranks);
+    h->slot_stride = hier_shm_slot_stride(chunk_bytes);
+    h->total_bytes = shm->size;
+    for (int r = 0; r < nranks; r++) atomic_init(&hier_shm_ctl(shm, r)->phase, 0);
+    *shm_p = shm;
+    return HIER_OK;
+}
+
+hier_status_t hier_shm_attach(const char *dir, const char *name, int nranks, int me, size_t chunk_bytes,
+                              hier_shm_t **shm_p)
+{
+    hier_shm_t *shm;
+    hier_status_t st = hier_shm_map(dir, name, nranks, chunk_bytes, 0, &shm);
+    if (st != HIER_OK) return st;
+
+    const hier_shm_header_t *h = hier_shm_header(shm);
+    if (h->magic != HIER_SHM_MAGIC || h->version != HIER_SHM_VERSION || h->nranks != (uint32_t)nranks ||
+        h->chunk_bytes != chunk_bytes || h->total_bytes != shm->size) {
+        HIER_ERROR("rank %d: segment %s has layout version %u for %u ranks, chunk %llu; expected version %u, "
+                   "%d ranks, chunk %zu (mixed coll/hier builds or parameters?)",
+                   me, shm->path, h->version, h->nranks, (unsigned long long)h->chunk_bytes, HIER_SHM_VERSION,
+                   nranks, chunk_bytes);
+        shm->linked = 0; /* the creator owns the name */
+        hier_shm_detach(shm);
+        return HIER_ERR_SHM;
+    }
+    *shm_p = shm;
+    return HIER_OK;
+}
+
+hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
+{
+    const hier_shm_header_t *h = hier_shm_header(shm);
+    off_t off = (off_t)(h->data_off + (size_t)me * h->slot_stride);
+    int err = posix_fallocate(shm->fd, off, (off_t)h->slot_stride);
+    if (err) {
+        HIER_ERROR("rank %d: cannot allocate its %llu-byte slot in %s: %s", me,
+                   (unsigned long long)h->slot_stride, shm->path, strerror(err));
+        return HIER_ERR_SHM;
+    }
+    /* First touch from the owner: the pages are local to its NUMA node. */
+    memset(shm->base + off, 0, h->slot_stride);
+    hier_shm_ctl(shm, me)->pid = (int32_t)getpid();
+    hier_shm_ctl(shm, me)->numa = numa;
+    hier_shm_ctl(shm, me)->cma_probe_addr = hier_cma_probe_addr();
+    hier_shm_ctl(shm, me)->cma_cookie = hier_cma_cookie();
+    return HIER_OK;
+}
+
+int hier_shm_peer_numa(hier_shm_t *shm, int rank)
+{
+    return hier_shm_ctl(shm, rank)->numa;
+}
+
+void hier_shm_unlink(hier_shm_t *shm)
+{
+    if (!shm->linked) return;
+    if (shm->posix)
+        shm_unlink(shm->path);
+    else
+        unlink(shm->path);
+    shm->linked = 0;
+}
+
+void hier_shm_detach(hier_shm_t *shm)
+{
+    if (!shm) return;
+    if (shm->base) munmap(shm->base, shm->size);
+    if (shm->fd >= 0) close(shm->fd);
+    free(shm);
+}
+
+uint8_t *hier_shm_slot(hier_shm_t *shm, int rank)
+{
+    const hier_shm_header_t *h = hier_shm_header(shm);
+    return shm->base + h->data_off + (size_t)rank * h->slot_stride;
+}
+
+size_t hier_shm_parity_stride(const hier_shm_t *shm)
+{
+    return ((const hier_shm_header_t *)shm->base)->chunk_bytes;
+}
+
+/* A peer is gone when its pid no longer exists or is a zombie (its parent,
+ * usually the MPI launcher's daemon, has not reaped it yet). */
+static int hier_shm_peer_alive(hier_shm_t *shm, int rank)
+{
+    pid_t pid = hier_shm_ctl(shm, rank)->pid;
+    char path[64], stat[256];
+    if (pid <= 0) return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1; /* no procfs: trust kill() */
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *paren = strrchr(stat, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
+static inline void hier_shm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Where everyone is, for a wait that takes far too long. */
+static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
+{
+    char line[256];
+    int n = 0;
+    for (int r = 0; r < shm->nranks && n < (int)sizeof(line) - 24; r++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu",
+                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
+    HIER_ERROR("local rank %d has waited %d s for local rank %d; barrier phases by rank:%s (ranks on different "
+               "phases run different schedules: mismatched collectives or parameters?)",
+               w->me, HIER_SHM_REPORT_SECONDS, rank, line);
+}
+
+/* The low 32 bits of a 64-bit word, as a futex sees them (x86: little endian). */
+static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word)
+{
+    return (uint32_t *)(void *)word;
+}
+
+/* Sleep until `word` is ready or the bound passes: announce the sleeper,
+ * check again (the waker stores the word before it looks for sleepers,
+ * both sequentially consistent, so one of us sees the other). */
+static void hier_shm_sleep_on(_Atomic uint64_t *word, _Atomic uint32_t *sleepers, hier_shm_ready_fn_t ready,
+                              uint64_t arg)
+{
+    atomic_fetch_add(sleepers, 1);
+    uint64_t seen = atomic_load(word);
+    if (!ready(seen, arg)) {
+        struct timespec ts = {0, HIER_SHM_SLEEP_NS};
+        syscall(SYS_futex, hier_shm_futex_word(word), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
+    }
+    atomic_fetch_sub(sleepers, 1);
+}
+
+/* Spin briefly (the peer is usually running on another core), then yield so
+ * an oversubscribed peer gets the CPU, driving the caller's progress engine;
+ * where the writer wakes `sleepers` (barrier phases) and ranks outnumber
+ * cores, sleep after a few yields instead. */
+static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                                      uint64_t arg, const hier_shm_wait_t *w, _Atomic uint32_t *sleepers)
+{
+    for (int i = 0; i < w->spin_count; i++) {
+        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
+        hier_shm_cpu_relax();
+    }
+    time_t start = 0;
+    for (unsigned long y = 1;; y++) {
+        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
+        if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, ready, arg);
+        else sched_yield();
+        if (w->progress) w->progress();
+        if (y % HIER_SHM_LIVENESS_YIELDS) continue;
+        if (!hier_shm_peer_alive(shm, rank)) {
+            HIER_ERROR("local rank %d: local rank %d (pid %d) exited during a collective", w->me, rank,
+                       (int)hier_shm_ctl(shm, rank)->pid);
+            return HIER_ERR_PEER_DEAD;
+        }
+        if (!start) start = time(NULL);
+        else if (start > 0 && time(NULL) - start > HIER_SHM_REPORT_SECONDS) {
+            hier_shm_report(shm, rank, w);
+            start = -1; /* once per wait */
+        }
+    }
+}
+
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *w)
+{
+    return hier_shm_wait_on(shm, rank, word, ready, arg, w, NULL);
+}
+
+static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
+{
+    return phase >= target;
+}
+
+hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
+{
+    uint64_t target = ++shm->my_phase;
+    hier_shm_ctl_t *mine = hier_shm_ctl(shm, w->me);
+
+    atomic_store(&mine->phase, target);
+    if (atomic_load(&mine->sleepers))
+        syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    for (int i = 1; i < w->nranks; i++) {
+        int r = (w->me + i) % w->nranks;
+        hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
+        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
+                                            &peer->sleepers);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
+}
