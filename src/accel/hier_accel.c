@@ -3,9 +3,11 @@
 #include "accel/hier_accel.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -62,24 +64,49 @@ int hier_accel_has_backend(void)
 
 /* Runtimes with no pointer query in their public API (Gaudi's SynapseAI,
  * AWS Neuron): their device addresses are not host pointers, and nothing
- * says which is which. Looked for among the libraries the application has
- * already loaded (never loaded here), at every communicator's creation, so
- * a framework imported after MPI_Init is seen by the communicators made
- * after it. */
+ * says which is which. Looked for among the objects the application has
+ * already loaded (never loaded here) at every communicator's set-up, so a
+ * framework imported after MPI_Init is seen by the communicators made
+ * after it; the loader's count of objects ever loaded tells whether there
+ * is anything new to look at, so a set-up costs one call when nothing was
+ * loaded since the last. (dlopen with RTLD_NOLOAD would search the library
+ * path for every name, every time: most of a communicator's set-up.) */
+static const char *const hier_accel_opaque_libs[] = {"libSynapse.so", "libnrt.so"};
+static unsigned long long hier_accel_seen_adds;
+
+static int hier_accel_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1; /* (the same in every entry: the first says it) */
+}
+
+static int hier_accel_opaque_in(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    const char *base = slash ? slash + 1 : info->dlpi_name ? info->dlpi_name : "";
+    for (size_t i = 0; i < sizeof(hier_accel_opaque_libs) / sizeof(hier_accel_opaque_libs[0]); i++)
+        if (!strncmp(base, hier_accel_opaque_libs[i], strlen(hier_accel_opaque_libs[i]))) {
+            *(const char **)data = hier_accel_opaque_libs[i];
+            return 1;
+        }
+    return 0;
+}
+
 static void hier_accel_find_opaque(void)
 {
-    static const char *const libs[] = {"libSynapse.so", "libSynapse.so.1", "libnrt.so.1", "libnrt.so"};
+    unsigned long long adds = 0;
+    const char *found = NULL;
     if (atomic_load(&hier_accel_guard)) return;
-    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (!h) continue;
-        dlclose(h);
-        atomic_store(&hier_accel_guard, 1);
-        HIER_LOG(HIER_LOG_COMM, "%s is loaded: its device buffers cannot be told from host pointers, so every "
-                 "buffer no backend claims is checked to be host memory; others go to the previous component",
-                 libs[i]);
-        return;
-    }
+    dl_iterate_phdr(hier_accel_adds, &adds);
+    if (adds == __atomic_load_n(&hier_accel_seen_adds, __ATOMIC_RELAXED)) return;
+    __atomic_store_n(&hier_accel_seen_adds, adds, __ATOMIC_RELAXED);
+    dl_iterate_phdr(hier_accel_opaque_in, &found);
+    if (!found) return;
+    atomic_store(&hier_accel_guard, 1);
+    HIER_LOG(HIER_LOG_COMM, "%s is loaded: its device buffers cannot be told from host pointers, so every buffer no "
+             "backend claims is checked to be host memory; others go to the previous component", found);
 }
 
 void hier_accel_init(void)
@@ -182,7 +209,7 @@ hier_status_t hier_accel_copy_start(const hier_accel_backend_t *dev, int device,
 hier_status_t hier_accel_fence(const hier_accel_backend_t *dev, int device, hier_accel_fence_t *fence)
 {
     *fence = (hier_accel_fence_t){.event = NULL, .ticket = 0};
-    return hier_accel_async(dev) ? dev->fence_record(device, fence) : HIER_OK;
+    return dev && hier_accel_async(dev) ? dev->fence_record(device, fence) : HIER_OK;
 }
 
 hier_status_t hier_accel_fence_wait(const hier_accel_backend_t *dev, hier_accel_fence_t *fence)

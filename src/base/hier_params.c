@@ -65,6 +65,11 @@ static const hier_param_desc_t hier_param_table[] = {
      "Directory for the shared-memory segment; empty = POSIX shm_open (/dev/shm). The file is unlinked as soon "
      "as every local rank has mapped it",
      HIER_PARAM_OFF(shm_dir), 0, 1},
+    {"shm_budget", HIER_PARAM_SIZE, "512M",
+     "Bytes of shared-memory segments one process keeps mapped at most, in use by its communicators or kept for "
+     "the next ones: a communicator whose pipeline buffers would not fit uses smaller ones, down to the small "
+     "buffers every node segment has; it never fails for lack of room",
+     HIER_PARAM_OFF(shm_budget), 0, 1},
     {"numa_ranks_per_domain", HIER_PARAM_INT, "0",
      "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
      "NUMA domain (testing and simulation of multi-socket nodes)",

@@ -39,6 +39,7 @@ typedef struct {
     size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */
     int spin_count;
     char *shm_dir;
+    size_t shm_budget;            /* bytes of segments one process keeps mapped, in use or recycled */
     int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */
     int ranks_per_node;           /* 0: Open MPI's locality; K: virtual nodes of K consecutive world ranks */
     int cma;                      /* use single copy where the kernel allows it */

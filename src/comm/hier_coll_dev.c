@@ -11,9 +11,10 @@
  * caller passed MPI_IN_PLACE — because algorithm choices may depend on it.
  *
  * Pipeline, chunk k in host buffer k % 3 (backends with asynchronous copies
- * overlap them with the collectives; others copy synchronously), when every
- * rank stages the call (d->chunked, agreed by the caller; otherwise one
- * chunk, the whole call, as a rank with host buffers runs it):
+ * overlap them with the collectives; others copy synchronously), in chunks
+ * when the call is chunked on every rank (d->chunked, hier_comm.c: a rank
+ * with host buffers runs the same chunks, copying them with memcpy, or, for
+ * allreduce, in place), else as one chunk, the whole call:
  * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that
  *    buffer is done;
  * 2. wait for chunk k's copy in;
@@ -28,10 +29,20 @@
 #include <string.h>
 
 #include "accel/hier_accel.h"
-#include "comm/hier_coll_dev.h"
-#include "comm/hier_comm_impl.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
+#include "comm/hier_coll_dev.h"
+#include "comm/hier_comm_host.h"
+#include "comm/hier_core.h"
+
+/* The host buffers device data goes through: one set per communicator,
+ * grown to the largest call, pinned by the backend when it can. */
+struct hier_stage {
+    uint8_t *host;
+    size_t len;
+    const hier_accel_backend_t *pin; /* the backend that pinned it, if any */
+    int pin_device;                  /* for which device */
+};
 
 #define HIER_DEV_DEPTH 3
 
@@ -42,7 +53,7 @@ typedef hier_status_t (*hier_dev_step_fn_t)(hier_dev_pipe_t *p, size_t k, uint8_
 struct hier_dev_pipe {
     hier_comm_t *c;
     const hier_coll_dev_call_t *d;
-    const hier_accel_backend_t *dev; /* the device side's backend: its fences order the copies */
+    const hier_accel_backend_t *dev; /* the device side's backend: its fences order the copies (NULL: host buffers) */
     int device;
     size_t nchunks, stride;          /* chunks, and host bytes per chunk buffer */
     hier_dev_step_fn_t in, run, out;
@@ -71,18 +82,19 @@ static hier_status_t hier_dev_copy(const hier_dev_pipe_t *p, const hier_accel_bu
     return hier_accel_copy_start(b->backend, b->range.device, dst, src, len, to_host);
 }
 
-static void hier_dev_unpin(hier_comm_t *c)
+static void hier_dev_unpin(struct hier_stage *s)
 {
-    if (c->dev_host_pin && c->dev_host_pin->host_unpin) c->dev_host_pin->host_unpin(c->dev_host_pin_device, c->dev_host);
-    c->dev_host_pin = NULL;
+    if (s->pin && s->pin->host_unpin) s->pin->host_unpin(s->pin_device, s->host);
+    s->pin = NULL;
 }
 
 void hier_coll_dev_release(hier_comm_t *c)
 {
-    hier_dev_unpin(c);
-    free(c->dev_host);
-    c->dev_host = NULL;
-    c->dev_host_len = 0;
+    if (!c->stage) return;
+    hier_dev_unpin(c->stage);
+    free(c->stage->host);
+    free(c->stage);
+    c->stage = NULL;
 }
 
 /* The host buffers, at least len bytes (whole pages), pinned for `dev`'s
@@ -90,22 +102,26 @@ void hier_coll_dev_release(hier_comm_t *c)
 static uint8_t *hier_dev_host(hier_comm_t *c, const hier_accel_backend_t *dev, int device, size_t len)
 {
     len = (len + 4095) & ~(size_t)4095;
-    if (len > c->dev_host_len) {
-        hier_coll_dev_release(c);
-        if (!(c->dev_host = aligned_alloc(4096, len))) {
+    if (!c->stage && !(c->stage = calloc(1, sizeof(*c->stage)))) return NULL;
+    struct hier_stage *s = c->stage;
+    if (len > s->len) {
+        hier_dev_unpin(s);
+        free(s->host);
+        s->len = 0;
+        if (!(s->host = aligned_alloc(4096, len))) {
             HIER_ERROR("no %zu bytes of host memory to stage device buffers", len);
             return NULL;
         }
-        c->dev_host_len = len;
+        s->len = len;
     }
-    if ((c->dev_host_pin != dev || c->dev_host_pin_device != device) && dev->host_pin) {
-        hier_dev_unpin(c);
-        if (dev->host_pin(device, c->dev_host, c->dev_host_len) == HIER_OK) {
-            c->dev_host_pin = dev;
-            c->dev_host_pin_device = device;
+    if (dev && (s->pin != dev || s->pin_device != device) && dev->host_pin) {
+        hier_dev_unpin(s);
+        if (dev->host_pin(device, s->host, s->len) == HIER_OK) {
+            s->pin = dev;
+            s->pin_device = device;
         }
     }
-    return c->dev_host;
+    return s->host;
 }
 
 /* Steps 1-5 of the file comment. */
@@ -142,11 +158,12 @@ static hier_status_t hier_dev_pipe_run(hier_dev_pipe_t *p)
 }
 
 /* The backend whose fences order the copies: the receive side's if it is
- * device memory, else the send side's. */
+ * device memory, else the send side's (neither: host buffers, none). */
 static void hier_dev_pipe_init(hier_dev_pipe_t *p, hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
                                void *rbuf, hier_path_t *path_p)
 {
     const hier_accel_buf_t *b = hier_accel_is_device(&d->rbuf) ? &d->rbuf : &d->sbuf;
+    c->staged = hier_accel_is_device(&d->rbuf) || hier_accel_is_device(&d->sbuf);
     *p = (hier_dev_pipe_t){.c = c, .d = d, .dev = b->backend, .device = b->range.device, .path_p = path_p,
                            .sbuf = sbuf, .rbuf = rbuf};
 }
@@ -185,6 +202,19 @@ static hier_status_t hier_dev_ar_out(hier_dev_pipe_t *p, size_t k, uint8_t *host
                          0);
 }
 
+/* Host buffers on a chunked call: the same chunks, in place. */
+static hier_status_t hier_dev_ar_host(hier_dev_pipe_t *p)
+{
+    hier_status_t first = HIER_OK;
+    for (size_t k = 0; k < p->nchunks; k++) {
+        size_t off = k * p->chunk * p->esize;
+        hier_status_t st = hier_coll_host_allreduce(p->c, p->sbuf ? p->sbuf + off : NULL, p->rbuf + off,
+                                                    hier_dev_ar_len(p, k) / p->esize, p->dt, p->op, p->path_p);
+        if (first == HIER_OK) first = st;
+    }
+    return first;
+}
+
 hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
                                       size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
 {
@@ -197,6 +227,7 @@ hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t
     p.chunk = hier_params.device_stage_chunk / p.esize ? hier_params.device_stage_chunk / p.esize : 1;
     if (p.chunk > count || !d->chunked) p.chunk = count ? count : 1;
     p.nchunks = count ? hier_dev_div_up(count, p.chunk) : 1;
+    if (!p.dev) return hier_dev_ar_host(&p);
     p.stride = (sbuf ? 2 : 1) * p.chunk * p.esize;
     p.in = hier_dev_ar_in;
     p.run = hier_dev_ar_run;

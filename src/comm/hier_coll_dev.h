@@ -4,12 +4,12 @@
 #define HIER_COLL_DEV_H
 
 #include "accel/hier_accel.h"
-#include "comm/hier_comm.h"
+#include "comm/hier_comm_state.h"
 
 typedef struct {
     hier_accel_buf_t sbuf;
     hier_accel_buf_t rbuf;
-    int chunked; /* every rank stages this call: it may run as several host collectives */
+    int chunked; /* every rank runs this call as the pipeline's chunks (hier_comm.c) */
 } hier_coll_dev_call_t;
 
 /* 1 when either buffer is device memory (or classifying failed: *st_p). */
@@ -25,13 +25,10 @@ hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_c
                                            hier_path_t *path_p);
 
 /* Peer-direct allgather (hier_coll_pd.c). Every rank calls it for every
- * allgather, host buffers too (`device`: this rank's buffers are device
- * memory): 1 when it served the call (status in *st_p), 0 when the caller
- * goes on — the same answer on every rank. When the ranks agreed on the
- * call, *all_device_p says whether every rank's buffers are device memory
- * (left alone otherwise). */
-int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, int device, const void *sbuf, void *rbuf,
-                           size_t block, int *all_device_p, hier_path_t *path_p, hier_status_t *st_p);
+ * allgather, host buffers too: 1 when it served the call (status in
+ * *st_p), 0 when the caller goes on — the same answer on every rank. */
+int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+                           size_t block, hier_path_t *path_p, hier_status_t *st_p);
 void hier_coll_pd_close(hier_comm_t *c);
 
 /* Free the communicator's staging memory (unpinned first). */

@@ -1,6 +1,13 @@
 /* hier_comm.h: the core's view of one communicator, on one node or several,
- * and its collectives. The glue supplies the few services the core cannot
- * provide itself, through hier_comm_ops_t. */
+ * and its collectives: what the glue calls. The glue supplies the few
+ * services the core cannot provide itself, through hier_comm_ops_t.
+ *
+ * A communicator costs nothing until its first collective, which sets it up
+ * (collective, one exchange of a small record and one agreement in the
+ * common case); its levels are made when first needed: the node's segment
+ * at set-up, pipeline buffers at the first message too large for the small
+ * ones, the network level only when it spans nodes, peer direct and device
+ * staging only for device buffers. */
 #ifndef HIER_COMM_H
 #define HIER_COMM_H
 
@@ -8,29 +15,14 @@
 #include <stdint.h>
 
 #include "base/hier_dtype.h"
-#include "shm/hier_shm.h"
 #include "base/hier_stats.h"
 #include "base/hier_status.h"
+#include "comm/hier_comm_ops.h"
 
-typedef struct {
-    /* Gather len bytes from every rank into rbuf, by rank, on every rank (the previous module's allgather). */
-    int (*allgather)(const void *sbuf, void *rbuf, size_t len, void *arg);
-    /* *value = minimum over the communicator (the previous module's allreduce). */
-    int (*agree)(int *value, void *arg);
-    hier_progress_fn_t progress;
-    /* Whether the runtime says processes outnumber cores (Open MPI's
-     * yield_when_idle, known only once MPI_Init is done); may be NULL. */
-    int (*oversubscribed)(void);
-    void *arg;
-} hier_comm_ops_t;
 
-typedef struct hier_comm hier_comm_t;
-
-/* A communicator of `size` ranks, this one being `rank`. my_node names my
- * node (any number, equal on the ranks that share it), or is -1 on every
- * rank when all share one node. Ranks learn each other's nodes at the first
- * collective, through ops->allgather. */
-hier_status_t hier_comm_create(int size, int rank, int my_node, const hier_comm_ops_t *ops, hier_comm_t **comm_p);
+/* A communicator of `size` ranks, this one being `rank`: nothing happens
+ * until its first collective. */
+hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, hier_comm_t **comm_p);
 void hier_comm_destroy(hier_comm_t *comm);
 
 /* Each returns HIER_OK when served, HIER_ERR_NOT_SUPPORTED when the caller
@@ -51,7 +43,16 @@ uint64_t hier_comm_net_bytes(const hier_comm_t *comm);
 /* Whether the last collective's buffers were device memory, staged through host memory. */
 int hier_comm_staged(const hier_comm_t *comm);
 
-/* Release process-wide state (the topology, the fabric endpoint). */
+/* What a communicator holds: levels made, and bytes of this process's
+ * memory they use (segments mapped, and heap). For tests and benchmarks. */
+typedef struct {
+    int node, pipeline, net, peer_direct, staging;
+    int recycled;                     /* its node segment was a freed communicator's */
+    size_t mapped_bytes, heap_bytes;
+} hier_comm_footprint_t;
+void hier_comm_footprint(const hier_comm_t *comm, hier_comm_footprint_t *fp);
+
+/* Release process-wide state (pools, channels, the fabric endpoint, the topology). */
 void hier_core_finalize(void);
 
 #endif

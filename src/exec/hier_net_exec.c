@@ -1,3 +1,4 @@
+/* hier_net_exec.c: network steps over the channels of a run's participants. */
 #include "exec/hier_net_exec.h"
 
 #include <string.h>
@@ -5,16 +6,36 @@
 
 #include "base/hier_log.h"
 
+/* The channel to participant p: a sender connects it on first use; a
+ * receiver waits for the sender to (NULL until then). */
+static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sending, hier_chan_t **ch_p)
+{
+    if (!x->peers) {
+        *ch_p = x->chans[p];
+        return HIER_OK;
+    }
+    if (!sending) {
+        *ch_p = hier_peer_connected(x->peers[p]);
+        return HIER_OK;
+    }
+    return hier_peer_chan(x->fab, x->peers[p], ch_p);
+}
+
 
 /* Push as many segments of one send as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 {
+    if (!s->ch) {
+        hier_status_t st = hier_net_link(x, s->to, 1, &s->ch);
+        if (st != HIER_OK || !s->ch) return st; /* (connecting: later) */
+    }
+    uint32_t box = x->boxes ? x->boxes[s->to] : 0;
     while (s->done < s->len) {
         size_t seg = s->len - s->done, max = hier_chan_slot_bytes(s->ch);
         int sent;
         uint64_t msg;
         if (seg > max) seg = max;
-        hier_status_t st = hier_chan_try_send_from(s->ch, s->src + s->done, seg, s->mr, &sent, &msg);
+        hier_status_t st = hier_chan_try_send_from(s->ch, box, s->tag, s->src + s->done, seg, s->mr, &sent, &msg);
         if (st != HIER_OK) return st;
         if (!sent) break;
         if (!s->done) s->first = msg;
@@ -31,6 +52,7 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
  * the last). Returns whether the send is over: every byte freed. */
 static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
 {
+    if (!s->ch) return s->len == 0;
     size_t slot = hier_chan_slot_bytes(s->ch);
     while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot)) {
         s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
@@ -43,24 +65,24 @@ static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
  * bytes over (messages on a channel stay in order), then drop the ones over. */
 static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
 {
-    hier_chan_t *blocked[HIER_NET_EXEC_QUEUE];
+    uint32_t blocked[HIER_NET_EXEC_QUEUE]; /* participants with a send still handing bytes over */
     size_t nblocked = 0;
     for (size_t i = 0; i < q->n; i++) {
         hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
         int behind = 0;
-        if (!s->ch) continue;
-        for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->ch;
+        if (s->over) continue;
+        for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->to;
         if (behind) continue;
         hier_status_t st = hier_net_push(x, s);
         if (st != HIER_OK) return st;
-        if (s->done < s->len) blocked[nblocked++] = s->ch;
+        if (s->done < s->len) blocked[nblocked++] = s->to;
         if (hier_net_send_advance(x, s)) {
             /* over: every write completed, or failed (the channel says which) */
-            if ((st = hier_chan_status(s->ch)) != HIER_OK) return st;
-            s->ch = NULL;
+            if (s->ch && (st = hier_chan_status(s->ch)) != HIER_OK) return st;
+            s->over = 1;
         }
     }
-    while (q->n && !q->q[q->head].ch) {
+    while (q->n && q->q[q->head].over) {
         q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
         q->n--;
     }
@@ -73,7 +95,7 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
 {
     for (size_t i = 0; i < q->n; i++) {
         const hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
-        if (s->ch && p < s->src + s->len && s->src + s->freed < p + len) return 1;
+        if (!s->over && p < s->src + s->len && s->src + s->freed < p + len) return 1;
     }
     return 0;
 }
@@ -82,27 +104,31 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
  * bytes a queued send still has to read. *got_p: whether it did. */
 static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q, int *got_p)
 {
-    const void *data;
-    size_t len;
+    hier_chan_msg_t m;
     int got;
-    size_t seg = hier_chan_slot_bytes(r->ch);
     *got_p = 0;
+    if (!r->ch) {
+        hier_status_t st = hier_net_link(x, r->from, 0, &r->ch);
+        if (st != HIER_OK || !r->ch) return st; /* (the sender has not connected yet) */
+    }
+    size_t seg = hier_chan_slot_bytes(r->ch);
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
-    hier_status_t st = hier_chan_try_recv(r->ch, &data, &len, &got);
+    hier_status_t st = hier_chan_try_recv(r->ch, x->box, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
-    if (len != seg) {
-        HIER_ERROR("inter-node step expected a %zu-byte segment, got %zu (schedules differ between nodes?)", seg,
-                   len);
+    if (m.len != seg || m.tag != r->tag) {
+        HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
+                   "of message %u (schedules differ between nodes?)", seg, r->tag, r->from, m.len, m.tag);
+        hier_chan_release(r->ch, &m);
         return HIER_ERR_INTERNAL;
     }
     if (r->reduce)
-        x->bufs->kernel.acc(r->dst + r->done, data, len / x->bufs->esize);
+        x->bufs->kernel.acc(r->dst + r->done, m.data, m.len / x->bufs->esize);
     else
-        memcpy(r->dst + r->done, data, len);
-    r->done += len;
-    return hier_chan_release(r->ch);
+        memcpy(r->dst + r->done, m.data, m.len);
+    r->done += m.len;
+    return hier_chan_release(r->ch, &m);
 }
 
 /* Queue send step s (the queue has room). */
@@ -112,7 +138,7 @@ static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
     const uint8_t *src = hier_exec_ref(x->bufs, s->src);
     int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
     q->q[(q->head + q->n++) % HIER_NET_EXEC_QUEUE] =
-        (hier_net_send_t){.src = src, .len = s->len, .ch = x->chans[s->peer], .mr = in_place ? x->mr : NULL};
+        (hier_net_send_t){.src = src, .len = s->len, .to = s->peer, .tag = s->tag, .mr = in_place ? x->mr : NULL};
     return hier_net_push_all(x, q);
 }
 
@@ -144,7 +170,7 @@ static hier_status_t hier_net_exec_advance(hier_net_exec_t *x)
             if (!x->receiving)
                 x->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
                                          .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
-                                         .ch = x->chans[s->peer]};
+                                         .from = s->peer, .tag = s->tag};
             x->receiving = 1;
             while (st == HIER_OK && got && x->r.done < x->r.len) {
                 st = hier_net_pull(x, &x->r, &x->q, &got);
@@ -173,6 +199,19 @@ hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
     return st == HIER_OK ? hier_net_exec_advance(x) : st;
 }
 
+/* Where a run that stands still stood. */
+static void hier_net_exec_report(const hier_net_exec_t *x)
+{
+    if (x->receiving && x->r.ch) hier_chan_report(x->r.ch, "receive timed out");
+    else if (x->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", x->r.from);
+    for (size_t i = 0; i < x->q.n; i++) {
+        const hier_net_send_t *s = &x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE];
+        if (s->over) continue;
+        if (s->ch) hier_chan_report(s->ch, "send timed out");
+        else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);
+    }
+}
+
 /* Waits until the run is over. The clock restarts whenever something moved
  * (a segment sent, freed or received, a step done), so only a run that
  * stands still for the timeout fails; the turns keep counting, so Open MPI
@@ -189,10 +228,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
         }
         st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
                                 x->receiving ? "receiving" : "sending (no credit from the peer)");
-        if (st == HIER_ERR_TIMEOUT && x->receiving) hier_chan_report(x->r.ch, "receive timed out");
-        for (size_t i = 0; st == HIER_ERR_TIMEOUT && i < x->q.n; i++)
-            if (x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch)
-                hier_chan_report(x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE].ch, "send timed out");
+        if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x);
         if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */
     }
     x->active = 0;

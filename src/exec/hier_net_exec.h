@@ -7,17 +7,20 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "net/hier_chan.h"
+#include "base/hier_wait.h"
 #include "exec/hier_exec.h"
 #include "exec/hier_reduce.h"
+#include "net/hier_chan.h"
+#include "net/hier_peers.h"
 #include "sched/hier_sched.h"
-#include "shm/hier_shm.h"
 
 typedef struct {
     const uint8_t *src;
     size_t len, done;      /* bytes handed to the channel */
     size_t freed;          /* bytes no longer needed: copied, or (in place) their writes completed */
-    hier_chan_t *ch;       /* NULL once every byte is freed */
+    uint32_t to, tag;      /* the participant, and the step's tag */
+    int over;              /* every byte freed */
+    hier_chan_t *ch;       /* once connected */
     hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
     uint64_t first;        /* in place: the channel's number of the first segment */
 } hier_net_send_t;
@@ -26,7 +29,8 @@ typedef struct {
     uint8_t *dst;
     size_t len, done; /* bytes */
     int reduce;
-    hier_chan_t *ch;
+    uint32_t from, tag;
+    hier_chan_t *ch;  /* once the sender has connected */
 } hier_net_recv_t;
 
 /* Sends not yet handed over in full, oldest first. A send never waits for
@@ -42,7 +46,13 @@ typedef struct {
 
 typedef struct {
     hier_fabric_t *fab;
-    hier_chan_t *const *chans; /* by participant index; chans[me] unused */
+    /* the other participants, by index (their entry [me] unused): processes,
+     * whose channels connect on the first send (net/hier_peers.h), or, for
+     * tests, channels already connected */
+    hier_peer_t *const *peers;
+    hier_chan_t *const *chans;
+    const uint32_t *boxes;     /* by participant: the box its end takes this stream from (NULL: box 0) */
+    uint32_t box;              /* the box this end takes it from */
     const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
     hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
     int spin;                  /* polls before a waiting rank yields the CPU (0: never) */

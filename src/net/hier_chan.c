@@ -1,4 +1,6 @@
-#include "net/hier_chan.h"
+/* hier_chan.c: channel set-up, sending, credit, events and progress; the
+ * receiving side is hier_chan_recv.c. */
+#include "net/hier_chan_impl.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -9,18 +11,8 @@
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
+#include "net/hier_fi.h"
 
-#define HIER_CHAN_CREDIT (1u << 31)
-#define HIER_CHAN_DIRECT (1u << 30)
-#define HIER_CHAN_SEQ_MASK 0xfffffu
-#define HIER_CHAN_ID_SHIFT 20
-#define HIER_CHAN_TIMEOUT 60 /* seconds a wait may see nothing move */
-#define HIER_CHAN_SPIN 16    /* polls before a waiting thread yields the CPU (a poll is a system call on tcp) */
-/* A slot starts with an 8-byte header: the message length (low 32 bits) and
- * the sender's release count of the other direction (high 32 bits), so a
- * channel used both ways (recursive doubling, control messages) returns its
- * credits with its messages and no separate write is needed. */
-#define HIER_CHAN_HDR 8
 /* Write contexts: bits 1..0 the kind of write, then the channel id, then
  * (messages) the slot the write came from, so completions may come in any
  * order. No kind is 0, so no context is NULL: an error entry without a
@@ -32,56 +24,56 @@ enum { HIER_CHAN_W_MESSAGE = 1, HIER_CHAN_W_CREDIT, HIER_CHAN_W_DIRECT };
 #define HIER_CHAN_CTX_ID(ctx) ((unsigned)(((uintptr_t)(ctx) >> 2) % (HIER_CHAN_MAX_ID + 1)))
 #define HIER_CHAN_CTX_SLOT(ctx) ((size_t)(((uintptr_t)(ctx) >> 2) / (HIER_CHAN_MAX_ID + 1)))
 
-struct hier_chan {
-    hier_fabric_t *fab;
-    unsigned id;
-    size_t slots, slot_bytes, stride;
-    hier_fabric_peer_t peer;
-    hier_chan_info_t remote;
-    /* receiving */
-    uint8_t *ring;             /* slots x stride, written by the peer */
-    hier_fabric_mr_t *ring_mr;
-    uint32_t *arrived;         /* per slot: message number + 1 that landed there */
-    uint64_t next_recv;        /* messages received */
-    uint64_t released;         /* messages released */
-    uint64_t credited;         /* release count last sent back */
-    /* sending */
-    uint8_t *stage;            /* slots x stride source buffers, plus a credit word to send */
-    hier_fabric_mr_t *stage_mr;
-    uint64_t *credit_word;     /* written by the peer: how many of ours it released (its own
-                                * 64 bytes: retired, not freed, at close; see hier_chan_close) */
-    uint64_t piggy_acked;      /* the same count, from the headers of the peer's messages */
-    hier_fabric_mr_t *credit_mr;
-    uint64_t sent, done;       /* messages written, and completed locally */
-    uint64_t *posted;          /* per slot: message number + 1 still being written from it, 0 when done */
-    uint64_t credits_sent, credits_done; /* credit returns written, and completed (or failed) */
-    uint64_t direct_sent, direct_done;   /* direct writes of ours, and completed */
-    uint32_t *direct_counts;             /* the peer's direct writes that landed here, by tag */
-    size_t direct_ntags;
-    int owing;                 /* a credit return could not be posted: retried by hier_chan_progress */
-    hier_status_t error;       /* a write of ours failed: every later operation says so */
-};
-
-/* Channels by id, per process: events arrive on the shared endpoint. */
-static hier_chan_t *hier_chan_table[HIER_CHAN_MAX_ID + 1];
-/* Channels owing their peer a credit return the provider would not take. */
-static hier_chan_t *hier_chan_owing[HIER_CHAN_MAX_ID + 1];
+/* Channels by id, per process: events arrive on the shared endpoint. The
+ * table grows (to HIER_CHAN_MAX_ID + 1 entries at most) as channels open. */
+static hier_chan_t **hier_chan_table;
+static unsigned hier_chan_cap;
+/* Channels owing their peer a credit return the provider would not take
+ * (as large as the table). */
+static hier_chan_t **hier_chan_owing;
 static unsigned hier_chan_nowing;
-static hier_status_t hier_chan_return_credit(hier_chan_t *ch);
 static unsigned hier_chan_next_id;
+static hier_chan_ctl_fn_t hier_chan_ctl_handler;
+static hier_status_t hier_chan_return_credit(hier_chan_t *ch);
+
+void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn)
+{
+    hier_lock_take();
+    hier_chan_ctl_handler = fn;
+    hier_lock_drop();
+}
+
+/* Twice the room (64 ids first), up to every id. */
+static int hier_chan_grow(void)
+{
+    unsigned cap = hier_chan_cap ? 2 * hier_chan_cap : 64;
+    if (cap > HIER_CHAN_MAX_ID + 1) cap = HIER_CHAN_MAX_ID + 1;
+    if (cap == hier_chan_cap) return 0;
+    hier_chan_t **t = realloc(hier_chan_table, cap * sizeof(*t));
+    if (!t) return 0;
+    hier_chan_table = t;
+    memset(t + hier_chan_cap, 0, (cap - hier_chan_cap) * sizeof(*t));
+    hier_chan_t **o = realloc(hier_chan_owing, cap * sizeof(*o));
+    if (!o) return 0;
+    hier_chan_owing = o;
+    hier_chan_cap = cap;
+    return 1;
+}
 
 /* A free id, taken round the table so a closed channel's id (and any late
- * event naming it) is not reused soon. */
+ * event naming it) is not reused soon; the table grows when it is full. */
 static int hier_chan_free_id(unsigned *id_p)
 {
-    for (unsigned i = 0; i <= HIER_CHAN_MAX_ID; i++) {
-        unsigned id = (hier_chan_next_id + i) % (HIER_CHAN_MAX_ID + 1);
-        if (!hier_chan_table[id]) {
-            hier_chan_next_id = id + 1;
-            *id_p = id;
-            return 1;
+    do {
+        for (unsigned i = 0; i < hier_chan_cap; i++) {
+            unsigned id = (hier_chan_next_id + i) % hier_chan_cap;
+            if (!hier_chan_table[id]) {
+                hier_chan_next_id = id + 1;
+                *id_p = id;
+                return 1;
+            }
         }
-    }
+    } while (hier_chan_grow());
     return 0;
 }
 
@@ -89,9 +81,9 @@ static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, siz
 {
     hier_status_t st = HIER_ERR_NO_MEMORY;
     unsigned id;
-    if (slots < 2 || slot_bytes > UINT32_MAX) return HIER_ERR_INVALID_ARG;
+    if (slots < 2 || slots > HIER_CHAN_MAX_SLOTS || slot_bytes > UINT32_MAX) return HIER_ERR_INVALID_ARG;
     if (!hier_chan_free_id(&id)) {
-        HIER_ERROR("no free channel id: %d channels are open in this process", HIER_CHAN_MAX_ID + 1);
+        HIER_ERROR("no free channel id: %u channels are open in this process", hier_chan_cap);
         return HIER_ERR_NO_MEMORY;
     }
     hier_chan_t *ch = calloc(1, sizeof(*ch));
@@ -105,6 +97,8 @@ static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, siz
     if (!(ch->stage = aligned_alloc(64, slots * ch->stride + 64))) goto free_ring;
     if (!(ch->arrived = calloc(slots, sizeof(*ch->arrived)))) goto free_stage;
     if (!(ch->posted = calloc(slots, sizeof(*ch->posted)))) goto free_arrived;
+    if (!(ch->consumed = calloc(slots, sizeof(*ch->consumed)))) goto free_posted;
+    ch->aside_tail = &ch->aside;
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_posted, st);
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->stage, slots * ch->stride + 64, &ch->stage_mr), dereg_ring, st);
     if (!(ch->credit_word = aligned_alloc(64, 64))) goto dereg_stage;
@@ -122,6 +116,7 @@ dereg_stage:
 dereg_ring:
     hier_fabric_mr_dereg(ch->ring_mr);
 free_posted:
+    free(ch->consumed);
     free(ch->posted);
 free_arrived:
     free(ch->arrived);
@@ -140,7 +135,7 @@ static int hier_chan_writing(const hier_chan_t *ch)
 }
 
 /* ready(ch), read under the lock (another thread's progress updates channels). */
-static int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *))
+int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *))
 {
     hier_lock_take();
     int r = ready(ch);
@@ -185,6 +180,8 @@ void hier_chan_close(hier_chan_t *ch)
     hier_fabric_mr_dereg(ch->stage_mr);
     hier_fabric_mr_dereg(ch->ring_mr);
     hier_lock_drop();
+    hier_chan_recv_free(ch);
+    free(ch->consumed);
     free(ch->posted);
     free(ch->arrived);
     free(ch->stage);
@@ -229,7 +226,7 @@ static void hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *e
     default: ch->done++; ch->posted[HIER_CHAN_CTX_SLOT(ev->context) % ch->slots] = 0;
     }
     if (ch->error == HIER_OK)
-        HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch->id, fi_strerror((int)ev->data), ev->data);
+        HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch->id, hier_fi_strerror((int)ev->data), ev->data);
     ch->error = peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
 }
 
@@ -239,9 +236,9 @@ static void hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *e
  * counts are ignored), and the count is the low 32 bits of one below ours. */
 static void hier_chan_take_piggy(hier_chan_t *ch, const uint8_t *slot)
 {
-    uint64_t hdr;
+    hier_chan_hdr_t hdr;
     memcpy(&hdr, slot, sizeof(hdr));
-    uint64_t acked = ch->sent - (uint32_t)((uint32_t)ch->sent - (uint32_t)(hdr >> 32));
+    uint64_t acked = ch->sent - (uint32_t)((uint32_t)ch->sent - hdr.credit);
     if (acked > ch->piggy_acked && acked <= ch->sent) ch->piggy_acked = acked;
 }
 
@@ -263,7 +260,7 @@ static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
         /* nothing to do: the credit word landed before this entry, and
          * hier_chan_can_send reads it */
     } else {
-        /* the message number: the immediate has its low 20 bits, and it is
+        /* the message number: the immediate has its low 14 bits, and it is
          * one of the `slots` messages from next_recv on (credit) */
         uint32_t seq = ev->data & HIER_CHAN_SEQ_MASK;
         uint64_t msg = ch->next_recv + ((seq - (uint32_t)ch->next_recv) & HIER_CHAN_SEQ_MASK);
@@ -278,12 +275,17 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
     size_t n;
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
     for (size_t i = 0; st == HIER_OK && i < n; i++) { /* every event: they are no longer in the queue */
+        if (ev[i].kind == HIER_FABRIC_EV_CONTROL) {
+            if (hier_chan_ctl_handler) hier_chan_ctl_handler(fab, ev[i].msg, ev[i].len);
+            continue;
+        }
         unsigned id = ev[i].kind == HIER_FABRIC_EV_REMOTE ? (ev[i].data >> HIER_CHAN_ID_SHIFT) & HIER_CHAN_MAX_ID
                                                           : HIER_CHAN_CTX_ID(ev[i].context);
-        hier_chan_t *ch = id <= HIER_CHAN_MAX_ID ? hier_chan_table[id] : NULL;
+        hier_chan_t *ch = id < hier_chan_cap ? hier_chan_table[id] : NULL;
         if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) hier_chan_write_failed(ch, &ev[i]);
         else if (ch) hier_chan_event(ch, &ev[i]);
     }
+    if (st == HIER_OK && hier_chan_ctl_handler) hier_chan_ctl_handler(fab, NULL, 0); /* (what it owes peers) */
     for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) { /* (a success removes entry i - 1) */
         hier_chan_t *ch = hier_chan_owing[i - 1];
         if (ch->fab == fab) (void)hier_chan_return_credit(ch); /* (a failure is the channel's error) */
@@ -316,7 +318,7 @@ hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), in
 }
 
 /* Poll until ready(ch) or a minute passes. */
-static hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
+hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
 {
     time_t deadline = 0;
     for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
@@ -349,8 +351,8 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
 /* Message k goes to slot k % slots: the header, then the data. The header
  * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
-static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void *data, size_t len,
-                                                    hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
+static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
+                                                    size_t len, hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
 {
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
@@ -358,7 +360,7 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void 
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
-    uint64_t hdr = (uint64_t)len | (uint64_t)(uint32_t)ch->released << 32;
+    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .box = box, .tag = tag};
     memcpy(src, &hdr, sizeof(hdr));
     hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
@@ -380,21 +382,23 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, const void 
     return HIER_OK;
 }
 
-hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p)
+hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                                 int *sent_p)
 {
     uint64_t msg;
-    return hier_chan_try_send_from(ch, data, len, NULL, sent_p, &msg);
+    return hier_chan_try_send_from(ch, box, tag, data, len, NULL, sent_p, &msg);
 }
 
 /* Waits for credit (hier_chan_wait) and for room in the provider (polling,
  * the lock taken per attempt: the room may be the peer's to make). */
-hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p)
+hier_status_t hier_chan_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                             unsigned long *waited_p)
 {
     time_t deadline = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
     for (unsigned i = 0;; i++) {
         int sent;
-        hier_status_t st = hier_chan_try_send(ch, data, len, &sent);
+        hier_status_t st = hier_chan_try_send(ch, box, tag, data, len, &sent);
         if (st != HIER_OK || sent) return st;
         if (!hier_chan_check(ch, hier_chan_can_send)) {
             if (waited_p && i == 0) (*waited_p)++;
@@ -404,41 +408,6 @@ hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsi
         }
         if (st != HIER_OK) return st;
     }
-}
-
-static int hier_chan_has_message(const hier_chan_t *ch)
-{
-    return ch->arrived[ch->next_recv % ch->slots] == (uint32_t)((ch->next_recv & HIER_CHAN_SEQ_MASK) + 1);
-}
-
-/* The next message, which is there. */
-static void hier_chan_take(hier_chan_t *ch, const void **data_p, size_t *len_p)
-{
-    const uint8_t *slot = ch->ring + (ch->next_recv % ch->slots) * ch->stride;
-    uint64_t hdr;
-    memcpy(&hdr, slot, sizeof(hdr));
-    ch->next_recv++;
-    *data_p = slot + HIER_CHAN_HDR;
-    *len_p = (size_t)(uint32_t)hdr;
-}
-
-static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
-{
-    *got_p = 0;
-    if (ch->error != HIER_OK) return ch->error;
-    *got_p = hier_chan_has_message(ch);
-    if (*got_p) hier_chan_take(ch, data_p, len_p);
-    return HIER_OK;
-}
-
-hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p)
-{
-    hier_status_t st = hier_chan_wait(ch, hier_chan_has_message, "waiting for a message"); /* (waits unlocked) */
-    if (st != HIER_OK) return st;
-    hier_lock_take();
-    hier_chan_take(ch, data_p, len_p);
-    hier_lock_drop();
-    return HIER_OK;
 }
 
 /* Return credit: our release count into the sender's word. Never waits:
@@ -472,10 +441,8 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
     return HIER_OK;
 }
 
-static hier_status_t hier_chan_release_locked(hier_chan_t *ch)
+hier_status_t hier_chan_credit_due(hier_chan_t *ch)
 {
-    if (ch->error != HIER_OK) return ch->error;
-    ch->released++;
     if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
     return hier_chan_return_credit(ch);
 }
@@ -491,6 +458,7 @@ hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_
                                          hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag, int *posted_p)
 {
     uint32_t imm = HIER_CHAN_DIRECT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (tag & HIER_CHAN_SEQ_MASK);
+    if (tag >= HIER_CHAN_MAX_TAGS) return HIER_ERR_INVALID_ARG;
     int posted = 0;
     hier_lock_take();
     hier_status_t st = ch->error;
@@ -530,7 +498,7 @@ static int hier_chan_direct_busy(const hier_fabric_t *fab)
 {
     hier_lock_take();
     int busy = 0;
-    for (unsigned id = 0; !busy && id <= HIER_CHAN_MAX_ID; id++)
+    for (unsigned id = 0; !busy && id < hier_chan_cap; id++)
         busy = hier_chan_table[id] && hier_chan_table[id]->fab == fab &&
                hier_chan_table[id]->direct_done < hier_chan_table[id]->direct_sent;
     hier_lock_drop();
@@ -575,20 +543,10 @@ int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
     HIER_LOCKED_RETURN(int, hier_chan_sent_done_locked(ch, msg));
 }
 
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
-                                      int *sent_p, uint64_t *msg_p)
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                                      hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_send_from_locked(ch, data, len, mr, sent_p, msg_p));
-}
-
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p)
-{
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, data_p, len_p, got_p));
-}
-
-hier_status_t hier_chan_release(hier_chan_t *ch)
-{
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch));
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_send_from_locked(ch, box, tag, data, len, mr, sent_p, msg_p));
 }
 
 void hier_chan_report(const hier_chan_t *ch, const char *why)
@@ -596,11 +554,13 @@ void hier_chan_report(const hier_chan_t *ch, const char *why)
     hier_lock_take();
     uint64_t word = *ch->credit_word, acked = word > ch->piggy_acked ? word : ch->piggy_acked;
     HIER_ERROR("channel %u (peer's %u), %s: sent %llu (acked %llu: word %llu, headers %llu; completed %llu), "
-               "received %llu (next lands in slot %zu: arrived %u), released %llu (credited %llu%s), error %d", ch->id,
+               "received %llu (next lands in slot %zu: arrived %u), released %llu (credited %llu%s), set aside %llu, "
+               "error %d", ch->id,
                ch->remote.id, why, (unsigned long long)ch->sent, (unsigned long long)acked,
                (unsigned long long)word, (unsigned long long)ch->piggy_acked,
                (unsigned long long)ch->done, (unsigned long long)ch->next_recv, (size_t)(ch->next_recv % ch->slots),
                ch->arrived[ch->next_recv % ch->slots], (unsigned long long)ch->released,
-               (unsigned long long)ch->credited, ch->owing ? ", owing" : "", (int)ch->error);
+               (unsigned long long)ch->credited, ch->owing ? ", owing" : "", (unsigned long long)ch->set_aside,
+               (int)ch->error);
     hier_lock_drop();
 }

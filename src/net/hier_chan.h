@@ -1,19 +1,29 @@
-/* hier_chan.h: a one-way message stream between two processes over the
- * libfabric transport, with credit flow control.
+/* hier_chan.h: a message stream between two processes over the libfabric
+ * transport, both ways, with credit flow control; shared by every
+ * communicator the two processes have in common.
  *
  * The receiver registers a ring of `slots` slots; the sender writes message k
  * into slot k % slots with fi_writedata, the immediate naming the channel and
  * k. The sender may have at most `slots` messages the receiver has not yet
- * released: the receiver returns credits by writing its release count into a
- * word the sender registered (again with an immediate), every half ring. So a
- * fast sender waits instead of overwriting data not yet consumed.
+ * released: the receiver returns credits in the header of its next message
+ * the other way, or, having released half a ring without one, by writing its
+ * release count into a word the sender registered. So a fast sender waits
+ * instead of overwriting data not yet consumed.
+ *
+ * A message's 16-byte header carries its length, that credit, the box it is
+ * for and a tag. A box is what the receiving process calls one
+ * communicator's stream (each communicator has its own, exchanged at
+ * set-up); the tag names the message within a schedule, so a message that is
+ * not the one expected is an error, never taken for it. A receiver asks for
+ * the next message of a box: messages of other boxes found before it (another
+ * thread's communicator, or one whose collective has not started here yet)
+ * are moved aside, in arrival order, and their slots freed.
  *
  * Immediate layout (32 bits, all EFA carries): bit 31 credit return, bit 30
- * direct write, bits 29..20 channel id, bits 19..0 message number modulo
- * 2^20. Each end
- * picks its own id (unique in its process) and tells the other, which puts
- * it in every immediate it writes: so an immediate names the channel at the
- * end where it lands, however many communicators share the endpoint. */
+ * direct write, bits 29..14 channel id, bits 13..0 message number (or
+ * direct-write tag) modulo 2^14. Each end picks its own id (unique in its
+ * process) and tells the other, which puts it in every immediate it writes:
+ * so an immediate names the channel at the end where it lands. */
 #ifndef HIER_CHAN_H
 #define HIER_CHAN_H
 
@@ -23,7 +33,12 @@
 
 #include "net/hier_fabric.h"
 
-#define HIER_CHAN_MAX_ID 1023
+#define HIER_CHAN_ID_BITS 16
+#define HIER_CHAN_SEQ_BITS 14
+#define HIER_CHAN_MAX_ID ((1u << HIER_CHAN_ID_BITS) - 1)
+/* Messages in flight per channel at most (slots), and direct-write tags. */
+#define HIER_CHAN_MAX_SLOTS (1u << (HIER_CHAN_SEQ_BITS - 1))
+#define HIER_CHAN_MAX_TAGS (1u << HIER_CHAN_SEQ_BITS)
 
 typedef struct hier_chan hier_chan_t;
 
@@ -37,8 +52,16 @@ typedef struct {
     uint64_t slots;      /* a writer computes offsets from its own */
 } hier_chan_info_t;
 
-/* A channel end with `slots` slots of `slot_bytes` payload each, both ways
- * ready: it can send to and receive from the peer it is connected to.
+/* A message taken from a channel: valid until hier_chan_release. */
+typedef struct {
+    const void *data;
+    size_t len;
+    uint32_t tag;
+    void *held; /* (which slot or set-aside copy it is) */
+} hier_chan_msg_t;
+
+/* A channel end with `slots` (2 .. HIER_CHAN_MAX_SLOTS) slots of
+ * `slot_bytes` payload each, both ways ready once connected.
  * HIER_ERR_NO_MEMORY also when the process has HIER_CHAN_MAX_ID + 1 open. */
 hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
 void hier_chan_close(hier_chan_t *ch);
@@ -46,36 +69,44 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
 /* HIER_ERR_INVALID_ARG when the peer's ring is shaped differently. */
 hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
 
-/* Send len <= slot_bytes bytes; waits (polling) while every slot is in use.
+/* Send len <= slot_bytes bytes to the peer's box, labelled tag, without
+ * waiting: *sent_p = 0 when every slot is in use (or the provider has no
+ * room). From `mr`, registered memory that holds the data, it goes to the
+ * wire in place (NULL: copied): the provider reads it until
+ * hier_chan_sent_done(ch, *msg_p), so it must not change before. Without
+ * gathering writes (iov_limit 1) the data is copied anyway. */
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                                      hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p);
+hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                                 int *sent_p);
+/* The same, waiting (polling) while every slot is in use (tests).
  * *waited_p (may be NULL) counts the times it had to wait for credit. */
-hier_status_t hier_chan_send(hier_chan_t *ch, const void *data, size_t len, unsigned long *waited_p);
-/* The same without waiting: *sent_p = 0 when every slot is in use. */
-hier_status_t hier_chan_try_send(hier_chan_t *ch, const void *data, size_t len, int *sent_p);
-/* The same sending the data straight from `mr`, registered memory that
- * holds it (NULL: copy, like hier_chan_try_send): the provider reads it
- * until hier_chan_sent_done(ch, *msg_p), so it must not change before.
- * Without gathering writes (iov_limit 1) the data is copied anyway. */
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, const void *data, size_t len, hier_fabric_mr_t *mr,
-                                      int *sent_p, uint64_t *msg_p);
+hier_status_t hier_chan_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+                             unsigned long *waited_p);
 /* Whether message `msg` (from hier_chan_try_send_from) completed here: its
  * source may be reused. */
 int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
-/* The next message if it is there (*got_p = 1), without waiting. */
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, const void **data_p, size_t *len_p, int *got_p);
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);
-/* The next message, in order; valid until hier_chan_release. */
-hier_status_t hier_chan_recv(hier_chan_t *ch, const void **data_p, size_t *len_p);
-/* Done with the message hier_chan_recv returned: its slot may be rewritten.
- * Credit goes back in the header of our next message to the peer, or, once
- * half the slots are released without one, by a write of its own. */
-hier_status_t hier_chan_release(hier_chan_t *ch);
+
+/* The next message of `box` if it is there (*got_p = 1), without waiting. */
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p);
+/* The same, waiting (tests). */
+hier_status_t hier_chan_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg);
+/* Done with a message: its slot may be rewritten once every older one is
+ * released too. Credit goes back in the header of our next message to the
+ * peer, or, once half the slots are released without one, by a write of its
+ * own. */
+hier_status_t hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg);
 /* Credit returns written on their own (not carried by a message). */
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
+/* Messages moved aside so far (found before the one asked for). */
+uint64_t hier_chan_set_aside(const hier_chan_t *ch);
+
 /* A write straight into memory the peer registered (its rkey, offset off),
- * outside the ring and its credits, tagged (tag < 2^20): the peer's end
- * counts it under its tag (hier_chan_direct_counts); what lands where is
- * the two ends' agreement. Writes may complete at the peer in any order
- * (EFA), hence tags. src lies in `mr` and is read until
+ * outside the ring and its credits, tagged (tag < HIER_CHAN_MAX_TAGS): the
+ * peer's end counts it under its tag (hier_chan_direct_counts); what lands
+ * where is the two ends' agreement. Writes may complete at the peer in any
+ * order (EFA), hence tags. src lies in `mr` and is read until
  * hier_chan_direct_pending drops to 0. len <= hier_fabric_max_msg.
  * *posted_p = 0 when the provider has no room: progress and try again. */
 hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
@@ -104,6 +135,11 @@ uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 /* Poll until no channel of `fab` has a direct write in flight (2 s at most:
  * a vanished peer completes nothing), before memory they read goes. */
 void hier_chan_quiesce_direct(hier_fabric_t *fab);
+
+/* Where control messages go (net/hier_peers.c connects channels with them);
+ * called under the transport lock from progress. */
+typedef void (*hier_chan_ctl_fn_t)(hier_fabric_t *fab, const void *msg, size_t len);
+void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn);
 
 /* Drive progress: poll the transport and hand events to their channels. */
 hier_status_t hier_chan_progress(hier_fabric_t *fab);

@@ -1,8 +1,8 @@
 /* hier_fabric.c: libfabric endpoint, registration, RMA write with remote CQ
  * data, and progress. See hier_fabric.h for the rules it follows. */
 #include "net/hier_fabric.h"
+#include "net/hier_fabric_impl.h"
 
-#include <infiniband/verbs.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -16,42 +16,13 @@
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
-
-#define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
-#define HIER_FABRIC_RETIRED 1024 /* retired registrations kept; the oldest goes beyond */
-
-struct hier_fabric {
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_cq *cq;
-    struct fid_av *av;
-    struct fid_ep *ep;
-    uint64_t mr_mode;
-    _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */
-    uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
-    /* peers inserted so far: every communicator reaching a process uses the
-     * same address (and so the same connection on connection-based providers);
-     * compared whole, so callers zero the buffer past the name's length */
-    struct hier_fabric_known { uint8_t addr[HIER_FABRIC_ADDR_MAX]; fi_addr_t fi; } *known;
-    size_t nknown, maxknown;
-    /* registrations kept for late remote writes (hier_fabric_mr_retire), oldest first */
-    struct hier_fabric_retired { hier_fabric_mr_t *mr; void *mem; } retired[HIER_FABRIC_RETIRED];
-    size_t nretired, first_retired;
-};
-
-struct hier_fabric_mr {
-    hier_fabric_t *fab;
-    struct fid_mr *mr;
-    void *desc;
-    hier_fabric_rkey_t rkey;
-};
+#include "net/hier_fi.h"
 
 /* Convert a libfabric return code where it enters, logging it once with the call. */
-static hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
+hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
 {
     HIER_ERROR("%s on provider %s failed: %s (%d)", call,
-               fab && fab->info ? fab->info->fabric_attr->prov_name : "?", fi_strerror(-ret), ret);
+               fab && fab->info ? fab->info->fabric_attr->prov_name : "?", hier_fi_strerror(-ret), ret);
     switch (-ret) {
     case FI_ENOMEM: return HIER_ERR_NO_MEMORY;
     case FI_ENODATA: case FI_ENOSYS: case FI_EOPNOTSUPP: return HIER_ERR_NOT_SUPPORTED;
@@ -63,12 +34,13 @@ static hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call
 
 const char *hier_fabric_fork_safety(void)
 {
-    switch (ibv_is_fork_initialized()) {
-    case IBV_FORK_ENABLED: return "fork-safe";
-    case IBV_FORK_UNNEEDED: return "fork-safe (kernel)";
-    case IBV_FORK_DISABLED: break;
+    /* rdma-core's enum ibv_fork_status: 0 disabled, 1 enabled, 2 unneeded */
+    switch (hier_fi_load() == HIER_OK && hier_fi.fork_initialized ? hier_fi.fork_initialized() : -1) {
+    case 1: return "fork-safe";
+    case 2: return "fork-safe (kernel)";
+    case 0: return "not fork-safe";
     }
-    return "not fork-safe";
+    return "fork safety unknown (no rdma-core)";
 }
 
 /* Providers tried for what the user typed, in order; NULL-terminated.
@@ -97,7 +69,7 @@ static void hier_fabric_candidates(const char *name, const char *out[5])
 
 static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = hier_fi.dupinfo(NULL);
     if (!hints) return NULL;
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
@@ -111,7 +83,7 @@ static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->domain_attr->av_type = FI_AV_TABLE;
     if (prov && !(hints->fabric_attr->prov_name = strdup(prov))) {
-        fi_freeinfo(hints);
+        hier_fi.freeinfo(hints);
         return NULL;
     }
     return hints;
@@ -129,15 +101,15 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
         for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
             struct fi_info *hints = hier_fabric_hints(cand[i], hmem);
             if (!hints) return HIER_ERR_NO_MEMORY;
-            ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
-            fi_freeinfo(hints);
+            ret = hier_fi.getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
+            hier_fi.freeinfo(hints);
             if (ret == 0) return HIER_OK;
             HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", cand[i], hmem ? " with FI_HMEM" : "",
-                     fi_strerror(-ret));
+                     hier_fi_strerror(-ret));
         }
     }
     HIER_ERROR("no usable libfabric provider (%s%s): %s", cfg->provider && cfg->provider[0] ? "asked for " : "tried ",
-               cfg->provider && cfg->provider[0] ? cfg->provider : "efa, net, tcp, sockets", fi_strerror(-ret));
+               cfg->provider && cfg->provider[0] ? cfg->provider : "efa, net, tcp, sockets", hier_fi_strerror(-ret));
     return HIER_ERR_NOT_SUPPORTED;
 }
 
@@ -177,6 +149,7 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
 {
     hier_status_t st;
     int ret;
+    if (hier_fi_load() != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     hier_fabric_t *fab = calloc(1, sizeof(*fab));
     if (!fab) return HIER_ERR_NO_MEMORY;
     fab->next_key = 1;
@@ -195,7 +168,7 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     }
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-    if ((ret = fi_fabric(fab->info->fabric_attr, &fab->fabric, NULL))) { /* 2 */
+    if ((ret = hier_fi.fabric(fab->info->fabric_attr, &fab->fabric, NULL))) { /* 2 */
         st = hier_fabric_fail(fab, "fi_fabric", ret);
         goto free_info;
     }
@@ -221,6 +194,7 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
         st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
         goto close_ep;
     }
+    HIER_CHECK_GOTO(hier_fabric_ctl_open(fab), close_ctl, st);
     const char *fork = hier_fabric_fork_safety();
     int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
     HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s",
@@ -232,8 +206,12 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     *fab_p = fab;
     return HIER_OK;
 
+close_ctl:
+    fi_close(&fab->ep->fid); /* (first: the receives posted into the control buffers go with it) */
+    fab->ep = NULL;
+    hier_fabric_ctl_close(fab);
 close_ep:
-    fi_close(&fab->ep->fid);
+    if (fab->ep) fi_close(&fab->ep->fid);
 close_av:
     fi_close(&fab->av->fid);
 close_cq:
@@ -243,7 +221,7 @@ close_domain:
 close_fabric:
     fi_close(&fab->fabric->fid);
 free_info:
-    fi_freeinfo(fab->info);
+    hier_fi.freeinfo(fab->info);
 free_fab:
     free(fab);
     return st;
@@ -265,12 +243,12 @@ static void hier_fabric_close_locked(hier_fabric_t *fab)
     if (!fab) return;
     while (fab->nretired) hier_fabric_retired_drop(fab);
     fi_close(&fab->ep->fid);
+    hier_fabric_ctl_close(fab); /* (its registration, before the domain goes) */
     fi_close(&fab->av->fid);
     fi_close(&fab->cq->fid);
     fi_close(&fab->domain->fid);
     fi_close(&fab->fabric->fid);
-    fi_freeinfo(fab->info);
-    free(fab->known);
+    hier_fi.freeinfo(fab->info);
     free(fab);
 }
 
@@ -298,22 +276,8 @@ hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
 static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
 {
     fi_addr_t a;
-    for (size_t i = 0; i < fab->nknown; i++)
-        if (!memcmp(fab->known[i].addr, addr, HIER_FABRIC_ADDR_MAX)) {
-            *peer_p = fab->known[i].fi;
-            return HIER_OK;
-        }
-    if (fab->nknown == fab->maxknown) {
-        size_t max = fab->maxknown ? 2 * fab->maxknown : 64;
-        void *k = realloc(fab->known, max * sizeof(*fab->known));
-        if (!k) return HIER_ERR_NO_MEMORY;
-        fab->known = k;
-        fab->maxknown = max;
-    }
     int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
     if (ret != 1) return hier_fabric_fail(fab, "fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
-    memcpy(fab->known[fab->nknown].addr, addr, HIER_FABRIC_ADDR_MAX);
-    fab->known[fab->nknown++].fi = a;
     *peer_p = a;
     return HIER_OK;
 }
@@ -328,20 +292,21 @@ static int hier_fabric_iface_refused(hier_fabric_t *fab, const struct fi_mr_attr
     uint64_t bit = (uint64_t)1 << attr->iface;
     if (atomic_fetch_and_explicit(&fab->hmem_ifaces, ~bit, memory_order_relaxed) & bit)
         HIER_LOG(HIER_LOG_COMM, "provider %s cannot register %s memory (fi_mr_regattr: %s): such buffers are "
-                 "staged through host memory", hier_fabric_provider(fab), fi_tostr(&attr->iface, FI_TYPE_HMEM_IFACE),
-                 fi_strerror(-ret));
+                 "staged through host memory", hier_fabric_provider(fab), hier_fi.tostr(&attr->iface, FI_TYPE_HMEM_IFACE),
+                 hier_fi_strerror(-ret));
     return 1;
 }
 
-/* Register with the attributes given (iface and device set by the caller). */
-static hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
+/* Register with the attributes given (iface and device set by the caller;
+ * access, if not set, for our writes and the peers' into it). */
+hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
 {
     hier_status_t st;
     int ret;
     hier_fabric_mr_t *m = calloc(1, sizeof(*m));
     if (!m) return HIER_ERR_NO_MEMORY;
     m->fab = fab;
-    attr->access = FI_WRITE | FI_REMOTE_WRITE;
+    if (!attr->access) attr->access = FI_WRITE | FI_REMOTE_WRITE;
     attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
     if ((ret = fi_mr_regattr(fab->domain, attr, 0, &m->mr))) {
         st = hier_fabric_iface_refused(fab, attr, ret) ? HIER_ERR_NOT_SUPPORTED
@@ -417,9 +382,14 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_
         fi_cq_readerr(fab->cq, &err, 0);
         HIER_LOG(HIER_LOG_DEBUG, "completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
                  fi_cq_strerror(fab->cq, err.prov_errno, err.err_data, NULL, 0), err.err);
+        int got = 0;
+        if (hier_fabric_ctl_completion(fab, err.op_context, err.flags, 0, 1, &ev[0], &got)) {
+            *n_p = (size_t)got;
+            return HIER_OK;
+        }
         if (!err.op_context) { /* not a write of ours (a peer's write to us failed on our side): its writer is told */
             HIER_LOG(HIER_LOG_COMM, "provider %s reported an error on a peer's operation: %s", hier_fabric_provider(fab),
-                     fi_strerror(err.err));
+                     hier_fi_strerror(err.err));
             return HIER_OK;
         }
         ev[0] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_FAILED, .context = err.op_context,
@@ -428,14 +398,20 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_
         return HIER_OK;
     }
     if (ret < 0) return hier_fabric_fail(fab, "fi_cq_read", (int)ret);
+    size_t n = 0;
     for (ssize_t i = 0; i < ret; i++) {
+        int got = 0;
         /* match on the flag alone: len is 0 on rxm and the full size on shm */
         if (entries[i].flags & FI_REMOTE_CQ_DATA)
-            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_REMOTE, .data = (uint32_t)entries[i].data};
+            ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_REMOTE, .data = (uint32_t)entries[i].data};
+        else if (hier_fabric_ctl_completion(fab, entries[i].op_context, entries[i].flags, entries[i].len, 0, &ev[n],
+                                            &got))
+            n += (size_t)got;
         else
-            ev[i] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE, .context = entries[i].op_context};
+            ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE, .context = entries[i].op_context};
     }
-    *n_p = (size_t)ret;
+    hier_fabric_ctl_repost(fab);
+    *n_p = n;
     return HIER_OK;
 }
 

@@ -41,12 +41,20 @@ typedef enum {
     HIER_FABRIC_EV_WRITE_DONE, /* a write of ours completed locally (its buffer may be reused) */
     HIER_FABRIC_EV_REMOTE,     /* a peer's write landed here: `data` is its immediate */
     HIER_FABRIC_EV_WRITE_FAILED, /* a write of ours failed: `context` is the caller's, `data` the fi_errno */
+    HIER_FABRIC_EV_CONTROL,    /* a control message arrived: `msg`, `len` bytes */
 } hier_fabric_ev_kind_t;
+
+/* Control messages: small untagged messages (fi_send into receives the
+ * endpoint keeps posted), for what happens outside any collective, such as
+ * connecting two processes' channels. At most this many bytes. */
+#define HIER_FABRIC_CTL_MAX 192
 
 typedef struct {
     hier_fabric_ev_kind_t kind;
     uint32_t data;  /* REMOTE: the immediate */
     void *context;  /* WRITE_DONE: the caller's context */
+    size_t len;     /* CONTROL */
+    uint8_t msg[HIER_FABRIC_CTL_MAX] __attribute__((aligned(8)));
 } hier_fabric_event_t;
 
 /* Whether registered memory survives fork() here (rdma-core's
@@ -108,6 +116,13 @@ hier_status_t hier_fabric_try_write(hier_fabric_t *fab, hier_fabric_peer_t peer,
 hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer, const hier_fabric_iov_t *iov,
                                      size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
                                      int *posted_p);
+
+/* Send a control message of len <= HIER_FABRIC_CTL_MAX bytes to `peer`
+ * (copied: the caller's buffer is free on return). Never waits: *posted_p
+ * = 0 when the provider or our send buffers have no room; the caller polls
+ * and tries again. */
+hier_status_t hier_fabric_try_send_ctl(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *msg, size_t len,
+                                       int *posted_p);
 
 /* Progress: at most `max` events into `ev`, their number in *n_p (0 if none). */
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p);

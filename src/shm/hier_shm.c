@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* O_NOFOLLOW, getrandom */
 #include "shm/hier_shm.h"
 
 #include <errno.h>
@@ -9,13 +10,14 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "shm/hier_cma.h"
 #include "base/hier_log.h"
+#include "shm/hier_cma.h"
 
 #define HIER_SHM_PAGE 4096
 /* How often (in yields) a waiting rank checks that its peers are alive. */
@@ -32,89 +34,158 @@
 struct hier_shm {
     uint8_t *base;
     size_t size;
-    int nranks;
+    hier_shm_shape_t shape;
     uint64_t my_phase;        /* barriers this process has entered */
-    char path[HIER_SHM_NAME_MAX + 64];
-    int posix;                /* name is a shm_open name, not a file path */
+    uint64_t ll_seq;          /* low-latency calls this process made over the segment */
+    char name[HIER_SHM_NAME_MAX];
+    char path[HIER_SHM_NAME_MAX + 4096];
+    int posix;                /* path is a shm_open name, not a file path */
     int linked;
-    int fd;                   /* kept for posix_fallocate of our own slot */
+    int fd;                   /* open until the owner's slot is allocated (hier_shm_claim) */
 };
+
+static _Atomic size_t hier_shm_total;
 
 static size_t hier_shm_round(size_t v, size_t to)
 {
     return (v + to - 1) / to * to;
 }
 
-static size_t hier_shm_ll_off(int nranks)
+/* Where the parts of a node segment start (pipeline segments: slots only). */
+static size_t hier_shm_ctl_off(void)
 {
-    return sizeof(hier_shm_header_t) + (size_t)nranks * sizeof(hier_shm_ctl_t);
+    return sizeof(hier_shm_header_t) + sizeof(hier_shm_offer_t);
 }
 
-static size_t hier_shm_data_off(int nranks)
+static size_t hier_shm_lines_off(int nranks)
 {
-    return hier_shm_round(hier_shm_ll_off(nranks) + (size_t)nranks * 2 * HIER_SHM_LL_AREA, HIER_SHM_PAGE);
+    return hier_shm_ctl_off() + (size_t)nranks * sizeof(hier_shm_ctl_t);
 }
 
-_Atomic uint64_t *hier_shm_ll_area(hier_shm_t *shm, int rank, int parity)
+static size_t hier_shm_tails_off(int nranks)
 {
-    return (_Atomic uint64_t *)(shm->base + hier_shm_ll_off(shm->nranks) +
-                                ((size_t)rank * 2 + (size_t)parity) * HIER_SHM_LL_AREA);
+    return hier_shm_round(hier_shm_lines_off(nranks) + (size_t)nranks * 2 * HIER_SHM_LINE, HIER_SHM_PAGE);
 }
 
-static size_t hier_shm_slot_stride(size_t chunk_bytes)
+static size_t hier_shm_slots_off(const hier_shm_shape_t *s)
 {
-    return hier_shm_round(2 * chunk_bytes, HIER_SHM_PAGE);
+    size_t end = s->kind == HIER_SHM_NODE ? hier_shm_tails_off(s->nranks) + (size_t)s->nranks * 2 * HIER_SHM_LL_TAIL
+                                          : sizeof(hier_shm_header_t);
+    return hier_shm_round(end, HIER_SHM_PAGE);
 }
 
-size_t hier_shm_segment_size(int nranks, size_t chunk_bytes)
+static size_t hier_shm_slot_stride(const hier_shm_shape_t *s)
 {
-    return hier_shm_data_off(nranks) + (size_t)nranks * hier_shm_slot_stride(chunk_bytes);
+    return hier_shm_round(2 * s->chunk_bytes, HIER_SHM_PAGE);
 }
 
-hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
+size_t hier_shm_size(const hier_shm_shape_t *s)
 {
-    return (hier_shm_ctl_t *)(shm->base + sizeof(hier_shm_header_t)) + rank;
+    return hier_shm_slots_off(s) + (size_t)s->nranks * hier_shm_slot_stride(s);
 }
 
-static hier_shm_header_t *hier_shm_header(hier_shm_t *shm)
+size_t hier_shm_mapped_total(void)
+{
+    return atomic_load_explicit(&hier_shm_total, memory_order_relaxed);
+}
+
+static hier_shm_header_t *hier_shm_header(const hier_shm_t *shm)
 {
     return (hier_shm_header_t *)shm->base;
 }
 
-static int hier_shm_open_fd(hier_shm_t *shm, const char *dir, const char *name, int flags)
+hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
 {
+    return (hier_shm_ctl_t *)(shm->base + hier_shm_ctl_off()) + rank;
+}
+
+hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm)
+{
+    return (hier_shm_offer_t *)(shm->base + sizeof(hier_shm_header_t));
+}
+
+_Atomic uint64_t *hier_shm_ll_line(hier_shm_t *shm, int rank, int parity)
+{
+    return (_Atomic uint64_t *)(shm->base + hier_shm_lines_off(shm->shape.nranks) +
+                                ((size_t)rank * 2 + (size_t)parity) * HIER_SHM_LINE);
+}
+
+uint8_t *hier_shm_ll_tail(hier_shm_t *shm, int rank, int parity)
+{
+    return shm->base + hier_shm_tails_off(shm->shape.nranks) + ((size_t)rank * 2 + (size_t)parity) * HIER_SHM_LL_TAIL;
+}
+
+uint64_t *hier_shm_ll_seq(hier_shm_t *shm)
+{
+    return &shm->ll_seq;
+}
+
+const char *hier_shm_name(const hier_shm_t *shm)
+{
+    return shm->name;
+}
+
+const hier_shm_shape_t *hier_shm_shape(const hier_shm_t *shm)
+{
+    return &shm->shape;
+}
+
+/* A name nobody can guess ahead of us: pid, a counter and 64 random bits. */
+static void hier_shm_fresh_name(char *name)
+{
+    static _Atomic unsigned counter;
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        rnd = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+    }
+    snprintf(name, HIER_SHM_NAME_MAX, "coll-hier-%d-%u-%016llx", (int)getpid(), atomic_fetch_add(&counter, 1),
+             (unsigned long long)rnd);
+}
+
+/* O_NOFOLLOW and O_EXCL: a file someone else put there (a link, an old
+ * file) is never opened as ours; O_CLOEXEC: children of system() do not
+ * inherit it. */
+static int hier_shm_open_fd(hier_shm_t *shm, const char *dir, int create)
+{
+    int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT | O_EXCL : 0);
     shm->posix = !dir || !dir[0];
     if (shm->posix) {
-        snprintf(shm->path, sizeof(shm->path), "/%s", name);
+        snprintf(shm->path, sizeof(shm->path), "/%s", shm->name);
         return shm_open(shm->path, flags, 0600);
     }
-    snprintf(shm->path, sizeof(shm->path), "%s/%s", dir, name);
+    snprintf(shm->path, sizeof(shm->path), "%s/%s", dir, shm->name);
     return open(shm->path, flags, 0600);
 }
 
-static hier_status_t hier_shm_map(const char *dir, const char *name, int nranks, size_t chunk_bytes, int create,
+static hier_status_t hier_shm_map(const char *dir, const char *name, const hier_shm_shape_t *shape, int create,
                                   hier_shm_t **shm_p)
 {
-    hier_status_t st = HIER_ERR_SHM;
-    size_t size = hier_shm_segment_size(nranks, chunk_bytes);
+    size_t size = hier_shm_size(shape);
     hier_shm_t *shm = calloc(1, sizeof(*shm));
     if (!shm) return HIER_ERR_NO_MEMORY;
     shm->fd = -1;
+    shm->shape = *shape;
+    if (create) hier_shm_fresh_name(shm->name);
+    else snprintf(shm->name, sizeof(shm->name), "%s", name);
 
-    int fd = hier_shm_open_fd(shm, dir, name, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR);
+    int fd = hier_shm_open_fd(shm, dir, create);
     if (fd < 0) {
         HIER_ERROR("cannot %s shared-memory file %s: %s", create ? "create" : "open", shm->path, strerror(errno));
         goto free_shm;
     }
-    shm->linked = 1;
+    shm->linked = create;
     if (create && ftruncate(fd, (off_t)size) != 0) {
         HIER_ERROR("cannot size shared-memory file %s to %zu bytes: %s", shm->path, size, strerror(errno));
         goto close_fd;
     }
-    /* Allocate the header and control lines now so a full tmpfs fails here
-     * with ENOSPC instead of SIGBUS later; slots are allocated by owners. */
+    /* Allocate the parts before the slots now, so a full tmpfs fails here
+     * with ENOSPC instead of SIGBUS later; slots are allocated by owners. The
+     * low-latency tails are allocated too, but touched only by payloads
+     * larger than a line's head. */
     if (create) {
-        int err = posix_fallocate(fd, 0, (off_t)hier_shm_data_off(nranks));
+        int err = posix_fallocate(fd, 0, (off_t)hier_shm_slots_off(shape));
         if (err) {
             HIER_ERROR("cannot allocate shared-memory file %s: %s", shm->path, strerror(err));
             goto close_fd;
@@ -127,8 +198,8 @@ static hier_status_t hier_shm_map(const char *dir, const char *name, int nranks,
         goto close_fd;
     }
     shm->size = size;
-    shm->nranks = nranks;
     shm->fd = fd;
+    atomic_fetch_add_explicit(&hier_shm_total, size, memory_order_relaxed);
     *shm_p = shm;
     return HIER_OK;
 
@@ -137,44 +208,45 @@ close_fd:
     if (create) hier_shm_unlink(shm);
 free_shm:
     free(shm);
-    return st;
+    return HIER_ERR_SHM;
 }
 
-hier_status_t hier_shm_create(const char *dir, const char *name, int nranks, size_t chunk_bytes,
-                              hier_shm_t **shm_p)
+hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hier_shm_t **shm_p)
 {
     hier_shm_t *shm;
-    hier_status_t st = hier_shm_map(dir, name, nranks, chunk_bytes, 1, &shm);
+    hier_status_t st = hier_shm_map(dir, NULL, shape, 1, &shm);
     if (st != HIER_OK) return st;
 
     hier_shm_header_t *h = hier_shm_header(shm);
     h->magic = HIER_SHM_MAGIC;
     h->version = HIER_SHM_VERSION;
-    h->nranks = (uint32_t)nranks;
-    h->chunk_bytes = chunk_bytes;
-    h->data_off = hier_shm_data_off(nranks);
-    h->slot_stride = hier_shm_slot_stride(chunk_bytes);
+    h->kind = (uint32_t)shape->kind;
+    h->nranks = (uint32_t)shape->nranks;
+    h->chunk_bytes = shape->chunk_bytes;
+    h->slots_off = hier_shm_slots_off(shape);
+    h->slot_stride = hier_shm_slot_stride(shape);
     h->total_bytes = shm->size;
-    for (int r = 0; r < nranks; r++) atomic_init(&hier_shm_ctl(shm, r)->phase, 0);
+    if (shape->kind == HIER_SHM_NODE) {
+        atomic_init(&hier_shm_offer(shm)->seq, 0);
+        for (int r = 0; r < shape->nranks; r++) atomic_init(&hier_shm_ctl(shm, r)->phase, 0);
+    }
     *shm_p = shm;
     return HIER_OK;
 }
 
-hier_status_t hier_shm_attach(const char *dir, const char *name, int nranks, int me, size_t chunk_bytes,
-                              hier_shm_t **shm_p)
+hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_shape_t *shape, hier_shm_t **shm_p)
 {
     hier_shm_t *shm;
-    hier_status_t st = hier_shm_map(dir, name, nranks, chunk_bytes, 0, &shm);
+    hier_status_t st = hier_shm_map(dir, name, shape, 0, &shm);
     if (st != HIER_OK) return st;
 
     const hier_shm_header_t *h = hier_shm_header(shm);
-    if (h->magic != HIER_SHM_MAGIC || h->version != HIER_SHM_VERSION || h->nranks != (uint32_t)nranks ||
-        h->chunk_bytes != chunk_bytes || h->total_bytes != shm->size) {
-        HIER_ERROR("rank %d: segment %s has layout version %u for %u ranks, chunk %llu; expected version %u, "
+    if (h->magic != HIER_SHM_MAGIC || h->version != HIER_SHM_VERSION || h->kind != (uint32_t)shape->kind ||
+        h->nranks != (uint32_t)shape->nranks || h->chunk_bytes != shape->chunk_bytes || h->total_bytes != shm->size) {
+        HIER_ERROR("segment %s has layout version %u, kind %u, %u ranks, chunk %llu; expected version %u, kind %d, "
                    "%d ranks, chunk %zu (mixed coll/hier builds or parameters?)",
-                   me, shm->path, h->version, h->nranks, (unsigned long long)h->chunk_bytes, HIER_SHM_VERSION,
-                   nranks, chunk_bytes);
-        shm->linked = 0; /* the creator owns the name */
+                   shm->path, h->version, h->kind, h->nranks, (unsigned long long)h->chunk_bytes, HIER_SHM_VERSION,
+                   (int)shape->kind, shape->nranks, shape->chunk_bytes);
         hier_shm_detach(shm);
         return HIER_ERR_SHM;
     }
@@ -185,15 +257,18 @@ hier_status_t hier_shm_attach(const char *dir, const char *name, int nranks, int
 hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
 {
     const hier_shm_header_t *h = hier_shm_header(shm);
-    off_t off = (off_t)(h->data_off + (size_t)me * h->slot_stride);
+    off_t off = (off_t)(h->slots_off + (size_t)me * h->slot_stride);
     int err = posix_fallocate(shm->fd, off, (off_t)h->slot_stride);
+    close(shm->fd);
+    shm->fd = -1;
     if (err) {
         HIER_ERROR("rank %d: cannot allocate its %llu-byte slot in %s: %s", me,
                    (unsigned long long)h->slot_stride, shm->path, strerror(err));
         return HIER_ERR_SHM;
     }
-    /* First touch from the owner: the pages are local to its NUMA node. */
-    memset(shm->base + off, 0, h->slot_stride);
+    /* (allocated by the owner: the pages are on its NUMA node; none is
+     * touched here, so none counts in anybody's memory before it is used) */
+    if (shm->shape.kind != HIER_SHM_NODE) return HIER_OK;
     hier_shm_ctl(shm, me)->pid = (int32_t)getpid();
     hier_shm_ctl(shm, me)->numa = numa;
     hier_shm_ctl(shm, me)->cma_probe_addr = hier_cma_probe_addr();
@@ -219,7 +294,10 @@ void hier_shm_unlink(hier_shm_t *shm)
 void hier_shm_detach(hier_shm_t *shm)
 {
     if (!shm) return;
-    if (shm->base) munmap(shm->base, shm->size);
+    if (shm->base) {
+        munmap(shm->base, shm->size);
+        atomic_fetch_sub_explicit(&hier_shm_total, shm->size, memory_order_relaxed);
+    }
     if (shm->fd >= 0) close(shm->fd);
     free(shm);
 }
@@ -227,12 +305,12 @@ void hier_shm_detach(hier_shm_t *shm)
 uint8_t *hier_shm_slot(hier_shm_t *shm, int rank)
 {
     const hier_shm_header_t *h = hier_shm_header(shm);
-    return shm->base + h->data_off + (size_t)rank * h->slot_stride;
+    return shm->base + h->slots_off + (size_t)rank * h->slot_stride;
 }
 
 size_t hier_shm_parity_stride(const hier_shm_t *shm)
 {
-    return ((const hier_shm_header_t *)shm->base)->chunk_bytes;
+    return hier_shm_header(shm)->chunk_bytes;
 }
 
 /* A peer is gone when its pid no longer exists or is a zombie (its parent,
@@ -265,7 +343,7 @@ static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
 {
     char line[256];
     int n = 0;
-    for (int r = 0; r < shm->nranks && n < (int)sizeof(line) - 24; r++)
+    for (int r = 0; r < shm->shape.nranks && n < (int)sizeof(line) - 24; r++)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu",
                       (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
     HIER_ERROR("local rank %d has waited %d s for local rank %d; barrier phases by rank:%s (ranks on different "

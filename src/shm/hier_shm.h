@@ -1,16 +1,34 @@
-/* hier_shm.h: the per-node shared-memory segment of one communicator.
+/* hier_shm.h: the shared-memory segments of a node's ranks.
  *
- * Layout (a wire format between processes; bump HIER_SHM_VERSION on change):
+ * Two kinds, both wire formats between processes (bump HIER_SHM_VERSION on
+ * any change):
+ *
+ * A node segment, made at a communicator's first collective: what every
+ * call needs, small.
  *   [0, 128)                      hier_shm_header_t
- *   [128, 128 + 128 n)            one hier_shm_ctl_t per local rank, each on its
+ *   [128, 256)                    hier_shm_offer_t: where the pipeline segment is
+ *   [256, 256 + 128 n)            one hier_shm_ctl_t per local rank, each on its
  *                                 own 128-byte line pair (no false sharing, and
  *                                 clear of the adjacent-line prefetcher)
- *   [ll_off + r * 2 * LL_AREA)    rank r's two low-latency areas (hier_comm_ll.c)
- *   [data_off + r * slot_stride)  rank r's slot: two pipeline buffers of
- *                                 chunk_bytes each, page aligned, allocated
- *                                 (posix_fallocate) by rank r itself so the
- *                                 pages sit on its NUMA node (first touch)
- */
+ *   [lines_off + (2 r + p) * 128) rank r's low-latency line of parity p: the
+ *                                 header word and the first 96 payload bytes
+ *                                 (exec/hier_exec_ll.c): packed after the control
+ *                                 lines, so a small call touches one page or two
+ *   [tails_off + (2 r + p) * TAIL) the rest of that payload, page aligned
+ *   [slots_off + r * slot_stride) rank r's small slot: two pipeline buffers of
+ *                                 chunk_bytes (a few KiB), page aligned
+ *
+ * A pipeline segment, made at the first call too large for the small
+ * slots: rank r's slot of two pipeline buffers of chunk_bytes each.
+ *   [0, 128)                      hier_shm_header_t
+ *   [slots_off + r * slot_stride) rank r's slot, page aligned
+ *
+ * Every slot is allocated (posix_fallocate) by its owner, so its pages sit
+ * on the owner's NUMA node and a full /dev/shm is an error at set-up, not a
+ * SIGBUS later; a page counts in a process's memory only once it touches it. Files are created under a fresh,
+ * unpredictable name (O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0600), unlinked
+ * as soon as every rank has mapped them, and their descriptors closed once
+ * the owner's slot is allocated. */
 #ifndef HIER_SHM_H
 #define HIER_SHM_H
 
@@ -21,26 +39,43 @@
 #include <sys/types.h>
 
 #include "base/hier_status.h"
+#include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 3u
-/* Low-latency area: a header word, then up to 8312 payload bytes. */
-#define HIER_SHM_LL_WORDS 1025
-#define HIER_SHM_LL_AREA (HIER_SHM_LL_WORDS * 8 + 120) /* rounded to a line pair: 8320 */
+#define HIER_SHM_VERSION 5u
 #define HIER_SHM_LINE 128
+/* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
+ * multiple of every element size, so no element straddles), the rest in a
+ * tail of HIER_SHM_LL_TAIL. */
+#define HIER_SHM_LL_HEAD 96
+#define HIER_SHM_LL_TAIL 8192
+#define HIER_SHM_NAME_MAX 64
+
+typedef enum { HIER_SHM_NODE = 1, HIER_SHM_PIPE = 2 } hier_shm_kind_t;
 
 typedef struct {
     uint32_t magic;
     uint32_t version;
+    uint32_t kind;      /* hier_shm_kind_t */
     uint32_t nranks;
-    uint32_t reserved;
     uint64_t chunk_bytes;
-    uint64_t data_off;
+    uint64_t slots_off;
     uint64_t slot_stride;
     uint64_t total_bytes;
     uint8_t pad[HIER_SHM_LINE - 48];
 } hier_shm_header_t;
 static_assert(sizeof(hier_shm_header_t) == HIER_SHM_LINE, "header is one line pair");
+
+/* Node segment: the local leader says here which pipeline segment the
+ * node's ranks map (comm/hier_comm_node.c); seq counts its offers. */
+typedef struct {
+    _Atomic uint64_t seq;
+    uint64_t chunk_bytes;
+    uint32_t fresh;      /* made for this offer (else recycled: the others take it from their pools) */
+    char name[HIER_SHM_NAME_MAX];
+    uint8_t pad[HIER_SHM_LINE - 20 - HIER_SHM_NAME_MAX];
+} hier_shm_offer_t;
+static_assert(sizeof(hier_shm_offer_t) == HIER_SHM_LINE, "offer is one line pair");
 
 typedef struct {
     /* Line 0, polled by every peer: barriers this rank has entered, and how
@@ -48,7 +83,7 @@ typedef struct {
     _Atomic uint64_t phase;
     _Atomic uint32_t sleepers;
     uint8_t pad0[64 - 12];
-    /* Line 1. Written once by the owner before the attach agreement: */
+    /* Line 1. Written once by the owner before the set-up's agreement: */
     int32_t pid;
     int32_t numa;               /* the owner's NUMA domain, -1 unknown */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
@@ -64,11 +99,53 @@ typedef struct {
 static_assert(offsetof(hier_shm_ctl_t, pid) == 64, "per-call fields stay off the polled line");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
-static_assert(HIER_SHM_LL_AREA % HIER_SHM_LINE == 0, "low-latency areas start on line pairs");
+static_assert(8 + HIER_SHM_LL_HEAD <= HIER_SHM_LINE, "a low-latency header and its head share a line pair");
+static_assert(HIER_SHM_LL_HEAD % 32 == 0 && HIER_SHM_LL_HEAD % 12 == 0, "no element straddles head and tail");
 
-/* What waiting does once spinning stops paying: the glue passes opal_progress. */
-typedef void (*hier_progress_fn_t)(void);
+typedef struct {
+    hier_shm_kind_t kind;
+    int nranks;
+    size_t chunk_bytes; /* per pipeline buffer; a slot holds two */
+} hier_shm_shape_t;
 
+typedef struct hier_shm hier_shm_t;
+
+/* Bytes of a segment of this shape. */
+size_t hier_shm_size(const hier_shm_shape_t *shape);
+/* Bytes of every segment this process has mapped now (the budget's measure). */
+size_t hier_shm_mapped_total(void);
+
+/* Create a segment under a fresh name (hier_shm_name), in `dir` (NULL or "":
+ * POSIX shm_open, /dev/shm). */
+hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hier_shm_t **shm_p);
+/* Map the segment another rank created; HIER_ERR_SHM if it is not of this shape. */
+hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_shape_t *shape, hier_shm_t **shm_p);
+const char *hier_shm_name(const hier_shm_t *shm);
+const hier_shm_shape_t *hier_shm_shape(const hier_shm_t *shm);
+/* Allocate and touch rank me's own slot and close the file; a node segment
+ * also publishes the rank's pid and NUMA domain. Once per segment and rank. */
+hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa);
+/* Remove the name; the mapping stays valid. Once every rank has mapped it. */
+void hier_shm_unlink(hier_shm_t *shm);
+void hier_shm_detach(hier_shm_t *shm); /* NULL is fine */
+
+/* Rank's slot: parity 0, then parity 1 parity_stride bytes later. */
+uint8_t *hier_shm_slot(hier_shm_t *shm, int rank);
+size_t hier_shm_parity_stride(const hier_shm_t *shm);
+
+/* ---- node segments only ---- */
+hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
+int hier_shm_peer_numa(hier_shm_t *shm, int rank);
+hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm);
+/* Rank's low-latency line of this parity: the header word, then
+ * HIER_SHM_LL_HEAD payload bytes; and the rest of the payload. */
+_Atomic uint64_t *hier_shm_ll_line(hier_shm_t *shm, int rank, int parity);
+uint8_t *hier_shm_ll_tail(hier_shm_t *shm, int rank, int parity);
+/* This process's count of low-latency calls over the segment (it outlives
+ * a communicator when the segment is recycled). */
+uint64_t *hier_shm_ll_seq(hier_shm_t *shm);
+
+/* How a rank waits for its node's peers. */
 typedef struct {
     int nranks;
     int me;
@@ -79,31 +156,6 @@ typedef struct {
     int sleep;
 } hier_shm_wait_t;
 
-typedef struct hier_shm hier_shm_t;
-
-/* Size of a segment for nranks slots of 2 x chunk_bytes. */
-size_t hier_shm_segment_size(int nranks, size_t chunk_bytes);
-
-/* Rank 0 creates the segment file; `name` (at most HIER_SHM_NAME_MAX bytes)
- * is what the others attach to. dir == NULL or "" means POSIX shm_open. */
-#define HIER_SHM_NAME_MAX 256
-hier_status_t hier_shm_create(const char *dir, const char *name, int nranks, size_t chunk_bytes,
-                              hier_shm_t **shm_p);
-hier_status_t hier_shm_attach(const char *dir, const char *name, int nranks, int me, size_t chunk_bytes,
-                              hier_shm_t **shm_p);
-/* Reserve and touch this rank's own slot and publish its pid and NUMA domain. */
-hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa);
-/* NUMA domain a rank published in hier_shm_claim (valid after the agreement). */
-int hier_shm_peer_numa(hier_shm_t *shm, int rank);
-/* The control line of a rank, for the single-copy fields. */
-hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
-/* Remove the name; the mapping stays valid. Called once every rank has attached. */
-void hier_shm_unlink(hier_shm_t *shm);
-void hier_shm_detach(hier_shm_t *shm);
-
-uint8_t *hier_shm_slot(hier_shm_t *shm, int rank);
-size_t hier_shm_parity_stride(const hier_shm_t *shm);
-
 /* Enter the next barrier and wait until every local rank has entered it.
  * HIER_ERR_PEER_DEAD if a peer process has exited while we wait. */
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
@@ -113,8 +165,5 @@ hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
 typedef int (*hier_shm_ready_fn_t)(uint64_t word, uint64_t arg);
 hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
                             uint64_t arg, const hier_shm_wait_t *wait);
-
-/* Rank's low-latency area of this parity: HIER_SHM_LL_WORDS words. */
-_Atomic uint64_t *hier_shm_ll_area(hier_shm_t *shm, int rank, int parity);
 
 #endif

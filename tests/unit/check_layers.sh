@@ -5,8 +5,8 @@
 #   base < accel < sched < shm, net < exec < select < comm
 #
 # (shm and net are siblings: neither includes the other). Inside a layer,
-# no two modules (foo.c + foo.h) include each other, directly or through
-# others. The glue in mca/ includes only the core's public headers: the
+# no two modules (foo.c, foo.h and its private foo_impl.h) include each
+# other, directly or through others. The glue in mca/ includes only the core's public headers: the
 # communicator (comm/hier_comm.h), base/ and the accelerator registry.
 set -u
 src=${HIER_SRCDIR:-.}
@@ -27,8 +27,9 @@ for f in src/*/*.c src/*/*.h; do
     layer=$(basename "$(dirname "$f")")
     lr=$(rank "$layer")
     [ "$lr" = 99 ] && { echo "FAIL: $f is in a folder that is no layer"; fail=1; continue; }
-    mod=$layer/$(basename "$f" | sed 's/\.[ch]$//')
-    for inc in $(sed -n 's/^#include "\([a-z]*\/hier_[a-z0-9_]*\)\.h".*/\1/p' "$f"); do
+    # a module is foo.c, foo.h and its private foo_impl.h
+    mod=$layer/$(basename "$f" | sed 's/\.[ch]$//; s/_impl$//')
+    for inc in $(sed -n 's/^#include "\([a-z]*\/hier_[a-z0-9_]*\)\.h".*/\1/p' "$f" | sed 's/_impl$//'); do
         il=${inc%%/*}
         ir=$(rank "$il")
         if [ "$ir" -gt "$lr" ] || { [ "$ir" = "$lr" ] && [ "$il" != "$layer" ]; }; then

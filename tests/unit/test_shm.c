@@ -17,8 +17,10 @@
 #include "fabric_reap.h"
 #include "accel/hier_accel.h"
 #include "comm/hier_comm.h"
+#include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "shm/hier_shm.h"
+#include "shm/hier_shm_pool.h"
 #include "test_dev_backend.h"
 
 /* The glue's services (bcast, agree), over an anonymous shared mapping. */
@@ -26,8 +28,8 @@ typedef struct {
     _Atomic int arrived;
     _Atomic int generation;
     int nranks;
-    int values[64];
-    char buf[4096];
+    int values[64][8];
+    char buf[16384];
 } fork_world_t;
 
 typedef struct {
@@ -57,15 +59,29 @@ static int fork_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
     return 0;
 }
 
-static int fork_agree(int *value, void *arg)
+static int fork_agree(int *values, int n, void *arg)
 {
     fork_rank_t *r = arg;
-    r->w->values[r->me] = *value;
+    if (n > 8) return -1;
+    memcpy(r->w->values[r->me], values, (size_t)n * sizeof(int));
     fork_barrier(r->w);
     for (int i = 0; i < r->w->nranks; i++)
-        if (r->w->values[i] < *value) *value = r->w->values[i];
+        for (int k = 0; k < n; k++)
+            if (r->w->values[i][k] < values[k]) values[k] = r->w->values[i][k];
     fork_barrier(r->w);
     return 0;
+}
+
+/* Ranks per node for the next run_ranks: 0 = all on one node; K = nodes of
+ * K consecutive ranks, joined by the libfabric provider in hier_params. */
+static int fork_ranks_per_node;
+
+/* Rank r shares my node when the layout says so; its process is r. */
+static int fork_peer(int r, uint64_t *proc, void *arg)
+{
+    fork_rank_t *fr = arg;
+    *proc = (uint64_t)r + 1000;
+    return !fork_ranks_per_node || r / fork_ranks_per_node == fr->me / fork_ranks_per_node;
 }
 
 static int count_segments(void)
@@ -81,9 +97,8 @@ static int count_segments(void)
 
 typedef int (*rank_body_t)(hier_comm_t *comm, int me, int n, fork_world_t *w);
 
-/* Ranks per node for the next run_ranks: 0 = all on one node; K = nodes of
- * K consecutive ranks, joined by the libfabric provider in hier_params. */
-static int fork_ranks_per_node;
+/* In a forked rank: the services, for the communicators a body makes itself. */
+static hier_comm_ops_t fork_ops;
 
 /* Fork n ranks running body; returns how many exited with status 0. */
 static int run_ranks(int n, rank_body_t body, int *statuses)
@@ -99,10 +114,10 @@ static int run_ranks(int n, rank_body_t body, int *statuses)
             fork_rank_t fr = {w, r};
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* let siblings read us (Yama ptrace_scope 1) */
             prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
-            hier_comm_ops_t ops = {.allgather = fork_allgather, .agree = fork_agree, .progress = NULL, .arg = &fr};
+            fork_ops = (hier_comm_ops_t){.allgather = fork_allgather, .agree = fork_agree, .peer = fork_peer,
+                                         .progress = NULL, .arg = &fr};
             hier_comm_t *comm;
-            int node = fork_ranks_per_node ? r / fork_ranks_per_node : -1;
-            if (hier_comm_create(n, r, node, &ops, &comm) != HIER_OK) _exit(3);
+            if (hier_comm_create(n, r, &fork_ops, &comm) != HIER_OK) _exit(3);
             int rc = body(comm, r, n, w);
             hier_comm_destroy(comm);
             hier_core_finalize(); /* closes the endpoint: the shm provider leaves a file behind otherwise */
@@ -253,13 +268,20 @@ Test(shm, dead_peer_is_reported_not_waited_for)
 
 Test(shm, attach_rejects_a_different_layout)
 {
-    char name[64];
+    hier_shm_shape_t two = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_shape_t chunk = two, three = two, pipe = two;
     hier_shm_t *a, *b;
-    snprintf(name, sizeof(name), "coll-hier-test-%d", (int)getpid());
-    cr_assert_eq(hier_shm_create(NULL, name, 2, 4096, &a), HIER_OK);
-    cr_assert_eq(hier_shm_attach(NULL, name, 2, 1, 8192, &b), HIER_ERR_SHM, "chunk size mismatch accepted");
-    cr_assert_eq(hier_shm_attach(NULL, name, 3, 1, 4096, &b), HIER_ERR_SHM, "rank count mismatch accepted");
-    cr_assert_eq(hier_shm_attach(NULL, name, 2, 1, 4096, &b), HIER_OK);
+    char name[HIER_SHM_NAME_MAX];
+    chunk.chunk_bytes = 16384;
+    three.nranks = 3;
+    pipe.kind = HIER_SHM_PIPE;
+    cr_assert_eq(hier_shm_create(NULL, &two, &a), HIER_OK);
+    snprintf(name, sizeof(name), "%s", hier_shm_name(a));
+    cr_assert(strlen(name) > 30, "an unpredictable name: %s", name);
+    cr_assert_eq(hier_shm_attach(NULL, name, &chunk, &b), HIER_ERR_SHM, "chunk size mismatch accepted");
+    cr_assert_eq(hier_shm_attach(NULL, name, &three, &b), HIER_ERR_SHM, "rank count mismatch accepted");
+    cr_assert_eq(hier_shm_attach(NULL, name, &pipe, &b), HIER_ERR_SHM, "kind mismatch accepted");
+    cr_assert_eq(hier_shm_attach(NULL, name, &two, &b), HIER_OK);
     cr_assert_eq(hier_shm_claim(b, 1, -1), HIER_OK);
     cr_assert_eq(hier_shm_claim(a, 0, 0), HIER_OK);
     cr_assert_eq(hier_shm_peer_numa(a, 0), 0);
@@ -267,17 +289,168 @@ Test(shm, attach_rejects_a_different_layout)
     hier_shm_unlink(a);
     hier_shm_detach(b);
     hier_shm_detach(a);
-    cr_assert_eq(hier_shm_attach(NULL, name, 2, 1, 4096, &b), HIER_ERR_SHM, "unlinked name still attachable");
+    cr_assert_eq(hier_shm_attach(NULL, name, &two, &b), HIER_ERR_SHM, "unlinked name still attachable");
+}
+
+/* A file someone else put under the name is never taken for ours, and a
+ * fresh name is never the same twice. */
+Test(shm, fresh_names_are_exclusive)
+{
+    hier_shm_shape_t s = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_t *a, *b;
+    cr_assert_eq(hier_shm_create(NULL, &s, &a), HIER_OK);
+    cr_assert_eq(hier_shm_create(NULL, &s, &b), HIER_OK);
+    cr_assert_str_neq(hier_shm_name(a), hier_shm_name(b));
+    hier_shm_unlink(a);
+    hier_shm_unlink(b);
+    hier_shm_detach(a);
+    hier_shm_detach(b);
 }
 
 Test(shm, layout_is_a_wire_format)
 {
+    hier_shm_shape_t node2 = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_shape_t node40 = {.kind = HIER_SHM_NODE, .nranks = 40, .chunk_bytes = 8192};
+    hier_shm_shape_t pipe4 = {.kind = HIER_SHM_PIPE, .nranks = 4, .chunk_bytes = 262144};
     cr_assert_eq(sizeof(hier_shm_header_t), 128);
+    cr_assert_eq(sizeof(hier_shm_offer_t), 128);
     cr_assert_eq(sizeof(hier_shm_ctl_t), 128);
-    cr_assert_eq(HIER_SHM_LL_AREA, 8320);
-    /* header, 2 control lines, 2 x 2 low-latency areas = 33664 bytes: 9 pages, then the slots */
-    cr_assert_eq(hier_shm_segment_size(2, 4096), 9 * 4096 + 2 * 8192);
-    cr_assert_eq(hier_shm_segment_size(40, 4096), 164 * 4096 + 40 * 8192); /* 670848 bytes before the slots */
+    /* header, offer, 2 control lines, 2 x 2 low-latency lines: one page; 2 x 2
+     * tails of 8 KiB: 8 pages; then 2 slots of 2 x 8 KiB */
+    cr_assert_eq(hier_shm_size(&node2), 9 * 4096 + 2 * 16384);
+    /* 256 + 40 x 128 + 80 x 128 = 15616 bytes: 4 pages; 80 tails: 160 pages */
+    cr_assert_eq(hier_shm_size(&node40), 164 * 4096 + 40 * 16384);
+    cr_assert_eq(hier_shm_size(&pipe4), 4096 + 4 * 524288);
+}
+
+/* ---- communicators made and freed by the hundred ---- */
+
+/* One checked 8-byte allreduce on a communicator of my own, then its footprint. */
+static int small_call(int me, int n, hier_comm_footprint_t *fp, int keep, hier_comm_t **comm_p)
+{
+    hier_comm_t *c;
+    int64_t x = me + 1, y = 0;
+    hier_path_t path;
+    if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+    if (hier_comm_allreduce(c, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+    if (y != (int64_t)n * (n + 1) / 2) return 3;
+    hier_comm_footprint(c, fp);
+    if (keep) *comm_p = c;
+    else hier_comm_destroy(c);
+    return 0;
+}
+
+/* A dup storm: each communicator's node segment is the previous one's,
+ * nothing but the node level is made for small messages, and nothing is
+ * left in /dev/shm. */
+static int storm(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    int recycled = 0, before = count_segments();
+    (void)comm, (void)w;
+    for (int i = 0; i < 200; i++) {
+        hier_comm_footprint_t fp;
+        int rc = small_call(me, n, &fp, 0, NULL);
+        if (rc) return 10 + rc;
+        if (!fp.node || fp.pipeline || fp.net || fp.peer_direct || fp.staging) return 20;
+        recycled += fp.recycled;
+    }
+    if (recycled < 190) return 30;
+    if (count_segments() > before) return 31;
+    if (hier_shm_pool_count() < 1) return 32;
+    return 0;
+}
+
+Test(shm, communicators_recycle_their_segments)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(3, storm, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
+}
+
+/* Communicators alive at once each have their own segment (a storm of
+ * splits); freed, they go to the pool, bounded. */
+static int live_ones(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    hier_comm_t *live[40];
+    (void)comm, (void)w;
+    for (int i = 0; i < 40; i++) {
+        hier_comm_footprint_t fp;
+        int rc = small_call(me, n, &fp, 1, &live[i]);
+        if (rc) return 10 + rc;
+        if (i > 0 && fp.recycled) return 20; /* (the pool had none: every one is alive) */
+    }
+    size_t mapped = hier_shm_mapped_total();
+    for (int i = 0; i < 40; i++) hier_comm_destroy(live[i]);
+    if (hier_shm_pool_count() > 32) return 30;
+    return hier_shm_mapped_total() < mapped ? 0 : 31;
+}
+
+Test(shm, live_communicators_have_their_own_segments)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(2, live_ones, st), 2, "statuses %d %d", st[0], st[1]);
+}
+
+/* A large call with a budget too small for pipeline buffers: the small
+ * slots serve it, correctly; with room for smaller ones than asked for,
+ * those. Never a failure. */
+static int budget(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    size_t count = 200000;
+    int64_t *x = malloc(count * 8), *y = malloc(count * 8);
+    hier_path_t path;
+    (void)w;
+    for (size_t i = 0; i < count; i++) x[i] = (int64_t)(me + 1) * (int64_t)i;
+    hier_params.shm_chunk_size = 262144;
+    hier_params.cma = 0; /* (through the segment: single copy needs no pipeline buffers) */
+    for (int round = 0; round < 2; round++) {
+        hier_comm_t *c;
+        hier_comm_footprint_t fp;
+        /* round 0: nothing beyond the node segment fits; round 1: 64 KiB buffers do, 256 KiB ones do not */
+        hier_params.shm_budget = round == 0 ? 1 : hier_shm_mapped_total() + 300 * 1024;
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+        for (int it = 0; it < 3; it++) {
+            memset(y, 0, count * 8);
+            if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+            for (size_t i = 0; i < count; i++)
+                if (y[i] != (int64_t)n * (n + 1) / 2 * (int64_t)i) return 3;
+        }
+        hier_comm_footprint(c, &fp);
+        if (fp.pipeline != round) return 4 + round;
+        if (round == 1 && fp.mapped_bytes > hier_params.shm_budget) return 6;
+        hier_comm_destroy(c);
+    }
+    (void)comm;
+    free(x);
+    free(y);
+    return 0;
+}
+
+Test(shm, a_small_budget_gives_smaller_buffers_never_a_failure)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(2, budget, st), 2, "statuses %d %d", st[0], st[1]);
+}
+
+/* Rank 1 keeps nothing (its budget is all in use): the leader offers its
+ * recycled segment, rank 1 lacks it, and the set-up makes a fresh one. */
+static int missing(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    int before = count_segments();
+    (void)comm, (void)w;
+    if (me == 1) hier_params.shm_budget = 1;
+    for (int i = 0; i < 20; i++) {
+        hier_comm_footprint_t fp;
+        int rc = small_call(me, n, &fp, 0, NULL);
+        if (rc) return 10 + rc;
+        if (fp.recycled) return 20;
+    }
+    return count_segments() > before ? 30 : 0;
+}
+
+Test(shm, a_recycled_segment_missing_somewhere_means_a_fresh_one)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(2, missing, st), 2, "statuses %d %d", st[0], st[1]);
 }
 
 /* ---- several nodes: forked ranks as nodes of 2, joined over libfabric ---- */

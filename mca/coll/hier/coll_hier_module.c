@@ -51,10 +51,25 @@ static int mca_coll_hier_core_allgather(const void *sbuf, void *rbuf, size_t len
                               hm->prev_allgather_module);
 }
 
-static int mca_coll_hier_core_agree(int *value, void *arg)
+static int mca_coll_hier_core_agree(int *values, int n, void *arg)
 {
     mca_coll_hier_module_t *hm = arg;
-    return hm->prev_allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, hm->comm, hm->prev_allreduce_module);
+    return hm->prev_allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, hm->comm, hm->prev_allreduce_module);
+}
+
+/* Whether communicator rank r shares this process's node (Open MPI's
+ * locality, or virtual nodes of ranks_per_node consecutive world ranks),
+ * and its process's identity in the job (jobid, vpid). */
+static int mca_coll_hier_core_peer(int r, uint64_t *proc_p, void *arg)
+{
+    mca_coll_hier_module_t *hm = arg;
+    int k = hier_params.ranks_per_node;
+    ompi_proc_t *p = ompi_comm_peer_lookup(hm->comm, r), *me = ompi_comm_peer_lookup(hm->comm, ompi_comm_rank(hm->comm));
+    uint32_t vpid = p->super.proc_name.vpid;
+    *proc_p = (uint64_t)p->super.proc_name.jobid << 32 | vpid;
+    if (p == me) return 1;
+    if (k > 0) return vpid / (uint32_t)k == me->super.proc_name.vpid / (uint32_t)k;
+    return OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags) != 0;
 }
 
 static int mca_coll_hier_core_oversubscribed(void)
@@ -80,24 +95,6 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
     return MCA_COLL_HIER_SERVED;
 }
 
-/* My node, named by the lowest communicator rank on it (from Open MPI's
- * locality, or virtual nodes of ranks_per_node consecutive world ranks), or
- * -1 when every rank is on my node: the answer is the same on every rank. */
-static int mca_coll_hier_my_node(ompi_communicator_t *comm)
-{
-    int k = hier_params.ranks_per_node, me = ompi_comm_rank(comm), node = me, alone = 1;
-    uint32_t my_vpid = ompi_comm_peer_lookup(comm, me)->super.proc_name.vpid;
-    if (k <= 0 && !ompi_group_have_remote_peers(comm->c_local_group)) return -1;
-    for (int r = ompi_comm_size(comm) - 1; r >= 0; r--) {
-        ompi_proc_t *p = ompi_comm_peer_lookup(comm, r);
-        int same = k > 0 ? p->super.proc_name.vpid / (uint32_t)k == my_vpid / (uint32_t)k
-                         : r == me || OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags);
-        if (same) node = r;
-        alone &= same;
-    }
-    return alone ? -1 : node;
-}
-
 #define MCA_COLL_HIER_SAVE(hm, comm, api)                                 \
     do {                                                                  \
         (hm)->prev_##api = (comm)->c_coll->coll_##api;                    \
@@ -114,7 +111,7 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     MCA_COLL_HIER_SAVE(hm, comm, allgather);
     MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter);
     MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_block);
-        if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block) {
+    if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block) {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u): no previous component provides every collective hier needs; "
                  "disqualifying myself", comm->c_name, (unsigned)ompi_comm_get_cid(comm));
         return OMPI_ERROR;
@@ -125,14 +122,12 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
     if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
         hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
-                               .progress = mca_coll_hier_core_progress,
+                               .peer = mca_coll_hier_core_peer, .progress = mca_coll_hier_core_progress,
                                .oversubscribed = mca_coll_hier_core_oversubscribed, .arg = hm};
-        int node = mca_coll_hier_my_node(comm);
-        hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), node, &ops, &hm->core);
+        hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
         if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
-        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks, %s): served by hier", comm->c_name,
-                 (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm),
-                 node < 0 ? "one node" : "several nodes");
+        HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): hier serves it from its first collective on",
+                 comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm));
     } else {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): not served, %s; calls go to the previous component",
                  comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm), why);

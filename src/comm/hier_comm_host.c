@@ -1,33 +1,75 @@
-/* hier_coll.c: the core's collectives: which algorithm serves a call, and
- * the call itself. */
+/* hier_comm_host.c: the collectives on host buffers: which algorithm serves
+ * a call, and the call itself. */
 #include <string.h>
 
-#include "comm/hier_coll_dev.h"
-#include "comm/hier_comm_impl.h"
+#include "base/hier_log.h"
 #include "base/hier_params.h"
+#include "comm/hier_comm_host.h"
+#include "comm/hier_comm_node.h"
+#include "comm/hier_comm_setup.h"
+#include "exec/hier_exec_ll.h"
+
+/* Common entry: the set-up at the first call, a forced fallback, or one rank. */
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
+{
+    if (algo == HIER_ALGO_FALLBACK) {
+        *path_p = HIER_PATH_FALLBACK_FORCED;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->size == 1) { /* (no segment for a communicator of one) */
+        *path_p = HIER_PATH_SELF;
+        return HIER_IN_PROGRESS; /* caller copies */
+    }
+    if (c->state == HIER_COMM_NEW) hier_comm_setup(c);
+    if (c->state == HIER_COMM_REFUSED) {
+        *path_p = c->refused;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return HIER_OK;
+}
+
+/* A schedule over the node (and the network); a failure on any rank fails
+ * the call on every rank, and the communicator uses the previous component
+ * from then on. */
+static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                                   hier_reduce_kernel_t kernel)
+{
+    hier_status_t st = hier_node_run(c, args, sbuf, rbuf, kernel);
+    if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED) {
+        c->state = HIER_COMM_REFUSED;
+        c->refused = HIER_PATH_FALLBACK_SHM;
+    }
+    return st;
+}
+
+static hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
+{
+    return (hier_exec_ll_t){.shm = c->node->small.seg, .wait = &c->node->wait};
+}
 
 /* Small enough for the low-latency path (auto, or forced and it fits). */
 static int hier_coll_use_ll(int algo, size_t bytes, size_t ll_max)
 {
-    size_t max = ll_max < hier_comm_ll_capacity() ? ll_max : hier_comm_ll_capacity();
-    if (algo == HIER_ALGO_LL) return bytes <= hier_comm_ll_capacity();
+    size_t max = ll_max < hier_exec_ll_capacity() ? ll_max : hier_exec_ll_capacity();
+    if (algo == HIER_ALGO_LL) return bytes <= hier_exec_ll_capacity();
     return algo == HIER_ALGO_AUTO && bytes <= max;
 }
 
 /* Allreduce: flat or NUMA tree when small, then the segment's pipelined
  * reduce-scatter + allgather, then single copy from allreduce_cma_min up. */
-static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t bytes, hier_path_t *path_p)
+static hier_sched_kind_t hier_comm_pick_allreduce(hier_comm_t *c, size_t bytes, hier_path_t *path_p)
 {
     int algo = hier_params.allreduce_algorithm;
     if (algo == HIER_ALGO_AUTO || algo == HIER_ALGO_LL) {
         if (bytes > hier_params.allreduce_flat_max)
-            algo = c->cma && bytes >= hier_params.allreduce_cma_min ? HIER_ALGO_CMA : HIER_ALGO_RSAG;
-        else if (c->groups.ngroups > 1 && (size_t)c->nranks >= hier_params.allreduce_numa_min_ranks)
+            algo = hier_params.cma && bytes >= hier_params.allreduce_cma_min && hier_node_cma(c) ? HIER_ALGO_CMA
+                                                                                                 : HIER_ALGO_RSAG;
+        else if (c->node->groups.ngroups > 1 && (size_t)c->layout.nranks >= hier_params.allreduce_numa_min_ranks)
             algo = HIER_ALGO_NUMA;
         else
             algo = HIER_ALGO_FLAT;
     }
-    if (algo == HIER_ALGO_CMA && !c->cma) algo = HIER_ALGO_RSAG; /* forced, but the kernel said no */
+    if (algo == HIER_ALGO_CMA && !hier_node_cma(c)) algo = HIER_ALGO_RSAG; /* forced, but the kernel said no */
     switch (algo) {
     case HIER_ALGO_NUMA: *path_p = HIER_PATH_SHM_NUMA; return HIER_SCHED_ALLREDUCE_NUMA;
     case HIER_ALGO_RSAG: *path_p = HIER_PATH_SHM_RSAG; return HIER_SCHED_ALLREDUCE_RSAG;
@@ -37,17 +79,18 @@ static hier_sched_kind_t hier_comm_pick_allreduce(const hier_comm_t *c, size_t b
 }
 
 /* Allgather and reduce_scatter: the segment, or single copy from `cma_min` up. */
-static int hier_comm_use_cma(const hier_comm_t *c, int algo, size_t bytes, size_t cma_min, int allowed)
+static int hier_comm_use_cma(hier_comm_t *c, int algo, size_t bytes, size_t cma_min, int allowed)
 {
-    if (!c->cma || !allowed) return 0;
-    return algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && bytes >= cma_min);
+    if (!allowed || !(algo == HIER_ALGO_CMA || (algo == HIER_ALGO_AUTO && hier_params.cma && bytes >= cma_min)))
+        return 0;
+    return hier_node_cma(c);
 }
 
 /* Several nodes: one owner per node below net_split_min bytes per rank (a
  * message per node, not per rank), else every local rank with its piece. */
 static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
 {
-    return bytes_per_rank < hier_params.net_split_min ? 1 : c->pieces;
+    return bytes_per_rank < hier_params.net_split_min ? 1 : c->layout.pieces;
 }
 
 /* Between nodes, recursive doubling (fewest rounds) up to net_rd_max bytes
@@ -57,8 +100,8 @@ static int hier_comm_net_pieces(const hier_comm_t *c, size_t bytes_per_rank)
  * rounds) on a power-of-two node count and the ring otherwise; or as forced. */
 static int hier_comm_net_algo(const hier_comm_t *c, size_t bytes_per_rank)
 {
-    int algo = hier_params.net_algorithm, pow2 = (c->nnodes & (c->nnodes - 1)) == 0;
-    size_t rd_max = c->nnodes == 2 ? hier_params.net_rd_max_two_nodes : hier_params.net_rd_max;
+    int algo = hier_params.net_algorithm, pow2 = (c->layout.nnodes & (c->layout.nnodes - 1)) == 0;
+    size_t rd_max = c->layout.nnodes == 2 ? hier_params.net_rd_max_two_nodes : hier_params.net_rd_max;
     if (algo != HIER_ALGO_AUTO) return algo;
     if (bytes_per_rank <= rd_max) return HIER_ALGO_RD;
     return pow2 ? HIER_ALGO_RH : HIER_ALGO_RING;
@@ -79,13 +122,13 @@ static int hier_comm_net_rd(const hier_comm_t *c, size_t bytes_per_rank)
 static int hier_comm_net_rd_allgather(const hier_comm_t *c, size_t block_bytes)
 {
     if (hier_params.net_algorithm != HIER_ALGO_AUTO) return hier_params.net_algorithm == HIER_ALGO_RD;
-    return c->nnodes == 2 || hier_comm_net_rd(c, block_bytes);
+    return c->layout.nnodes == 2 || hier_comm_net_rd(c, block_bytes);
 }
 
 static int hier_comm_net_rd_reduce_scatter(const hier_comm_t *c, size_t bytes_per_rank)
 {
     if (hier_params.net_algorithm != HIER_ALGO_AUTO) return hier_params.net_algorithm == HIER_ALGO_RD;
-    return !(c->nnodes == 2 && c->size == 2) && bytes_per_rank <= hier_params.net_rd_max &&
+    return !(c->layout.nnodes == 2 && c->size == 2) && bytes_per_rank <= hier_params.net_rd_max &&
            hier_comm_net_rd(c, bytes_per_rank);
 }
 
@@ -125,13 +168,14 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, bytes);
         st = HIER_OK;
-    } else if (st == HIER_OK && c->nnodes > 1) {
+    } else if (st == HIER_OK && c->layout.nnodes > 1) {
         hier_sched_args_t args = {.esize = esize, .count = count, .in_place = sbuf == NULL};
         args.kind = hier_comm_pick_net_allreduce(c, bytes, &args, &path);
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     } else if (st == HIER_OK && hier_coll_use_ll(algo, bytes, hier_params.allreduce_ll_max)) {
         path = HIER_PATH_SHM_LL;
-        st = hier_comm_ll_allreduce(c, sbuf, rbuf, count, esize, kernel);
+        hier_exec_ll_t ll = hier_comm_ll(c);
+        st = hier_exec_ll_allreduce(&ll, sbuf, rbuf, count, esize, kernel);
     } else if (st == HIER_OK) {
         hier_sched_args_t args = {.kind = hier_comm_pick_allreduce(c, bytes, &path), .esize = esize,
                                   .count = count, .in_place = sbuf == NULL};
@@ -151,7 +195,7 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     if (st == HIER_IN_PROGRESS) {
         hier_coll_self(sbuf, rbuf, block_bytes);
         st = HIER_OK;
-    } else if (st == HIER_OK && c->nnodes > 1) {
+    } else if (st == HIER_OK && c->layout.nnodes > 1) {
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_ALLGATHER, .esize = 1, .count = block_bytes,
                                   .in_place = sbuf == NULL, .pieces = hier_comm_net_pieces(c, block_bytes),
                                   .net_kind = hier_comm_net_rd_allgather(c, block_bytes) ? HIER_NET_RD_ALLGATHER
@@ -160,7 +204,8 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     } else if (st == HIER_OK && hier_coll_use_ll(algo, block_bytes, hier_params.allgather_ll_max)) {
         path = HIER_PATH_SHM_LL;
-        st = hier_comm_ll_allgather(c, sbuf, rbuf, block_bytes);
+        hier_exec_ll_t ll = hier_comm_ll(c);
+        st = hier_exec_ll_allgather(&ll, sbuf, rbuf, block_bytes);
     } else if (st == HIER_OK) {
         int cma = hier_comm_use_cma(c, algo, block_bytes, hier_params.allgather_cma_min, 1);
         hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_ALLGATHER : HIER_SCHED_ALLGATHER, .esize = 1,
@@ -195,12 +240,12 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         *path_p = path;
         return st;
     }
-    displs = c->rs_displs; /* (made with the layout, by hier_comm_prepare) */
+    displs = c->rs_displs; /* (made at set-up) */
     for (int r = 0; r < c->size; r++) {
         displs[r] = total;
         total += rcounts[r];
     }
-    if (c->nnodes > 1) {
+    if (c->layout.nnodes > 1) {
         size_t per_rank = total * esize / (size_t)c->size;
         hier_sched_args_t args = {.kind = HIER_SCHED_HIER_REDUCE_SCATTER, .esize = esize, .count = total,
                                   .rcounts = rcounts, .rdispls = displs, .in_place = sbuf == NULL,
@@ -211,7 +256,8 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     } else if (hier_coll_use_ll(algo, total * esize, hier_params.reduce_scatter_ll_max)) {
         path = HIER_PATH_SHM_LL;
-        st = hier_comm_ll_reduce_scatter(c, sbuf, rbuf, rcounts, displs, total, esize, kernel);
+        hier_exec_ll_t ll = hier_comm_ll(c);
+        st = hier_exec_ll_reduce_scatter(&ll, sbuf, rbuf, rcounts, displs, total, esize, kernel);
     } else {
         int cma = hier_comm_use_cma(c, algo, total * esize, hier_params.reduce_scatter_cma_min, sbuf != NULL);
         hier_sched_args_t args = {.kind = cma ? HIER_SCHED_CMA_REDUCE_SCATTER : HIER_SCHED_REDUCE_SCATTER,
@@ -224,90 +270,4 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
     return st;
 }
 
-/* A buffer in device memory nothing here can reach: the previous component. */
-static hier_status_t hier_coll_dev_unknown(hier_path_t *path_p)
-{
-    *path_p = HIER_PATH_FALLBACK_DEVICE;
-    return HIER_ERR_NOT_SUPPORTED;
-}
 
-/* ---- entry points: host buffers go straight to the algorithms above;
- * device buffers through hier_coll_dev.c, which stages them and calls the
- * host versions (never these: a staging buffer is host memory by
- * construction, and classifying it again could only go wrong).
- *
- * Staging pipelines a large call as several host collectives, one per
- * chunk; a rank with host buffers runs one. Ranks may mix host and device
- * buffers, so the chunked sequence is used only when every rank stages:
- * agreed per call above device_stage_chunk bytes, on communicators where
- * some rank has a device backend (agreed once: host-only jobs never pay). */
-
-/* Whether any rank of the communicator may see device buffers (once). */
-static int hier_coll_dev_possible(hier_comm_t *c)
-{
-    if (!c->dev_possible) {
-        int any = !hier_accel_has_backend(); /* MIN over "no backend here": 0 when some rank has one */
-        if (c->ops.agree(&any, c->ops.arg) != 0) any = 1;
-        c->dev_possible = any ? -1 : 1;
-    }
-    return c->dev_possible > 0;
-}
-
-/* 1 when every rank stages this call (its own `staged`), agreed; 0 else.
- * Every rank calls it for every call, with the same bytes. */
-static int hier_coll_all_staged(hier_comm_t *c, int staged, size_t bytes)
-{
-    if (bytes <= hier_params.device_stage_chunk || !hier_coll_dev_possible(c)) return 0;
-    int all = staged;
-    if (c->ops.agree(&all, c->ops.arg) != 0) all = 0;
-    return all;
-}
-
-hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                  hier_op_t op, hier_path_t *path_p)
-{
-    size_t bytes = count * hier_dtype_size(dt);
-    hier_coll_dev_call_t dev;
-    hier_status_t st;
-    c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
-    dev.chunked = hier_coll_all_staged(c, c->staged && st == HIER_OK, bytes);
-    if (!c->staged) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
-    return st == HIER_OK ? hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p) : st;
-}
-
-hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                  hier_path_t *path_p)
-{
-    hier_coll_dev_call_t dev;
-    hier_status_t st, pd_st;
-    size_t total = block_bytes * (size_t)c->size;
-    int all_device = -1;
-    c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
-    if (hier_coll_pd_allgather(c, &dev, c->staged && st == HIER_OK, sbuf, rbuf, block_bytes, &all_device, path_p,
-                               &pd_st)) {
-        c->staged = 0; /* NIC to NIC: nothing staged */
-        return pd_st;
-    }
-    /* (the peer-direct agreement, when there was one, said it already) */
-    dev.chunked = all_device >= 0 ? all_device && total > hier_params.device_stage_chunk
-                                  : hier_coll_all_staged(c, c->staged && st == HIER_OK, total);
-    if (!c->staged) return hier_coll_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
-    return st == HIER_OK ? hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p) : st;
-}
-
-hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
-{
-    size_t es = hier_dtype_size(dt), total = 0;
-    hier_coll_dev_call_t dev;
-    hier_status_t st;
-    for (int r = 0; r < c->size; r++) total += rcounts[r];
-    c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
-                                       &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_coll_dev_unknown(path_p);
-    dev.chunked = hier_coll_all_staged(c, c->staged && st == HIER_OK, total * es);
-    if (!c->staged) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
-    return st == HIER_OK ? hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p) : st;
-}

@@ -1,0 +1,17 @@
+/* hier_comm_host.h: the collectives on host buffers (hier_comm_host.c). */
+#ifndef HIER_COMM_HOST_H
+#define HIER_COMM_HOST_H
+
+#include "comm/hier_comm_state.h"
+
+hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                       hier_op_t op, hier_path_t *path_p);
+hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                       hier_path_t *path_p);
+hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                            hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+/* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
+ * communicator (the caller copies), or a fallback with its reason. */
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p);
+
+#endif

@@ -1,0 +1,430 @@
+/* hier_comm_node.c: a communicator's node level: its node segment (made or
+ * recycled at set-up), the pipeline segment (made at the first call too
+ * large for the small slots, within the segment budget), single copy, and
+ * the run of a schedule over them. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/hier_log.h"
+#include "base/hier_params.h"
+#include "comm/hier_comm_node.h"
+#include "exec/hier_run.h"
+#include "sched/hier_sched_build.h"
+#include "comm/hier_comm_net.h"
+#include "comm/hier_core.h"
+#include "shm/hier_cma.h"
+#include "shm/hier_shm_pool.h"
+
+#define HIER_NODE_SMALL_CHUNK 8192  /* bytes per small pipeline buffer, at least */
+#define HIER_NODE_MIN_CHUNK 4096    /* pipeline buffers below this are not worth a segment */
+#define HIER_NODE_MAX_CHUNK ((size_t)1 << 30)
+#define HIER_NODE_CROWDED_SPIN 0    /* polls before yielding when ranks outnumber cores */
+
+static size_t hier_node_round64(size_t v)
+{
+    return (v + 63) & ~(size_t)63;
+}
+
+/* A node segment's small buffers: room for a 64-byte piece per rank
+ * (reduce_scatter's blocks), 8 KiB at least. */
+static size_t hier_node_small_chunk(int nranks)
+{
+    size_t least = hier_node_round64((size_t)nranks * 64);
+    return least > HIER_NODE_SMALL_CHUNK ? least : HIER_NODE_SMALL_CHUNK;
+}
+
+static hier_shm_shape_t hier_node_shape(int nranks)
+{
+    return (hier_shm_shape_t){.kind = HIER_SHM_NODE, .nranks = nranks, .chunk_bytes = hier_node_small_chunk(nranks)};
+}
+
+/* The small tier's chunk, the same on every node: the smallest node's. */
+static size_t hier_node_small_for_comm(const hier_comm_t *c)
+{
+    return hier_node_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
+}
+
+hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
+                              hier_node_offer_t *offer_p)
+{
+    hier_shm_shape_t shape = hier_node_shape(nprocs);
+    hier_shm_pool_user_t user = {0};
+    hier_node_offer_t o = {.fresh = 0};
+    o.seg = fresh_only ? NULL : hier_shm_pool_take(&shape, procs, nprocs, NULL, &user);
+    o.mr = user.data;
+    if (!o.seg) {
+        hier_status_t st = hier_shm_create(hier_params.shm_dir, &shape, &o.seg);
+        if (st == HIER_OK) st = hier_shm_claim(o.seg, 0, hier_core_my_numa(0));
+        if (st != HIER_OK) {
+            hier_shm_detach(o.seg);
+            return st;
+        }
+        o.fresh = 1;
+    }
+    (void)c;
+    *offer_p = o;
+    return HIER_OK;
+}
+
+hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, const uint64_t *procs, int nprocs,
+                               int me, hier_node_offer_t *offer_p, int *missing_p)
+{
+    hier_shm_shape_t shape = hier_node_shape(nprocs);
+    hier_node_offer_t o = {.fresh = !recycled};
+    *missing_p = 0;
+    if (recycled) {
+        hier_shm_pool_user_t user = {0};
+        o.seg = hier_shm_pool_take(&shape, procs, nprocs, name, &user);
+        o.mr = user.data;
+        if (!o.seg) {
+            *missing_p = 1;
+            return HIER_ERR_SHM;
+        }
+    } else {
+        hier_status_t st = hier_shm_attach(hier_params.shm_dir, name, &shape, &o.seg);
+        if (st == HIER_OK) st = hier_shm_claim(o.seg, me, hier_core_my_numa(me));
+        if (st != HIER_OK) {
+            hier_shm_detach(o.seg);
+            return st;
+        }
+    }
+    (void)c;
+    *offer_p = o;
+    return HIER_OK;
+}
+
+/* Give a segment back: to the pool, with its registration, unless it saw an
+ * error (a rank's flag is up: nothing of it is trusted again). */
+static void hier_node_give_back(hier_shm_t *seg, hier_fabric_mr_t *mr, const uint64_t *procs, int nprocs,
+                                hier_shm_t *node_seg)
+{
+    int broken = 0;
+    for (int r = 0; node_seg && r < nprocs; r++)
+        broken |= atomic_load_explicit(&hier_shm_ctl(node_seg, r)->error, memory_order_relaxed) != 0;
+    hier_shm_pool_user_t user = {.data = mr, .release = mr ? hier_net_tier_release : NULL};
+    if (broken) {
+        if (user.release) user.release(mr);
+        hier_shm_detach(seg);
+        return;
+    }
+    hier_shm_pool_put(seg, procs, nprocs, user, hier_core_shm_budget());
+}
+
+void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *o, const uint64_t *procs, int nprocs)
+{
+    if (!o->seg) return;
+    if (o->fresh) {
+        hier_shm_unlink(o->seg); /* (the creator's: a no-op for the others) */
+        if (o->mr) hier_net_tier_release(o->mr);
+        hier_shm_detach(o->seg);
+    } else {
+        hier_node_give_back(o->seg, o->mr, procs, nprocs, NULL);
+    }
+    o->seg = NULL;
+    (void)c;
+}
+
+/* Polls before a waiting rank yields. When ranks outnumber the cores (the
+ * runtime says so, or this node's ranks exceed its online CPUs), the rank
+ * we wait for is likely waiting for our core: spinning long only delays it
+ * (on 4 ranks over 2 cores, 2000 polls made a small allreduce 3x slower, and
+ * even 50 doubled its time against yielding at once). */
+static void hier_node_wait_policy(const hier_comm_t *c, hier_shm_wait_t *w)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN); /* not our affinity: a rank bound to one core is not crowded */
+    int crowded = (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && c->layout.nranks > cpus);
+    *w = (hier_shm_wait_t){.nranks = c->layout.nranks, .me = c->layout.me, .spin_count = hier_params.spin_count,
+                           .progress = hier_core_progress};
+    if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
+    w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0;
+}
+
+static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)
+{
+    uint8_t **slots = malloc((size_t)nranks * sizeof(*slots));
+    for (int r = 0; slots && r < nranks; r++) slots[r] = hier_shm_slot(seg, r);
+    return slots;
+}
+
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa)
+{
+    int n = c->layout.nranks;
+    hier_node_t *nd = calloc(1, sizeof(*nd));
+    hier_locality_t *locs = malloc((size_t)n * sizeof(*locs));
+    if (!nd || !locs) goto fail;
+    nd->small = (hier_tier_t){.seg = o->seg, .mr = o->mr, .slots = hier_node_slots(o->seg, n)};
+    nd->order = malloc((size_t)n * sizeof(*nd->order));
+    if (!nd->small.slots || !nd->order) goto fail;
+    for (int r = 0; r < n; r++) {
+        nd->order[r] = (uint32_t)r;
+        locs[r] = (hier_locality_t){.numa = numa[r], .package = -1};
+    }
+    if (hier_topo_groups_by_numa(locs, n, &nd->groups) != HIER_OK) goto fail;
+    hier_node_wait_policy(c, &nd->wait);
+    nd->cma = -1;
+    nd->recycled = !o->fresh;
+    free(locs);
+    c->node = nd;
+    o->seg = NULL; /* (the node level's now) */
+    HIER_LOG(HIER_LOG_DEBUG, "node level: %d ranks, segment %s (%s), %d NUMA group(s), %d polls before yielding", n,
+             hier_shm_name(nd->small.seg), o->fresh ? "new" : "recycled", nd->groups.ngroups, nd->wait.spin_count);
+    return HIER_OK;
+
+fail:
+    free(locs);
+    if (nd) {
+        free(nd->small.slots);
+        free(nd->order);
+        free(nd);
+    }
+    return HIER_ERR_NO_MEMORY;
+}
+
+static void hier_node_free_arrays(hier_node_t *nd)
+{
+    hier_topo_groups_free(&nd->groups);
+    free(nd->small.slots);
+    free(nd->pipe.slots);
+    free(nd->order);
+    free(nd->procs);
+    free(nd->steps[0]);
+    free(nd->steps[1]);
+    free(nd->stage);
+    free(nd);
+}
+
+void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer)
+{
+    if (!c->node) return;
+    offer->seg = c->node->small.seg;
+    offer->mr = c->node->small.mr;
+    hier_node_free_arrays(c->node);
+    c->node = NULL;
+}
+
+void hier_node_free(hier_comm_t *c)
+{
+    hier_node_t *nd = c->node;
+    if (!nd) return;
+    int n = c->layout.nranks;
+    if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, n, nd->small.seg);
+    hier_node_give_back(nd->small.seg, nd->small.mr, nd->procs, n, nd->small.seg);
+    hier_node_free_arrays(nd);
+    c->node = NULL;
+}
+
+/* ---- the pipeline segment ---- */
+
+/* The largest chunk up to what the parameters ask for (at least `least`)
+ * whose segment fits in the budget, pooled segments given back first; 0:
+ * none does. */
+static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
+{
+    size_t want = c->layout.nnodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size;
+    size_t budget = hier_core_shm_budget();
+    if (want > HIER_NODE_MAX_CHUNK) want = HIER_NODE_MAX_CHUNK;
+    want = hier_node_round64(want < least ? least : want);
+    for (size_t chunk = want; chunk >= least; chunk = hier_node_round64(chunk / 2)) {
+        hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+        size_t size = hier_shm_size(&shape);
+        if (size <= budget) hier_shm_pool_trim(budget - size);
+        if (hier_shm_mapped_total() + size <= budget) return chunk;
+        if (chunk == least) break;
+    }
+    return 0;
+}
+
+/* The leader's pipeline segment, recycled or fresh, named in the node segment's offer. */
+static hier_status_t hier_node_pipe_offer(hier_comm_t *c, size_t chunk, int fresh_only, int *fresh_p)
+{
+    hier_node_t *nd = c->node;
+    hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+    hier_shm_pool_user_t user = {0};
+    hier_shm_t *seg = fresh_only ? NULL : hier_shm_pool_take(&shape, nd->procs, c->layout.nranks, NULL, &user);
+    hier_shm_offer_t *offer = hier_shm_offer(nd->small.seg);
+    *fresh_p = !seg;
+    if (!seg) {
+        hier_status_t st = hier_shm_create(hier_params.shm_dir, &shape, &seg);
+        if (st == HIER_OK && (st = hier_shm_claim(seg, 0, -1)) != HIER_OK) hier_shm_detach(seg);
+        if (st != HIER_OK) seg = NULL;
+    }
+    offer->chunk_bytes = chunk;
+    offer->fresh = (uint32_t)*fresh_p;
+    snprintf(offer->name, sizeof(offer->name), "%s", seg ? hier_shm_name(seg) : "");
+    atomic_fetch_add_explicit(&offer->seq, 1, memory_order_release); /* (the barrier after it publishes it) */
+    nd->pipe = (hier_tier_t){.seg = seg, .mr = user.data};
+    return seg ? HIER_OK : HIER_ERR_SHM;
+}
+
+/* The others: what the leader offered. *missing_p: a recycled one not in my pool. */
+static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *missing_p)
+{
+    hier_node_t *nd = c->node;
+    hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+    const hier_shm_offer_t *offer = hier_shm_offer(nd->small.seg);
+    hier_shm_pool_user_t user = {0};
+    hier_shm_t *seg = NULL;
+    *missing_p = 0;
+    if (!offer->name[0] || offer->chunk_bytes != chunk) return HIER_ERR_SHM;
+    if (!offer->fresh) {
+        seg = hier_shm_pool_take(&shape, nd->procs, c->layout.nranks, offer->name, &user);
+        *missing_p = !seg;
+    } else if (hier_shm_attach(hier_params.shm_dir, offer->name, &shape, &seg) == HIER_OK &&
+               hier_shm_claim(seg, c->layout.me, -1) != HIER_OK) {
+        hier_shm_detach(seg);
+        seg = NULL;
+    }
+    nd->pipe = (hier_tier_t){.seg = seg, .mr = user.data};
+    return seg ? HIER_OK : HIER_ERR_SHM;
+}
+
+/* Pipeline set-up, collective, at the first call too large for the small slots:
+ * 1. every rank finds the largest chunk its budget allows; agree on the least
+ *    (0, or no larger than the small slots: they serve every call);
+ * 2. each node's leader offers a recycled segment of that chunk, or a fresh
+ *    one (its name in the node segment), and says whether it is fresh;
+ * 3. node barrier; the others take the offered one from their pools, or attach;
+ * 4. agree that every rank has it; a recycled one missing somewhere: again
+ *    from 2 with fresh segments; any other failure: the small slots serve;
+ * 5. leaders unlink fresh names. */
+static void hier_node_pipe_setup(hier_comm_t *c)
+{
+    hier_node_t *nd = c->node;
+    size_t small = hier_node_small_for_comm(c), least = small * 2;
+    if (least < (size_t)(c->size + 1) * 64) least = (size_t)(c->size + 1) * 64; /* (a piece of every block) */
+    int v[2] = {(int)(hier_node_affordable(c, least) / 64), 0};                              /* 1 */
+    if (c->ops.agree(v, 1, c->ops.arg) != 0) v[0] = 0;
+    size_t chunk = (size_t)v[0] * 64;
+    nd->pipe_state = HIER_PIPE_SMALL;
+    for (int fresh_only = 0; chunk > small && fresh_only < 2; fresh_only++) {
+        int fresh = 0, missing = 0;
+        if (c->layout.me == 0) (void)hier_node_pipe_offer(c, chunk, fresh_only, &fresh);             /* 2 */
+        hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);                                /* 3 */
+        if (c->layout.me != 0 && st == HIER_OK) st = hier_node_pipe_accept(c, chunk, &missing);
+        int a[2] = {st == HIER_OK && nd->pipe.seg, !missing};                                         /* 4 */
+        if (c->ops.agree(a, 2, c->ops.arg) != 0) a[0] = a[1] = 0;
+        if (c->layout.me == 0 && nd->pipe.seg && fresh) hier_shm_unlink(nd->pipe.seg);                 /* 5 */
+        if (a[0]) {
+            nd->pipe.slots = hier_node_slots(nd->pipe.seg, c->layout.nranks);
+            nd->pipe_state = nd->pipe.slots ? HIER_PIPE_READY : HIER_PIPE_SMALL;
+            break;
+        }
+        if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, c->layout.nranks, NULL);
+        nd->pipe = (hier_tier_t){0};
+        if (a[1]) break; /* not a recycling miss: the small slots serve */
+    }
+    HIER_LOG(HIER_LOG_DEBUG, "pipeline buffers: %s (chunk %zu)",
+             nd->pipe_state == HIER_PIPE_READY ? "mapped" : "none within the budget, the small slots serve",
+             nd->pipe_state == HIER_PIPE_READY ? chunk : small);
+    if (nd->pipe_state == HIER_PIPE_READY) nd->pipe_chunk = chunk;
+}
+
+/* Whether one pipeline buffer of `chunk` bytes carries at least a unit of
+ * this shape (a multi-node allgather needs a piece of every block). */
+static int hier_node_fits(const hier_sched_args_t *args, size_t chunk)
+{
+    hier_sched_args_t a = *args;
+    a.chunk_bytes = chunk;
+    if (a.kind == HIER_SCHED_HIER_ALLGATHER) return chunk >= (size_t)(a.node_first[a.nnodes] + 1) * 64;
+    return hier_sched_chunk_units(&a) > 0;
+}
+
+/* The small slots serve every call they hold in one chunk; larger ones
+ * the pipeline segment, made when first needed (every rank comes to the
+ * same decision: it depends on the call's shape only). */
+hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
+{
+    hier_node_t *nd = c->node;
+    size_t small = hier_node_small_for_comm(c);
+    args->chunk_bytes = small;
+    if (hier_node_fits(args, small) && hier_sched_nchunks(args) <= 1) {
+        *tier_p = &nd->small;
+        return HIER_OK;
+    }
+    if (nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
+    if (nd->pipe_state == HIER_PIPE_READY && hier_node_fits(args, nd->pipe_chunk)) {
+        args->chunk_bytes = nd->pipe_chunk;
+        *tier_p = &nd->pipe;
+        return HIER_OK;
+    }
+    if (!hier_node_fits(args, small)) return HIER_ERR_NOT_SUPPORTED; /* (a huge allgather without the budget) */
+    *tier_p = &nd->small;
+    return HIER_OK;
+}
+
+/* Single copy: every rank reads its peers' probe words (cross-memory
+ * attach needs ptrace-level permission); agreed once, at the first call
+ * that would use it. */
+int hier_node_cma(hier_comm_t *c)
+{
+    hier_node_t *nd = c->node;
+    if (nd->cma >= 0) return nd->cma;
+    int ok = hier_params.cma != 0;
+    for (int i = 1; ok && i < c->layout.nranks; i++) {
+        const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
+        ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
+    }
+    if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
+    nd->cma = ok;
+    return ok;
+}
+
+/* Single copy: read another rank's published buffer through the kernel. */
+static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t len)
+{
+    hier_node_t *nd = ctx;
+    const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (int)ref.rank);
+    uint64_t base = ref.kind == HIER_BUF_PEER_INPUT ? peer->input_addr : peer->recv_addr;
+    return hier_cma_read(peer->pid, base + ref.off, dst, len);
+}
+
+/* Room for a chunk's steps (and, the first time, the executor's staging):
+ * the need depends on the call's shape alone, the same on every rank, so
+ * all grow at the same call and agree that it worked. */
+static hier_status_t hier_node_room(hier_comm_t *c, size_t need)
+{
+    hier_node_t *nd = c->node;
+    if (need <= nd->nsteps && nd->stage) return HIER_OK;
+    if (need > nd->nsteps) {
+        free(nd->steps[0]);
+        free(nd->steps[1]);
+        nd->steps[0] = malloc(need * sizeof(hier_step_t));
+        nd->steps[1] = malloc(need * sizeof(hier_step_t));
+    }
+    if (!nd->stage) nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
+    int ok = nd->steps[0] && nd->steps[1] && nd->stage;
+    if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
+    nd->nsteps = ok ? need : 0;
+    if (!ok) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
+    return ok ? HIER_OK : HIER_ERR_NO_MEMORY;
+}
+
+hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                            hier_reduce_kernel_t kernel)
+{
+    hier_node_t *nd = c->node;
+    const hier_layout_t *l = &c->layout;
+    hier_tier_t *tier;
+    args->nranks = l->nranks;
+    args->me = l->me;
+    args->order = nd->order;
+    args->groups = (hier_sched_groups_t){.ngroups = nd->groups.ngroups, .group_of = nd->groups.group_of,
+                                         .leader = nd->groups.leader, .first = nd->groups.first,
+                                         .members = nd->groups.members};
+    args->node = l->node;
+    args->nnodes = l->nnodes;
+    args->node_first = l->node_first;
+    args->node_ranks = l->node_ranks;
+    if (!args->pieces) args->pieces = l->pieces;
+    hier_status_t st = hier_node_tier(c, args, &tier);
+    if (st == HIER_OK) st = hier_node_room(c, hier_sched_max_steps(args));
+    if (st != HIER_OK) return st;
+    hier_run_t run = {.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
+                      .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,
+                      .peer_read = hier_node_peer_read, .peer_ctx = nd,
+                      .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
+                      .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
+    return hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes);
+}

@@ -1,0 +1,37 @@
+/* hier_comm_node.h: a communicator's node level (hier_comm_node.c). */
+#ifndef HIER_COMM_NODE_H
+#define HIER_COMM_NODE_H
+
+#include "comm/hier_comm_state.h"
+
+typedef struct {
+    hier_shm_t *seg;
+    hier_fabric_mr_t *mr;        /* a recycled segment's registration (my small slot) */
+    int fresh;                   /* made for this set-up (else recycled) */
+} hier_node_offer_t;
+/* Local leader: a recycled node segment for these processes, or a fresh one. */
+hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
+                              hier_node_offer_t *offer_p);
+/* The others (local index me): the leader's segment, from the pool (by name)
+ * or attached; HIER_ERR_SHM with *missing_p = 1 when a recycled one is not
+ * in this process's pool. */
+hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, const uint64_t *procs, int nprocs,
+                               int me, hier_node_offer_t *offer_p, int *missing_p);
+/* Undo an offer or acceptance the set-up does not keep (back to the pool, or gone). */
+void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *offer, const uint64_t *procs, int nprocs);
+/* Make the node level around the segment (which it takes), with the NUMA
+ * domain of every local rank (so NUMA groups exist before the agreement). */
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa);
+/* Undo hier_node_make: the segment back into the offer, nothing given back. */
+void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
+/* Give every segment back (recycled for the next communicator) and free the level. */
+void hier_node_free(hier_comm_t *c);
+/* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed). */
+hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
+/* Single copy: probed (collectively) at the first call that asks. */
+int hier_node_cma(hier_comm_t *c);
+/* Run a schedule over the node (and the network, several nodes). */
+hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                            hier_reduce_kernel_t kernel);
+
+#endif

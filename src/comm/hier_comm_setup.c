@@ -1,0 +1,221 @@
+/* hier_comm_setup.c: a communicator's set-up, collective, at its first
+ * call. One exchange and one agreement in the common case:
+ *
+ * 1. locally: which ranks share my node (the glue says, and gives each
+ *    process's identity): my node's name (its lowest rank) and its
+ *    processes in local order; the local leader (that lowest rank) offers a
+ *    node segment: a recycled one of these processes, or a fresh one;
+ * 2. allgather one record per rank: node name, NUMA domain, parameter
+ *    digest, box, whether a device backend is here, and (leaders) the
+ *    segment offered;
+ * 3. every rank has every record, so all reach the same verdict on the
+ *    digests and the node names; each makes the layout, takes its leader's
+ *    segment (recycled: from its own pool; fresh: attached), makes its node
+ *    level and, several nodes, its network level (are the addresses of the
+ *    peers it talks to known?);
+ * 4. agree on the least status: a failure falls back for good; a recycled
+ *    segment missing somewhere: everyone gives back what it took and goes
+ *    again from 1 with fresh segments; addresses unknown somewhere: they
+ *    are exchanged (once per process pair in the process's life);
+ * 5. leaders unlink fresh segments' names (every rank has them mapped). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hier_log.h"
+#include "base/hier_params.h"
+#include "comm/hier_comm_setup.h"
+#include "comm/hier_comm_net.h"
+#include "comm/hier_comm_node.h"
+#include "comm/hier_core.h"
+
+enum { /* statuses, least first: the agreement takes the least */
+    HIER_SETUP_NO_MEMORY = -3,
+    HIER_SETUP_SHM = -2,     /* no segment: fallback:shm */
+    HIER_SETUP_NET = -1,     /* no endpoint: fallback:net */
+    HIER_SETUP_MISSING = 0,  /* a recycled segment is not in every pool: again, fresh */
+    HIER_SETUP_ADDRESSES = 1,
+    HIER_SETUP_OK = 2,
+};
+
+#define HIER_SETUP_DEVICE 1u   /* a device backend is here */
+#define HIER_SETUP_RECYCLED 2u /* the offered segment is recycled */
+
+typedef struct {
+    int32_t node;     /* my node's lowest rank; -1 when every rank shares my node */
+    int32_t numa;     /* my NUMA domain, -1 unknown */
+    uint32_t digest;  /* of the parameters that shape what ranks do */
+    uint32_t box;     /* where this communicator's messages land for me */
+    uint32_t flags;
+    char seg[HIER_SHM_NAME_MAX]; /* leaders: the node segment offered; empty if none could be */
+} hier_setup_rec_t;
+
+/* Step 1's locality: the node's processes, my place among them. */
+typedef struct {
+    int32_t node;     /* as in the record */
+    int me, nlocal, leader;
+    uint64_t *procs;  /* nlocal: the node's processes in local order */
+} hier_setup_local_t;
+
+static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc)
+{
+    int first = -1, alone = 1;
+    loc->procs = malloc((size_t)c->size * sizeof(*loc->procs));
+    if (!loc->procs) return HIER_ERR_NO_MEMORY;
+    loc->nlocal = 0;
+    for (int r = 0; r < c->size; r++) {
+        uint64_t proc;
+        int local = c->ops.peer(r, &proc, c->ops.arg) || r == c->rank;
+        alone &= local;
+        if (!local) continue;
+        if (first < 0) first = r;
+        if (r == c->rank) loc->me = loc->nlocal;
+        loc->procs[loc->nlocal++] = proc;
+    }
+    loc->node = alone ? -1 : first;
+    loc->leader = first == c->rank;
+    return HIER_OK;
+}
+
+/* Step 3's checks, the same on every rank: parameters, then node names. */
+static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all, int32_t **node_of_p)
+{
+    int32_t *node_of = malloc((size_t)c->size * sizeof(*node_of));
+    int one = 1, several = 1;
+    *node_of_p = node_of;
+    if (!node_of) return HIER_PATH_FALLBACK_SHM;
+    for (int r = 0; r < c->size; r++) {
+        if (all[r].digest != all[0].digest) {
+            if (c->rank == 0)
+                HIER_ERROR("the ranks of a communicator have different coll_hier parameters (MCA settings differ "
+                           "between nodes or processes?): rank %d's differ from rank 0's; it uses the previous "
+                           "component", r);
+            return HIER_PATH_FALLBACK_PARAMS;
+        }
+        node_of[r] = all[r].node;
+        one &= all[r].node < 0;
+        several &= all[r].node >= 0;
+    }
+    if (!one && !several) {
+        if (c->rank == 0) HIER_ERROR("ranks disagree whether the communicator spans nodes: not served");
+        return HIER_PATH_FALLBACK_RANKS;
+    }
+    if (one) {
+        free(node_of);
+        *node_of_p = NULL;
+    }
+    return HIER_PATH_COUNT; /* (no fallback) */
+}
+
+/* The node level, around the segment, with the NUMA domains of the node's ranks. */
+static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all)
+{
+    int32_t *numa = malloc((size_t)c->layout.nranks * sizeof(*numa));
+    if (!numa) return HIER_ERR_NO_MEMORY;
+    for (int i = 0; i < c->layout.nranks; i++)
+        numa[i] = all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i].numa;
+    hier_status_t st = hier_node_make(c, offer, numa);
+    free(numa);
+    return st;
+}
+
+/* Steps 1-4 with segments recycled (fresh_only 0) or fresh (1); the agreed status. */
+static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
+                          hier_node_offer_t *offer)
+{
+    hier_setup_rec_t mine = {.node = loc->node, .numa = hier_core_my_numa(loc->me),
+                             .digest = hier_params_digest(&hier_params), .box = box,
+                             .flags = hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0};
+    hier_setup_rec_t *all = calloc((size_t)c->size, sizeof(*all));
+    int status = all ? HIER_SETUP_OK : HIER_SETUP_NO_MEMORY, missing = 0, known = 1;
+    *offer = (hier_node_offer_t){0};
+    if (status == HIER_SETUP_OK && loc->leader) {                                                     /* 1 */
+        if (hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
+            snprintf(mine.seg, sizeof(mine.seg), "%s", hier_shm_name(offer->seg));
+            mine.flags |= offer->fresh ? 0 : HIER_SETUP_RECYCLED;
+        }
+    }
+    if (c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY; /* 2 */
+    int32_t *node_of = NULL;                                                                          /* 3 */
+    hier_path_t refused = status == HIER_SETUP_OK ? hier_setup_check(c, all, &node_of) : HIER_PATH_FALLBACK_SHM;
+    if (refused != HIER_PATH_COUNT) { /* (every rank alike: no agreement needed) */
+        free(node_of);
+        free(all);
+        hier_node_withdraw(c, offer, loc->procs, loc->nlocal);
+        c->refused = refused;
+        return HIER_SETUP_NO_MEMORY - 1;
+    }
+    for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
+    if (hier_layout_make(c->size, c->rank, node_of, &c->layout) != HIER_OK ||
+        !(c->rs_displs = malloc((size_t)c->size * sizeof(*c->rs_displs))))
+        status = HIER_SETUP_NO_MEMORY;
+    const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
+    if (status == HIER_SETUP_OK && !lead->seg[0]) status = HIER_SETUP_SHM;
+    if (status == HIER_SETUP_OK && !loc->leader &&
+        hier_node_accept(c, lead->seg, (lead->flags & HIER_SETUP_RECYCLED) != 0, loc->procs, loc->nlocal, loc->me,
+                         offer, &missing) != HIER_OK)
+        status = missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
+    if (status == HIER_SETUP_OK && hier_setup_node(c, offer, all) != HIER_OK) status = HIER_SETUP_NO_MEMORY;
+    if (status == HIER_SETUP_OK && c->layout.nnodes > 1) {
+        hier_status_t st = hier_net_make(c, box, &known);
+        status = st == HIER_OK ? (known ? HIER_SETUP_OK : HIER_SETUP_ADDRESSES)
+                               : st == HIER_ERR_NO_MEMORY ? HIER_SETUP_NO_MEMORY : HIER_SETUP_NET;
+        for (int n = 0; c->net && n < c->layout.nnodes; n++) /* every peer's box */
+            if (c->net->peers[n]) c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
+    }
+    free(node_of);
+    free(all);
+    if (c->ops.agree(&status, 1, c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY;                    /* 4 */
+    return status;
+}
+
+/* Undo an attempt that is not kept. */
+static void hier_setup_undo(hier_comm_t *c, hier_setup_local_t *loc, hier_node_offer_t *offer)
+{
+    hier_net_free(c);
+    hier_node_discard(c, offer);
+    hier_node_withdraw(c, offer, loc->procs, loc->nlocal);
+    hier_layout_free(&c->layout);
+    free(c->rs_displs);
+    c->rs_displs = NULL;
+    c->dev_possible = 0;
+}
+
+static hier_path_t hier_setup_refusal(int status)
+{
+    return status == HIER_SETUP_NET ? HIER_PATH_FALLBACK_NET : HIER_PATH_FALLBACK_SHM;
+}
+
+hier_status_t hier_comm_setup(hier_comm_t *c)
+{
+    hier_setup_local_t loc = {0};
+    hier_node_offer_t offer = {0};
+    int status = HIER_SETUP_NO_MEMORY;
+    uint32_t box = hier_net_new_box();
+    if (hier_setup_locality(c, &loc) != HIER_OK) loc.procs = NULL;
+    for (int fresh_only = 0; fresh_only < 2; fresh_only++) {
+        status = hier_setup_try(c, &loc, fresh_only, box, &offer);
+        if (status < HIER_SETUP_NO_MEMORY) break; /* refused on every rank alike (c->refused) */
+        if (status == HIER_SETUP_ADDRESSES)
+            status = hier_net_exchange_addresses(c) == HIER_OK ? HIER_SETUP_OK : HIER_SETUP_NET;
+        if (status != HIER_SETUP_MISSING) break;
+        hier_setup_undo(c, &loc, &offer); /* a recycled segment missing somewhere: again, fresh */
+    }
+    if (status == HIER_SETUP_OK) {
+        if (loc.leader && offer.fresh) hier_shm_unlink(c->node->small.seg);                        /* 5 */
+        c->node->procs = loc.procs;
+        c->state = HIER_COMM_READY;
+        HIER_LOG(HIER_LOG_COMM, "rank %d: served by hier: %d node(s), %d local rank(s), segment %s", c->rank,
+                 c->layout.nnodes, c->layout.nranks, offer.fresh ? "new" : "recycled");
+        return HIER_OK;
+    }
+    if (status >= HIER_SETUP_NO_MEMORY) {
+        hier_setup_undo(c, &loc, &offer);
+        c->refused = hier_setup_refusal(status);
+        HIER_LOG(HIER_LOG_COMM, "%s: using the previous component on this communicator",
+                 status == HIER_SETUP_NET ? "no usable libfabric provider on some rank"
+                                          : "shared-memory segment unavailable on some rank");
+    }
+    free(loc.procs);
+    c->state = HIER_COMM_REFUSED;
+    return HIER_ERR_NOT_SUPPORTED;
+}

@@ -1,0 +1,84 @@
+/* hier_comm_state.h: a communicator's state, level by level (types only),
+ * shared by the modules of comm/.
+ *
+ *   hier_comm_t          what every communicator has: its size, rank, the
+ *                        glue's services; after its first call, the layout
+ *   hier_node_t          made at set-up: the node segment (control lines,
+ *                        low-latency areas, small slots) and, at the first
+ *                        call too large for the small slots, the pipeline
+ *                        segment (hier_comm_node.c)
+ *   hier_net_t           several nodes only: this communicator's box and the
+ *                        peers (processes) its schedules talk to (hier_comm_net.c)
+ *   hier_pd, hier_stage  device buffers only (hier_coll_pd.c, hier_coll_dev.c) */
+#ifndef HIER_COMM_STATE_H
+#define HIER_COMM_STATE_H
+
+#include "accel/hier_accel.h"
+#include "base/hier_topo.h"
+#include "comm/hier_comm_ops.h"
+#include "comm/hier_layout.h"
+#include "exec/hier_net_exec.h"
+#include "base/hier_stats.h"
+#include "net/hier_peers.h"
+#include "shm/hier_shm.h"
+
+/* A tier of slots: the node segment's small ones, or a pipeline segment's. */
+typedef struct {
+    hier_shm_t *seg;
+    uint8_t **slots;        /* every local rank's */
+    hier_fabric_mr_t *mr;   /* my slot, registered for sends in place (several nodes; NULL: sends copy) */
+    int mr_tried;
+    uint64_t chunk_seq;     /* chunks run over it: picks the pipeline parity */
+} hier_tier_t;
+
+typedef enum {
+    HIER_PIPE_NONE,  /* not needed yet */
+    HIER_PIPE_READY, /* the pipeline segment is mapped */
+    HIER_PIPE_SMALL, /* none within the budget: large calls pipeline through the small slots */
+} hier_pipe_state_t;
+
+typedef struct {
+    hier_tier_t small;           /* in the node segment (small.seg is the node segment) */
+    int recycled;                /* that segment was a freed communicator's */
+    hier_tier_t pipe;            /* the pipeline segment */
+    hier_pipe_state_t pipe_state;
+    size_t pipe_chunk;           /* its buffers' size, the same on every node */
+    uint64_t *procs;             /* the node's processes, in local order: what recycled segments are keyed by */
+    hier_shm_wait_t wait;
+    hier_topo_groups_t groups;   /* by NUMA domain */
+    uint32_t *order;             /* 0 .. nranks - 1: the fold order */
+    int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
+    hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
+    size_t nsteps;
+    uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first schedule */
+} hier_node_t;
+
+typedef struct {
+    uint32_t box;                /* where this communicator's messages land here */
+    hier_peer_t **peers;         /* by node: the process of my local index there (the ones I talk to) */
+    uint32_t *boxes;             /* by node: that process's box for this communicator */
+    hier_net_exec_t netx;
+} hier_net_t;
+
+typedef enum { HIER_COMM_NEW, HIER_COMM_READY, HIER_COMM_REFUSED } hier_comm_state_t;
+
+struct hier_pd;
+struct hier_stage;
+
+struct hier_comm {
+    int size, rank;
+    hier_comm_ops_t ops;
+    hier_comm_state_t state;
+    hier_path_t refused;         /* why, when not served */
+    hier_layout_t layout;
+    hier_node_t *node;
+    hier_net_t *net;
+    struct hier_pd *pd;
+    struct hier_stage *stage;
+    int dev_possible;            /* some rank has a device backend (said at set-up) */
+    size_t *rs_displs;           /* size: a reduce_scatter's prefix sums (made at set-up) */
+    uint64_t net_bytes;          /* the last call's */
+    int staged;
+};
+
+#endif

@@ -1,0 +1,103 @@
+/* hier_core.c: what the process has once, whatever its communicators: the
+ * machine's topology, the libfabric endpoint, Open MPI's progress, and the
+ * order things are released in at the end. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/hier_lock.h"
+#include "base/hier_log.h"
+#include "base/hier_params.h"
+#include "comm/hier_core.h"
+#include "net/hier_dev_mr.h"
+#include "shm/hier_shm_pool.h"
+
+static hier_topo_t *hier_core_topo;
+static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
+static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
+static int hier_core_fab_tried;
+/* Open MPI's progress; set by every communicator created (always the same
+ * function), read by any waiting thread. */
+static _Atomic hier_progress_fn_t hier_core_glue;
+
+void hier_core_set_progress(hier_progress_fn_t progress)
+{
+    atomic_store_explicit(&hier_core_glue, progress, memory_order_relaxed);
+}
+
+hier_progress_fn_t hier_core_glue_progress(void)
+{
+    return atomic_load_explicit(&hier_core_glue, memory_order_relaxed);
+}
+
+/* A rank waiting in shared memory still polls the endpoint: its peers on
+ * other nodes may need it to push its last writes (manual progress), or
+ * to answer a connection request. */
+void hier_core_progress(void)
+{
+    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
+    hier_progress_fn_t glue = hier_core_glue_progress();
+    if (glue) glue();
+    if (fab) (void)hier_chan_progress(fab);
+}
+
+static hier_fabric_t *hier_core_fabric_locked(void)
+{
+    hier_fabric_t *fab = NULL;
+    if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
+    hier_core_fab_tried = 1;
+    hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
+                                /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
+                                .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
+                                        hier_accel_has_backend(),
+                                .cuda = hier_accel_cuda_backend() != NULL};
+    if (hier_fabric_open(&cfg, &fab) != HIER_OK) fab = NULL;
+    atomic_store_explicit(&hier_core_fab, fab, memory_order_release);
+    return fab;
+}
+
+hier_fabric_t *hier_core_fabric(void)
+{
+    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
+    if (fab) return fab; /* (every wait turn asks: no lock once open) */
+    hier_lock_take();    /* (threads: one opens it) */
+    fab = hier_core_fabric_locked();
+    hier_lock_drop();
+    return fab;
+}
+
+/* The machine's topology, loaded once per process whatever the threads do. */
+static void hier_core_topo_load(void)
+{
+    if (hier_topo_open(NULL, &hier_core_topo) != HIER_OK) hier_core_topo = NULL;
+}
+
+int hier_core_my_numa(int local_index)
+{
+    hier_locality_t loc;
+    if (hier_params.numa_ranks_per_domain > 0) return local_index / hier_params.numa_ranks_per_domain;
+    pthread_once(&hier_core_topo_once, hier_core_topo_load);
+    if (!hier_core_topo || hier_topo_self_locality(hier_core_topo, &loc) != HIER_OK) return -1;
+    return loc.numa;
+}
+
+size_t hier_core_shm_budget(void)
+{
+    return hier_params.shm_budget;
+}
+
+/* Registrations go before the channels and the endpoint they belong to:
+ * the device cache, the recycled segments' slots; then channels, then the
+ * endpoint. */
+void hier_core_release(void)
+{
+    hier_dev_mr_flush();
+    hier_shm_pool_trim(0);
+    hier_peers_clear();
+    hier_lock_take();
+    hier_fabric_close(hier_core_fab);
+    atomic_store_explicit(&hier_core_fab, NULL, memory_order_release);
+    hier_core_fab_tried = 0;
+    hier_lock_drop();
+    hier_topo_close(hier_core_topo);
+    hier_core_topo = NULL;
+}

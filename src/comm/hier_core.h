@@ -1,0 +1,22 @@
+/* hier_core.h: what the process has once, whatever its communicators (hier_core.c). */
+#ifndef HIER_CORE_H
+#define HIER_CORE_H
+
+#include "comm/hier_comm_state.h"
+#include "net/hier_fabric.h"
+
+/* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
+void hier_core_progress(void);
+void hier_core_set_progress(hier_progress_fn_t progress);
+hier_progress_fn_t hier_core_glue_progress(void);
+/* The process's endpoint, opened at the first call that needs it (NULL when none works). */
+hier_fabric_t *hier_core_fabric(void);
+/* This rank's NUMA domain (hwloc and its binding, or the simulation parameter), -1 unknown. */
+int hier_core_my_numa(int local_index);
+/* The segment budget: bytes of segments this process keeps mapped at most. */
+size_t hier_core_shm_budget(void);
+
+/* Release everything the process holds (pools, channels, the endpoint, the topology). */
+void hier_core_release(void);
+
+#endif

@@ -1,0 +1,144 @@
+/* hier_exec_ll.c: the low-latency path for small messages.
+ *
+ * Not a schedule of barriers: each rank writes its payload into one of its
+ * two low-latency areas and then, with a release store, the call's sequence
+ * number into the area's header word, which shares a line pair with the
+ * first HIER_SHM_LL_HEAD payload bytes (the rest goes to the area's tail). A
+ * reader acquires the header and reads the payload: one cache-line transfer
+ * per peer for the smallest messages, where a barrier costs a flag line and
+ * then a data line; and every rank's lines sit together, so a communicator
+ * that only ever moves small messages touches a page or two of memory.
+ *
+ * 1. put: payload into my area of parity seq & 1, then header = seq (release);
+ * 2. get: for every peer, wait until its header equals seq (acquire), read.
+ *
+ * Why an area can be rewritten two calls later: every call waits for every
+ * peer's header, and a peer writes its header for call s+1 only after it has
+ * finished reading everything of call s. So when I start call s+2 I have seen
+ * every peer's s+1 header, and nobody still reads my area of call s. */
+#include "exec/hier_exec_ll.h"
+
+#include <string.h>
+
+size_t hier_exec_ll_capacity(void)
+{
+    return HIER_SHM_LL_HEAD + HIER_SHM_LL_TAIL;
+}
+
+/* A rank's payload: its head, in the header's line, and its tail. */
+typedef struct {
+    const uint8_t *head, *tail;
+} hier_ll_view_t;
+
+/* The part of payload bytes [off, off + len) in the head (part 0) or the
+ * tail (part 1): where, and how many bytes. */
+static const uint8_t *hier_ll_part(const hier_ll_view_t *v, int part, size_t off, size_t len, size_t *n_p)
+{
+    size_t end = off + len, h = HIER_SHM_LL_HEAD;
+    if (part == 0) {
+        *n_p = off < h ? (end < h ? end : h) - off : 0;
+        return v->head + off;
+    }
+    size_t from = off > h ? off : h;
+    *n_p = end > from ? end - from : 0;
+    return v->tail + (from - h);
+}
+
+static int hier_ll_ready(uint64_t header, uint64_t seq)
+{
+    return header == seq;
+}
+
+/* 1. put */
+static uint64_t hier_ll_put(const hier_exec_ll_t *c, const void *data, size_t bytes)
+{
+    uint64_t seq = ++*hier_shm_ll_seq(c->shm);
+    _Atomic uint64_t *line = hier_shm_ll_line(c->shm, c->wait->me, (int)(seq & 1));
+    size_t head = bytes < HIER_SHM_LL_HEAD ? bytes : HIER_SHM_LL_HEAD;
+    memcpy((void *)(line + 1), data, head);
+    if (bytes > head) memcpy(hier_shm_ll_tail(c->shm, c->wait->me, (int)(seq & 1)), (const uint8_t *)data + head,
+                             bytes - head);
+    atomic_store_explicit(line, seq, memory_order_release);
+    return seq;
+}
+
+/* 2. get: rank's payload of call seq, once it is there. */
+static hier_status_t hier_ll_get(const hier_exec_ll_t *c, int rank, uint64_t seq, hier_ll_view_t *v)
+{
+    _Atomic uint64_t *line = hier_shm_ll_line(c->shm, rank, (int)(seq & 1));
+    hier_status_t st = hier_shm_wait(c->shm, rank, line, hier_ll_ready, seq, c->wait);
+    if (st == HIER_OK)
+        *v = (hier_ll_view_t){.head = (const uint8_t *)(line + 1),
+                              .tail = hier_shm_ll_tail(c->shm, rank, (int)(seq & 1))};
+    return st;
+}
+
+/* Payload bytes [off, off + len) of rank's call seq into dst. */
+static void hier_ll_copy(const hier_ll_view_t *v, size_t off, size_t len, uint8_t *dst)
+{
+    for (int part = 0; part < 2; part++) {
+        size_t n;
+        const uint8_t *p = hier_ll_part(v, part, off, len, &n);
+        memcpy(dst, p, n);
+        dst += n;
+    }
+}
+
+/* Fold count elements at byte offset off of every rank's payload, in rank
+ * order, into dst (no element straddles head and tail: HIER_SHM_LL_HEAD is
+ * a multiple of every element size). */
+static hier_status_t hier_ll_fold(const hier_exec_ll_t *c, uint64_t seq, size_t off, size_t count, size_t esize,
+                                  hier_reduce_kernel_t kernel, uint8_t *dst)
+{
+    hier_ll_view_t a, b;
+    hier_status_t st = hier_ll_get(c, 0, seq, &a);
+    if (st != HIER_OK) return st; /* one-rank communicators never get here (path self) */
+    if ((st = hier_ll_get(c, 1, seq, &b)) != HIER_OK) return st;
+    for (int r = 1; r < c->wait->nranks; r++) {
+        if (r > 1 && (st = hier_ll_get(c, r, seq, &b)) != HIER_OK) return st;
+        uint8_t *out = dst;
+        for (int part = 0; part < 2; part++) {
+            size_t n;
+            const uint8_t *x = hier_ll_part(&a, part, off, count * esize, &n), *y = hier_ll_part(&b, part, off,
+                                                                                                 count * esize, &n);
+            if (!n) continue;
+            if (r == 1) kernel.comb(out, x, y, n / esize);
+            else kernel.acc(out, y, n / esize);
+            out += n;
+        }
+    }
+    return HIER_OK;
+}
+
+hier_status_t hier_exec_ll_allreduce(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, size_t count, size_t esize,
+                                     hier_reduce_kernel_t kernel)
+{
+    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : rbuf, count * esize);
+    return hier_ll_fold(c, seq, 0, count, esize, kernel, rbuf);
+}
+
+hier_status_t hier_exec_ll_allgather(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, size_t block)
+{
+    uint8_t *r = rbuf;
+    int me = c->wait->me, n = c->wait->nranks;
+    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : r + (size_t)me * block, block);
+    if (sbuf) memcpy(r + (size_t)me * block, sbuf, block);
+    for (int i = 1; i < n; i++) {
+        int j = (me + i) % n;
+        hier_ll_view_t v;
+        hier_status_t st = hier_ll_get(c, j, seq, &v);
+        if (st != HIER_OK) return st;
+        hier_ll_copy(&v, 0, block, r + (size_t)j * block);
+    }
+    return HIER_OK;
+}
+
+hier_status_t hier_exec_ll_reduce_scatter(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                          const size_t *rdispls, size_t total, size_t esize,
+                                          hier_reduce_kernel_t kernel)
+{
+    /* every rank waits for every header, even with nothing to receive: that
+     * wait is what makes rewriting the areas two calls later safe */
+    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : rbuf, total * esize);
+    return hier_ll_fold(c, seq, rdispls[c->wait->me] * esize, rcounts[c->wait->me], esize, kernel, rbuf);
+}

@@ -1,0 +1,46 @@
+/* hier_fi.c: see hier_fi.h. */
+#include "net/hier_fi.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "base/hier_log.h"
+
+hier_fi_t hier_fi;
+static hier_status_t hier_fi_status = HIER_ERR_NOT_SUPPORTED;
+static pthread_once_t hier_fi_once = PTHREAD_ONCE_INIT;
+
+#define HIER_FI_SYM(lib, field, name) ((*(void **)&hier_fi.field = dlsym(lib, name)) != NULL)
+
+static void hier_fi_open(void)
+{
+    void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        HIER_LOG(HIER_LOG_COMM, "libfabric.so.1 cannot be loaded (%s): communicators that span nodes use the "
+                 "previous component", dlerror());
+        return;
+    }
+    if (!(HIER_FI_SYM(lib, getinfo, "fi_getinfo") && HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") &&
+          HIER_FI_SYM(lib, dupinfo, "fi_dupinfo") && HIER_FI_SYM(lib, fabric, "fi_fabric") &&
+          HIER_FI_SYM(lib, strerror, "fi_strerror") && HIER_FI_SYM(lib, tostr, "fi_tostr"))) {
+        HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): communicators that span nodes use the "
+                   "previous component", dlerror());
+        memset(&hier_fi, 0, sizeof(hier_fi));
+        return;
+    }
+    void *verbs = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (verbs && !HIER_FI_SYM(verbs, fork_initialized, "ibv_is_fork_initialized")) hier_fi.fork_initialized = NULL;
+    hier_fi_status = HIER_OK;
+}
+
+hier_status_t hier_fi_load(void)
+{
+    pthread_once(&hier_fi_once, hier_fi_open);
+    return hier_fi_status;
+}
+
+const char *hier_fi_strerror(int errnum)
+{
+    return hier_fi.strerror ? hier_fi.strerror(errnum) : strerror(errnum);
+}

@@ -1,0 +1,36 @@
+/* hier_fi.h: libfabric (and rdma-core's fork check), loaded when a
+ * communicator first needs the network, not when the component loads.
+ *
+ * Linked, they would pull a dozen libraries (psm2, rdmacm, efa, libnl, ...)
+ * into every MPI process, a couple of MiB of its memory, even on one node;
+ * and a node without libfabric could not load the component at all (Open MPI
+ * then skips it silently). Loaded here, a missing libfabric is a clean
+ * fallback of the communicators that span nodes. Everything else of
+ * libfabric's API is inline functions through the objects it returns. */
+#ifndef HIER_FI_H
+#define HIER_FI_H
+
+#include <rdma/fabric.h>
+
+#include "base/hier_status.h"
+
+typedef struct {
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+    char *(*tostr)(const void *data, enum fi_type datatype);
+    int (*fork_initialized)(void); /* rdma-core's ibv_is_fork_initialized; NULL without it */
+} hier_fi_t;
+
+extern hier_fi_t hier_fi;
+
+/* Load libfabric.so.1 (and libibverbs.so.1 when present), once; HIER_ERR_NOT_SUPPORTED
+ * without libfabric, said once. */
+hier_status_t hier_fi_load(void);
+/* fi_strerror, or a plain text before libfabric is loaded. */
+const char *hier_fi_strerror(int errnum);
+
+#endif

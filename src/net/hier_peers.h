@@ -1,0 +1,51 @@
+/* hier_peers.h: the processes this one talks to over the network, and the
+ * one channel it has with each, shared by every communicator that reaches
+ * that process.
+ *
+ * A communicator's set-up makes sure the addresses of the peers its
+ * schedules talk to are known (exchanged once per process pair, cached
+ * here); channels are connected on first use, outside any collective: the
+ * first process that needs to send opens its end and sends a REQUEST
+ * control message with the end's description and its own address; the other
+ * opens its end (the ring shape the requester chose), connects it, and
+ * answers ACCEPT with its own description. When both request at once, each
+ * connects the end it opened for its own request to the other's: the same
+ * pair of ends either way (the ACCEPTs then find both connected). So however
+ * many communicators, threads or nodes start talking at the same time, each
+ * pair ends with exactly one channel, and no collective ever waits for a
+ * connection another communicator is making. */
+#ifndef HIER_PEERS_H
+#define HIER_PEERS_H
+
+#include <stdint.h>
+
+#include "net/hier_chan.h"
+#include "net/hier_fabric.h"
+
+typedef struct hier_peer hier_peer_t;
+
+/* This process's identity (unique in the job, the same for every
+ * communicator), and the ring shape of the channels it opens. Before any
+ * peer is connected; again with the same values is a no-op. */
+void hier_peers_configure(uint64_t self, size_t slots, size_t slot_bytes);
+/* The entry of process `proc`, made when absent; NULL without memory. */
+hier_peer_t *hier_peers_get(uint64_t proc);
+/* Whether its address is known here. */
+int hier_peer_known(const hier_peer_t *p);
+/* Learn its address (the first one learnt stays). */
+hier_status_t hier_peer_learn(hier_fabric_t *fab, hier_peer_t *p, const void *addr, size_t len);
+/* Its address in the endpoint's address vector: HIER_OK once known. */
+hier_status_t hier_peer_addr(const hier_peer_t *p, hier_fabric_peer_t *addr_p);
+/* Its channel once connected (*ch_p); until then NULL, and the first call
+ * starts connecting (the peer's address must be known). Never waits. An
+ * error when the connection cannot be made. */
+hier_status_t hier_peer_chan(hier_fabric_t *fab, hier_peer_t *p, hier_chan_t **ch_p);
+/* Its channel when connected, NULL otherwise; starts nothing (a receiver:
+ * the sender connects). */
+hier_chan_t *hier_peer_connected(hier_peer_t *p);
+/* Peers known and channels connected so far. */
+void hier_peers_count(size_t *known_p, size_t *connected_p);
+/* Close every channel and forget every peer (the endpoint is closing). */
+void hier_peers_clear(void);
+
+#endif
