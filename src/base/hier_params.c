@@ -10,147 +10,140 @@
 static const hier_param_desc_t hier_param_table[] = {
     {"priority", HIER_PARAM_INT, "0",
      "Priority of coll/hier; it is only selected when this beats the other components (tuned: 30)",
-     HIER_PARAM_OFF(priority), 0, 1},
+     HIER_PARAM_OFF(priority), 0, 1, 1},
     {"verbose", HIER_PARAM_INT, "0",
      "Verbosity: 1 = one line per communicator (served or why not), 10 = one line per call",
-     HIER_PARAM_OFF(verbose), 0, 1},
+     HIER_PARAM_OFF(verbose), 0, 1, 2},
     {"stats", HIER_PARAM_INT, "0",
      "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize",
-     HIER_PARAM_OFF(stats), 0, 1},
+     HIER_PARAM_OFF(stats), 0, 1, 2},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allreduce algorithm: auto, ll (low latency), flat (every rank reduces all "
-     "slots), numa (two-level NUMA tree), rsag (pipelined reduce-scatter + allgather through the segment), "
-     "cma (the same with single copies between processes) or fallback (previous component)",
+     "slots), numa (two-level NUMA tree), rsag (pipelined reduce-scatter + allgather through the segment) or "
+     "fallback (previous component)",
      HIER_PARAM_OFF(allreduce_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_FLAT) |
-         HIER_ALGO_BIT(HIER_ALGO_NUMA) | HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_CMA) |
-         HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0},
+         HIER_ALGO_BIT(HIER_ALGO_NUMA) | HIER_ALGO_BIT(HIER_ALGO_RSAG) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0, 4},
     {"allgather_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allgather algorithm: auto, ll (low latency), shm (copy through the segment), "
      "cma (single copy) or fallback",
      HIER_PARAM_OFF(allgather_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_SHM) |
-         HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0},
+         HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0, 4},
     {"reduce_scatter_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the reduce_scatter(_block) algorithm: auto, ll (low latency), shm (through the "
-     "segment), cma (single copy; in-place calls use shm) or fallback",
+     "segment) or fallback",
      HIER_PARAM_OFF(reduce_scatter_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_SHM) |
-         HIER_ALGO_BIT(HIER_ALGO_CMA) | HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0},
+         HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0, 4},
     {"allreduce_ll_max", HIER_PARAM_SIZE, "2K",
      "Largest allreduce (bytes per rank) that auto sends through the low-latency path, where the data carries "
      "its own ready flag (at most about 8 KiB: forcing ll above that uses the next algorithm)",
-     HIER_PARAM_OFF(allreduce_ll_max), 0, 0},
+     HIER_PARAM_OFF(allreduce_ll_max), 0, 0, 5},
     {"allgather_ll_max", HIER_PARAM_SIZE, "8K",
      "Largest allgather (bytes per rank) that auto sends through the low-latency path",
-     HIER_PARAM_OFF(allgather_ll_max), 0, 0},
+     HIER_PARAM_OFF(allgather_ll_max), 0, 0, 5},
     {"reduce_scatter_ll_max", HIER_PARAM_SIZE, "2K",
      "Largest reduce_scatter (bytes of the whole send buffer) that auto sends through the low-latency path",
-     HIER_PARAM_OFF(reduce_scatter_ll_max), 0, 0},
+     HIER_PARAM_OFF(reduce_scatter_ll_max), 0, 0, 5},
     {"allreduce_flat_max", HIER_PARAM_SIZE, "2K",
      "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto, above the low-latency "
      "path; larger ones use rsag (on 2 ranks rsag wins from 2 KiB)",
-     HIER_PARAM_OFF(allreduce_flat_max), 0, 0},
+     HIER_PARAM_OFF(allreduce_flat_max), 0, 0, 5},
     {"allreduce_numa_min_ranks", HIER_PARAM_SIZE, "4",
      "Under auto, small allreduces use the NUMA tree when the node has several NUMA domains and at least this many local ranks",
-     HIER_PARAM_OFF(allreduce_numa_min_ranks), 0, 0},
+     HIER_PARAM_OFF(allreduce_numa_min_ranks), 0, 0, 5},
     {"shm_chunk_size", HIER_PARAM_SIZE, "256K",
      "Bytes per rank per pipeline buffer in the shared-memory segment (the segment holds 2 per rank); "
      "messages larger than this are pipelined through it",
-     HIER_PARAM_OFF(shm_chunk_size), 0, 0},
+     HIER_PARAM_OFF(shm_chunk_size), 0, 0, 5},
     {"spin_count", HIER_PARAM_INT, "2000",
      "Polls of a shared-memory flag before a waiting rank starts to yield the CPU and drive Open MPI progress",
-     HIER_PARAM_OFF(spin_count), 0, 1},
+     HIER_PARAM_OFF(spin_count), 0, 1, 6},
     {"shm_dir", HIER_PARAM_STRING, "",
      "Directory for the shared-memory segment; empty = POSIX shm_open (/dev/shm). The file is unlinked as soon "
      "as every local rank has mapped it",
-     HIER_PARAM_OFF(shm_dir), 0, 1},
+     HIER_PARAM_OFF(shm_dir), 0, 1, 3},
     {"shm_budget", HIER_PARAM_SIZE, "512M",
      "Bytes of shared-memory segments one process keeps mapped at most, in use by its communicators or kept for "
      "the next ones: a communicator whose pipeline buffers would not fit uses smaller ones, down to the small "
      "buffers every node segment has; it never fails for lack of room",
-     HIER_PARAM_OFF(shm_budget), 0, 1},
+     HIER_PARAM_OFF(shm_budget), 0, 1, 3},
     {"numa_ranks_per_domain", HIER_PARAM_INT, "0",
      "0 = NUMA domains from hwloc and each rank's binding; K > 0 = treat every K consecutive local ranks as one "
      "NUMA domain (testing and simulation of multi-socket nodes)",
-     HIER_PARAM_OFF(numa_ranks_per_domain), 0, 0},
+     HIER_PARAM_OFF(numa_ranks_per_domain), 0, 0, 9},
     {"ranks_per_node", HIER_PARAM_INT, "0",
      "0 = nodes as Open MPI's locality reports them; K > 0 = split every host into virtual nodes of K consecutive "
      "MPI_COMM_WORLD ranks (experiments and simulation of multi-node runs)",
-     HIER_PARAM_OFF(ranks_per_node), 0, 0},
-    {"cma", HIER_PARAM_INT, "0",
-     "1 = let ranks read each other's buffers directly (process_vm_readv) when the kernel allows it, probed "
-     "once per communicator; 0 = always copy through the shared-memory segment (the default: on the "
-     "development machines page pinning makes single copy slower than the segment)",
-     HIER_PARAM_OFF(cma), 0, 0},
-    {"allreduce_cma_min", HIER_PARAM_SIZE, "256K",
-     "Under auto, allreduces from this many bytes per rank use single copy (when available)",
-     HIER_PARAM_OFF(allreduce_cma_min), 0, 0},
-    {"allgather_cma_min", HIER_PARAM_SIZE, "1M",
-     "Under auto, allgathers from this many bytes per rank use single copy (when available)",
-     HIER_PARAM_OFF(allgather_cma_min), 0, 0},
-    {"reduce_scatter_cma_min", HIER_PARAM_SIZE, "256K",
-     "Under auto, reduce_scatters from this many bytes of send buffer use single copy (when available and "
-     "not in place)",
-     HIER_PARAM_OFF(reduce_scatter_cma_min), 0, 0},
+     HIER_PARAM_OFF(ranks_per_node), 0, 0, 9},
+    {"allgather_cma_min", HIER_PARAM_SIZE, "32K",
+     "Under auto, allgathers with blocks (bytes per rank) from this size up to allgather_cma_max use single copy "
+     "(process_vm_readv: each rank reads the others' blocks, one copy instead of two through the segment) when "
+     "every local rank has a core of its own and the kernel allows it (probed once per communicator)",
+     HIER_PARAM_OFF(allgather_cma_min), 0, 0, 5},
+    {"allgather_cma_max", HIER_PARAM_SIZE, "128K",
+     "The largest such block; above it the segment's pipeline is faster (measured: np 2, 2 cores); 0 = never "
+     "single copy under auto",
+     HIER_PARAM_OFF(allgather_cma_max), 0, 0, 5},
     {"fabric_provider", HIER_PARAM_STRING, "",
      "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "
      "sockets or a full name (tcp;ofi_rxm); empty = the first of efa, tcp, sockets that works. Without one, "
      "multi-node communicators use the previous component",
-     HIER_PARAM_OFF(fabric_provider), 0, 0},
+     HIER_PARAM_OFF(fabric_provider), 0, 0, 2},
     {"fabric_iface", HIER_PARAM_STRING, "",
      "Network interface for the tcp provider (like NCCL_SOCKET_IFNAME / FI_TCP_IFACE); empty = provider's choice",
-     HIER_PARAM_OFF(fabric_iface), 0, 1},
+     HIER_PARAM_OFF(fabric_iface), 0, 1, 2},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
-     HIER_PARAM_OFF(fabric_slot_size), 0, 0},
+     HIER_PARAM_OFF(fabric_slot_size), 0, 0, 5},
     {"fabric_slots", HIER_PARAM_INT, "4",
      "Slots per inter-node channel: messages a sender may have in flight before the receiver returns credit",
-     HIER_PARAM_OFF(fabric_slots), 0, 0},
+     HIER_PARAM_OFF(fabric_slots), 0, 0, 5},
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
      "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "
      "(recursive doubling, fewest rounds) or rabenseifner (recursive halving + doubling: the ring's data in "
      "log2 rounds). Auto: rd up to net_rd_max (net_rd_max_two_nodes on two nodes), rabenseifner on a power-of-two "
      "node count, ring otherwise. Allgather and reduce_scatter have rd and ring only: forced rd is kept, any other "
-     "forced algorithm is the ring; auto follows the same sizes, except on two nodes (allgather: always rd; "
+     "forced algorithm is the ring; auto: rd up to net_rd_max, except on two nodes (allgather: always rd; "
      "reduce_scatter with one rank per node: always ring)",
      HIER_PARAM_OFF(net_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
-         HIER_ALGO_BIT(HIER_ALGO_RH), 0},
+         HIER_ALGO_BIT(HIER_ALGO_RH), 0, 4},
     {"net_rd_max", HIER_PARAM_SIZE, "64K",
      "Under auto, multi-node collectives up to this many bytes per rank use recursive doubling between nodes "
      "(fewest rounds, but log2(nodes) times the data); rabenseifner or ring above (allreduce on two nodes: "
      "net_rd_max_two_nodes)",
-     HIER_PARAM_OFF(net_rd_max), 0, 0},
+     HIER_PARAM_OFF(net_rd_max), 0, 0, 5},
     {"net_rd_max_two_nodes", HIER_PARAM_SIZE, "256K",
      "The same on two nodes, where recursive doubling moves no more data than rabenseifner, in one round instead "
      "of two, but each node reduces the whole vector instead of half; rabenseifner above",
-     HIER_PARAM_OFF(net_rd_max_two_nodes), 0, 0},
+     HIER_PARAM_OFF(net_rd_max_two_nodes), 0, 0, 5},
     {"net_split_min", HIER_PARAM_SIZE, "16K",
      "Multi-node collectives from this many bytes per rank (allreduce: the vector; allgather: a block; "
      "reduce_scatter: the send buffer over the ranks) are split so every local rank drives the network with its "
      "own piece; smaller ones go through one rank per node",
-     HIER_PARAM_OFF(net_split_min), 0, 0},
+     HIER_PARAM_OFF(net_split_min), 0, 0, 5},
     {"net_chunk_size", HIER_PARAM_SIZE, "1M",
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
      "round of inter-node messages, so larger chunks mean fewer, longer messages",
-     HIER_PARAM_OFF(net_chunk_size), 0, 0},
+     HIER_PARAM_OFF(net_chunk_size), 0, 0, 5},
     {"device_peer_direct", HIER_PARAM_INT, "1",
      "Device (accelerator) buffers of an allgather go NIC to NIC, registered with FI_HMEM, when the provider "
      "takes device memory (efa with FI_EFA_USE_DEVICE_RDMA=1; shm) and every rank's buffers are device memory; "
      "0 = always stage through host memory",
-     HIER_PARAM_OFF(device_peer_direct), 0, 0},
+     HIER_PARAM_OFF(device_peer_direct), 0, 0, 4},
     {"device_peer_direct_min", HIER_PARAM_SIZE, "64K",
-     "Device allgathers with blocks (bytes per rank) of this size or more consider peer direct (one agreement "
-     "between the ranks per call); smaller ones are staged, which costs fewer round trips",
-     HIER_PARAM_OFF(device_peer_direct_min), 0, 0},
+     "Device allgathers with blocks (bytes per rank) of this size or more consider peer direct (the ranks "
+     "vote once per communicator); smaller ones are staged, which costs fewer round trips",
+     HIER_PARAM_OFF(device_peer_direct_min), 0, 0, 5},
     {"device_force_staging", HIER_PARAM_INT, "0",
      "1 = every device buffer goes through host memory, even where peer direct is possible",
-     HIER_PARAM_OFF(device_force_staging), 0, 0},
+     HIER_PARAM_OFF(device_force_staging), 0, 0, 5},
     {"device_stage_chunk", HIER_PARAM_SIZE, "1M",
      "Staging pipeline chunk: device data is copied to and from pinned host memory in chunks of about this "
      "size, the copies of one chunk overlapping the collective on the previous one",
-     HIER_PARAM_OFF(device_stage_chunk), 0, 0},
+     HIER_PARAM_OFF(device_stage_chunk), 0, 0, 5},
 };
 
 hier_params_t hier_params;
@@ -217,10 +210,10 @@ void hier_params_print_markdown(FILE *out)
 {
     size_t n;
     const hier_param_desc_t *t = hier_params_table(&n);
-    fprintf(out, "| parameter | default | meaning |\n|---|---|---|\n");
+    fprintf(out, "| parameter | default | level | ranks | meaning |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++)
-        fprintf(out, "| `coll_hier_%s` | `%s` | %s |\n", t[i].name, t[i].defval[0] ? t[i].defval : "\"\"",
-                t[i].help);
+        fprintf(out, "| `coll_hier_%s` | `%s` | %d | %s | %s |\n", t[i].name, t[i].defval[0] ? t[i].defval : "\"\"",
+                t[i].level, t[i].local ? "may differ" : "agree", t[i].help);
 }
 
 /* FNV-1a over the values that shape schedules and protocols: every rank of

@@ -16,7 +16,7 @@ typedef enum {
     HIER_ALGO_RSAG,    /* allreduce: reduce-scatter + allgather through the segment */
     HIER_ALGO_FALLBACK,/* always use the previous module (for comparisons) */
     HIER_ALGO_SHM,     /* allgather, reduce_scatter: through the segment */
-    HIER_ALGO_CMA,     /* any: single copy between processes (process_vm_readv) */
+    HIER_ALGO_CMA,     /* allgather: single copy between processes (process_vm_readv) */
     HIER_ALGO_LL,      /* any, small messages: flags inside the data, no barrier */
     HIER_ALGO_RING,    /* inter-node allreduce: ring reduce-scatter + allgather */
     HIER_ALGO_RD,      /* inter-node allreduce: recursive doubling */
@@ -28,9 +28,9 @@ typedef struct {
     int priority;
     int verbose;
     int stats;
-    int allreduce_algorithm;      /* hier_algo_t */
-    int allgather_algorithm;      /* AUTO, SHM, CMA or FALLBACK */
-    int reduce_scatter_algorithm; /* AUTO, SHM, CMA or FALLBACK */
+    int allreduce_algorithm;      /* hier_algo_t: AUTO, LL, FLAT, NUMA, RSAG or FALLBACK */
+    int allgather_algorithm;      /* AUTO, LL, SHM, CMA or FALLBACK */
+    int reduce_scatter_algorithm; /* AUTO, LL, SHM or FALLBACK */
     size_t allreduce_ll_max;      /* bytes per rank: the low-latency path up to here */
     size_t allgather_ll_max;      /* bytes per rank */
     size_t reduce_scatter_ll_max; /* bytes of the whole send buffer */
@@ -42,10 +42,8 @@ typedef struct {
     size_t shm_budget;            /* bytes of segments one process keeps mapped, in use or recycled */
     int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */
     int ranks_per_node;           /* 0: Open MPI's locality; K: virtual nodes of K consecutive world ranks */
-    int cma;                      /* use single copy where the kernel allows it */
-    size_t allreduce_cma_min;     /* bytes per rank from which auto picks single copy */
-    size_t allgather_cma_min;     /* bytes per rank */
-    size_t reduce_scatter_cma_min;/* bytes of the whole send buffer */
+    size_t allgather_cma_min;     /* block bytes: auto reads peers' blocks directly from here ... */
+    size_t allgather_cma_max;     /* ... up to here */
     char *fabric_provider;        /* libfabric provider; "" = best available */
     char *fabric_iface;           /* network interface for tcp; "" = the provider's choice */
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
@@ -71,6 +69,7 @@ typedef struct {
     size_t offset;         /* into hier_params_t */
     unsigned algo_mask;    /* HIER_PARAM_ALGO: which hier_algo_t values are valid */
     int local;             /* 1: may differ between ranks (logging, waiting, local paths) */
+    int level;             /* ompi_info level: 1-3 users, 4-6 tuning, 9 testing and simulation */
 } hier_param_desc_t;
 
 /* The live values; set to defaults by hier_params_defaults(). */

@@ -24,9 +24,7 @@ typedef enum {
     HIER_PATH_SHM_RSAG,          /* reduce-scatter then allgather, pipelined */
     HIER_PATH_SHM_COPY,          /* allgather through slots */
     HIER_PATH_SHM_RS,            /* reduce_scatter through slots */
-    HIER_PATH_CMA_RSAG,          /* allreduce, single copy between processes */
-    HIER_PATH_CMA_COPY,          /* allgather, single copy */
-    HIER_PATH_CMA_RS,            /* reduce_scatter, single copy */
+    HIER_PATH_CMA_COPY,          /* allgather, single copy between processes */
     HIER_PATH_NET_RING,          /* several nodes: allreduce, ring between nodes */
     HIER_PATH_NET_RD,            /* several nodes: allreduce, recursive doubling between nodes */
     HIER_PATH_NET_RH,            /* several nodes: allreduce, Rabenseifner between nodes */
@@ -38,7 +36,7 @@ typedef enum {
     HIER_PATH_FALLBACK_DATATYPE, /* non-contiguous or non-predefined base type */
     HIER_PATH_FALLBACK_INTERCOMM,
     HIER_PATH_FALLBACK_SHM,      /* shared-memory segment unavailable */
-    HIER_PATH_FALLBACK_RANKS,    /* more local ranks than the engine supports */
+    HIER_PATH_FALLBACK_RANKS,    /* the ranks disagree on who shares a node */
     HIER_PATH_FALLBACK_FORCED,   /* the user forced the fallback by parameter */
     HIER_PATH_FALLBACK_NET,      /* several nodes, and no usable libfabric provider */
     HIER_PATH_FALLBACK_DEVICE,   /* a buffer in device memory no backend handles */

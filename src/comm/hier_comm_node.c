@@ -126,15 +126,20 @@ void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *o, const uint64_t *pr
     (void)c;
 }
 
-/* Polls before a waiting rank yields. When ranks outnumber the cores (the
- * runtime says so, or this node's ranks exceed its online CPUs), the rank
- * we wait for is likely waiting for our core: spinning long only delays it
- * (on 4 ranks over 2 cores, 2000 polls made a small allreduce 3x slower, and
- * even 50 doubled its time against yielding at once). */
-static void hier_node_wait_policy(const hier_comm_t *c, hier_shm_wait_t *w)
+/* Crowded: the runtime says so, or the node's ranks exceed its online CPUs
+ * (not our affinity: a rank bound to one core is not crowded). */
+int hier_node_crowded(const hier_comm_t *c, int nlocal)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN); /* not our affinity: a rank bound to one core is not crowded */
-    int crowded = (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && c->layout.nranks > cpus);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && nlocal > cpus);
+}
+
+/* Polls before a waiting rank yields. When ranks outnumber the cores, the
+ * rank we wait for is likely waiting for our core: spinning long only
+ * delays it (on 4 ranks over 2 cores, 2000 polls made a small allreduce 3x
+ * slower, and even 50 doubled its time against yielding at once). */
+static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wait_t *w)
+{
     *w = (hier_shm_wait_t){.nranks = c->layout.nranks, .me = c->layout.me, .spin_count = hier_params.spin_count,
                            .progress = hier_core_progress};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
@@ -148,7 +153,7 @@ static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)
     return slots;
 }
 
-hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa)
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa, int crowded)
 {
     int n = c->layout.nranks;
     hier_node_t *nd = calloc(1, sizeof(*nd));
@@ -162,7 +167,8 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
         locs[r] = (hier_locality_t){.numa = numa[r], .package = -1};
     }
     if (hier_topo_groups_by_numa(locs, n, &nd->groups) != HIER_OK) goto fail;
-    hier_node_wait_policy(c, &nd->wait);
+    hier_node_wait_policy(c, crowded, &nd->wait);
+    nd->crowded = crowded;
     nd->cma = -1;
     nd->recycled = !o->fresh;
     free(locs);
@@ -361,7 +367,7 @@ int hier_node_cma(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
     if (nd->cma >= 0) return nd->cma;
-    int ok = hier_params.cma != 0;
+    int ok = 1;
     for (int i = 1; ok && i < c->layout.nranks; i++) {
         const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
         ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
@@ -376,8 +382,7 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
 {
     hier_node_t *nd = ctx;
     const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (int)ref.rank);
-    uint64_t base = ref.kind == HIER_BUF_PEER_INPUT ? peer->input_addr : peer->recv_addr;
-    return hier_cma_read(peer->pid, base + ref.off, dst, len);
+    return hier_cma_read(peer->pid, peer->input_addr + ref.off, dst, len);
 }
 
 /* Room for a chunk's steps (and, the first time, the executor's staging):

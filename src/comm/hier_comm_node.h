@@ -21,7 +21,9 @@ hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, c
 void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *offer, const uint64_t *procs, int nprocs);
 /* Make the node level around the segment (which it takes), with the NUMA
  * domain of every local rank (so NUMA groups exist before the agreement). */
-hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa);
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa, int crowded);
+/* Whether this process sees its node's `nlocal` ranks outnumber the cores. */
+int hier_node_crowded(const hier_comm_t *c, int nlocal);
 /* Undo hier_node_make: the segment back into the offer, nothing given back. */
 void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 /* Give every segment back (recycled for the next communicator) and free the level. */

@@ -6,8 +6,8 @@
  *    processes in local order; the local leader (that lowest rank) offers a
  *    node segment: a recycled one of these processes, or a fresh one;
  * 2. allgather one record per rank: node name, NUMA domain, parameter
- *    digest, box, whether a device backend is here, and (leaders) the
- *    segment offered;
+ *    digest, box, whether a device backend is here, whether this rank sees
+ *    its node crowded, and (leaders) the segment offered;
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
  *    segment (recycled: from its own pool; fresh: attached), makes its node
@@ -39,6 +39,7 @@ enum { /* statuses, least first: the agreement takes the least */
 
 #define HIER_SETUP_DEVICE 1u   /* a device backend is here */
 #define HIER_SETUP_RECYCLED 2u /* the offered segment is recycled */
+#define HIER_SETUP_CROWDED 4u  /* more ranks on my node than cores, as I see it */
 
 typedef struct {
     int32_t node;     /* my node's lowest rank; -1 when every rank shares my node */
@@ -106,14 +107,19 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
     return HIER_PATH_COUNT; /* (no fallback) */
 }
 
-/* The node level, around the segment, with the NUMA domains of the node's ranks. */
+/* The node level, around the segment, with the NUMA domains of the node's
+ * ranks; crowded if any of them says so (all of the node decide alike). */
 static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all)
 {
     int32_t *numa = malloc((size_t)c->layout.nranks * sizeof(*numa));
+    int crowded = 0;
     if (!numa) return HIER_ERR_NO_MEMORY;
-    for (int i = 0; i < c->layout.nranks; i++)
-        numa[i] = all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i].numa;
-    hier_status_t st = hier_node_make(c, offer, numa);
+    for (int i = 0; i < c->layout.nranks; i++) {
+        const hier_setup_rec_t *r = &all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i];
+        numa[i] = r->numa;
+        crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
+    }
+    hier_status_t st = hier_node_make(c, offer, numa, crowded);
     free(numa);
     return st;
 }
@@ -124,7 +130,8 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
 {
     hier_setup_rec_t mine = {.node = loc->node, .numa = hier_core_my_numa(loc->me),
                              .digest = hier_params_digest(&hier_params), .box = box,
-                             .flags = hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0};
+                             .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
+                                      (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0)};
     hier_setup_rec_t *all = calloc((size_t)c->size, sizeof(*all));
     int status = all ? HIER_SETUP_OK : HIER_SETUP_NO_MEMORY, missing = 0, known = 1;
     *offer = (hier_node_offer_t){0};

@@ -48,6 +48,7 @@ typedef struct {
     hier_topo_groups_t groups;   /* by NUMA domain */
     uint32_t *order;             /* 0 .. nranks - 1: the fold order */
     int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
+    int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
     size_t nsteps;
     uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first schedule */

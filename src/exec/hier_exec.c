@@ -14,15 +14,14 @@ void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref)
     case HIER_BUF_SEND: return (void *)(bufs->sbuf + ref.off);
     case HIER_BUF_RECV: return bufs->rbuf + ref.off;
     case HIER_BUF_SLOT: return bufs->slots[ref.rank] + ref.parity * bufs->parity_stride + ref.off;
-    case HIER_BUF_PEER_INPUT:
-    case HIER_BUF_PEER_RECV: break;
+    case HIER_BUF_PEER_INPUT: break;
     }
     return NULL;
 }
 
 static int hier_exec_is_peer(hier_ref_t ref)
 {
-    return ref.kind == HIER_BUF_PEER_INPUT || ref.kind == HIER_BUF_PEER_RECV;
+    return ref.kind == HIER_BUF_PEER_INPUT;
 }
 
 /* Operand i of a reduction whose operands live in other ranks' buffers. */
@@ -31,50 +30,6 @@ static hier_ref_t hier_exec_operand(const hier_step_t *step, int i)
     hier_ref_t r = step->src;
     r.rank = step->ranks[i];
     return r.rank == step->self_rank ? step->self_src : r;
-}
-
-/* One block [o, o + bytes) of operand i: a local address, or staged into `stage`. */
-static hier_status_t hier_exec_fetch(const hier_exec_bufs_t *bufs, const hier_step_t *step, int i, size_t o,
-                                     size_t bytes, uint8_t *stage, const uint8_t **p_p)
-{
-    hier_ref_t r = hier_exec_operand(step, i);
-    r.off += o;
-    if (!hier_exec_is_peer(r)) {
-        *p_p = hier_exec_ref(bufs, r);
-        return HIER_OK;
-    }
-    hier_status_t st = bufs->peer_read(bufs->peer_ctx, r, stage, bytes);
-    if (st == HIER_OK) *p_p = stage;
-    return st;
-}
-
-/* A reduction over other ranks' buffers: block by block, operands staged
- * through two blocks and the result through a third, then stored. */
-static hier_status_t hier_exec_fold_peers(const hier_exec_bufs_t *bufs, const hier_step_t *step)
-{
-    size_t es = bufs->esize, blk = HIER_EXEC_STAGE_BLOCK / es;
-    uint8_t *dst = hier_exec_ref(bufs, step->dst), *sa = bufs->stage, *sb = sa + HIER_EXEC_STAGE_BLOCK;
-    uint8_t *res = sb + HIER_EXEC_STAGE_BLOCK;
-    const uint8_t *a, *b;
-    hier_status_t st = HIER_OK;
-
-    for (size_t done = 0; done < step->len && st == HIER_OK; done += blk) {
-        size_t c = step->len - done < blk ? step->len - done : blk, o = done * es;
-        st = hier_exec_fetch(bufs, step, 0, o, c * es, sa, &a);
-        if (st == HIER_OK && step->nranks == 1) {
-            memmove(dst + o, a, c * es);
-            continue;
-        }
-        if (st == HIER_OK) st = hier_exec_fetch(bufs, step, 1, o, c * es, sb, &b);
-        if (st != HIER_OK) break;
-        bufs->kernel.comb(res, a, b, c);
-        for (uint32_t i = 2; i < step->nranks && st == HIER_OK; i++) {
-            st = hier_exec_fetch(bufs, step, i, o, c * es, sb, &b);
-            if (st == HIER_OK) bufs->kernel.acc(res, b, c);
-        }
-        if (st == HIER_OK) memcpy(dst + o, res, c * es);
-    }
-    return st;
 }
 
 static int hier_exec_overlaps(const uint8_t *a, const uint8_t *b, size_t len)
@@ -130,12 +85,10 @@ hier_status_t hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *st
             return bufs->peer_read(bufs->peer_ctx, step->src, hier_exec_ref(bufs, step->dst), step->len);
         memcpy(hier_exec_ref(bufs, step->dst), hier_exec_ref(bufs, step->src), step->len);
         break;
-    case HIER_STEP_REDUCE: {
-        if (hier_exec_is_peer(step->src)) return hier_exec_fold_peers(bufs, step);
+    case HIER_STEP_REDUCE:
         hier_exec_fold(bufs, step, hier_exec_ref(bufs, step->dst),
                        step->has_dst2 ? hier_exec_ref(bufs, step->dst2) : NULL);
         break;
-    }
     case HIER_STEP_BARRIER: break;
     case HIER_STEP_NET_SEND:
     case HIER_STEP_NET_RECV: return HIER_ERR_INVALID_ARG; /* the transport's, like barriers */

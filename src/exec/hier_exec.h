@@ -17,7 +17,7 @@ typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, voi
 /* Staging for reductions: an output that overlaps an operand, and the
  * operands and result of reductions over other ranks' buffers: three blocks. */
 #define HIER_EXEC_STAGE_BLOCK (128 * 1024)
-#define HIER_EXEC_STAGE_BYTES (3 * HIER_EXEC_STAGE_BLOCK)
+#define HIER_EXEC_STAGE_BYTES HIER_EXEC_STAGE_BLOCK
 
 typedef struct {
     const uint8_t *sbuf;

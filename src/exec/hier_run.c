@@ -98,14 +98,13 @@ static void hier_run_finish(hier_run_t *r, hier_status_t *failed, uint64_t *net_
     hier_run_flag(r, *failed);
 }
 
-/* Single copy: where my input and receive buffers are, published before
- * the first barrier, which makes them visible. */
+/* Single copy: where my input is, published before the first barrier,
+ * which makes it visible. */
 static void hier_run_publish(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf)
 {
     hier_shm_ctl_t *mine = hier_shm_ctl(r->node, r->wait->me);
     const uint8_t *in = args->in_place ? (const uint8_t *)rbuf + hier_sched_input_offset(args, r->wait->me) : sbuf;
     mine->input_addr = (uint64_t)(uintptr_t)in;
-    mine->recv_addr = (uint64_t)(uintptr_t)rbuf;
 }
 
 /* After the last barrier every rank sees every flag: a step that failed on

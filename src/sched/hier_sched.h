@@ -25,9 +25,8 @@ typedef enum {
     HIER_BUF_SEND,
     HIER_BUF_RECV,
     HIER_BUF_SLOT,
-    /* single copy: another rank's buffers, read through the kernel (CMA) */
+    /* single copy: another rank's input, read through the kernel (CMA) */
     HIER_BUF_PEER_INPUT, /* where rank `rank`'s contribution starts (hier_sched_input_offset) */
-    HIER_BUF_PEER_RECV,  /* rank `rank`'s receive buffer */
 } hier_buf_kind_t;
 
 typedef struct {
@@ -71,9 +70,7 @@ typedef enum {
     HIER_SCHED_ALLGATHER,
     HIER_SCHED_REDUCE_SCATTER,
     /* single copy: one step list per call, no segment slots (hier_sched_cma.c) */
-    HIER_SCHED_CMA_ALLREDUCE,
     HIER_SCHED_CMA_ALLGATHER,
-    HIER_SCHED_CMA_REDUCE_SCATTER, /* not in place: results would overwrite input peers still read */
     /* several nodes (hier_sched_hier.c): shared memory inside, network between */
     HIER_SCHED_HIER_ALLREDUCE,
     HIER_SCHED_HIER_ALLGATHER,

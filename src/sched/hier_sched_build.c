@@ -8,7 +8,7 @@
 
 int hier_sched_is_cma(hier_sched_kind_t kind)
 {
-    return kind >= HIER_SCHED_CMA_ALLREDUCE && kind <= HIER_SCHED_CMA_REDUCE_SCATTER;
+    return kind == HIER_SCHED_CMA_ALLGATHER;
 }
 
 int hier_sched_is_hier(hier_sched_kind_t kind)

@@ -42,7 +42,7 @@
 #include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 5u
+#define HIER_SHM_VERSION 6u
 #define HIER_SHM_LINE 128
 /* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
  * multiple of every element size, so no element straddles), the rest in a
@@ -88,13 +88,11 @@ typedef struct {
     int32_t numa;               /* the owner's NUMA domain, -1 unknown */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
     uint64_t cma_cookie;
-    /* Per single-copy call, before its first barrier: where the owner's input
-     * and receive buffers are. */
+    /* Per single-copy call, before its first barrier: where the owner's input is. */
     uint64_t input_addr;
-    uint64_t recv_addr;
     /* Set when a step failed here; peers check it after the call's last barrier. */
     _Atomic uint32_t error;
-    uint8_t pad1[64 - 44];
+    uint8_t pad1[64 - 36];
 } hier_shm_ctl_t;
 static_assert(offsetof(hier_shm_ctl_t, pid) == 64, "per-call fields stay off the polled line");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");

@@ -52,6 +52,7 @@ has_stats_lines() {
         grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma|net)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+ net_bytes=[0-9]+ staged=[0-9]+$" "$1" || return 1
     done
 }
+has_cma_stats() { grep -Eq "^coll:hier:stats coll=allgather path=cma_copy calls=[1-9]" "$1"; }
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
     local c
@@ -72,10 +73,10 @@ case_run np4_flat 4 --mca coll_hier_allreduce_algorithm flat $TC --allreduce-pat
 case_run np4_numa 4 --mca coll_hier_allreduce_algorithm numa --mca coll_hier_numa_ranks_per_domain 2 \
     $TC --allreduce-path shm_numa
 case_run np5_auto 5 $TC
-case_run np3_cma 3 --mca coll_hier_cma 1 --mca coll_hier_allreduce_algorithm cma --mca coll_hier_allgather_algorithm cma \
-    --mca coll_hier_reduce_scatter_algorithm cma $TC --allreduce-path cma_rsag
-case_run np4_auto_small_cma_thresholds 4 --mca coll_hier_cma 1 --mca coll_hier_allreduce_cma_min 1K --mca coll_hier_allgather_cma_min 1K \
-    --mca coll_hier_reduce_scatter_cma_min 1K --mca coll_hier_allreduce_flat_max 512 $TC
+case_run np3_cma 3 --mca coll_hier_allgather_algorithm cma $TC --allgather-path cma_copy
+# auto's single-copy window, widened: served by it (rank 0's counters) and correct
+EXTRA_CHECK=has_cma_stats case_run np2_auto_cma_window 2 --mca coll_hier_stats 1 --mca coll_hier_allgather_cma_min 1 \
+    --mca coll_hier_allgather_cma_max 1G --mca coll_hier_allgather_ll_max 64 --mca coll_hier_allreduce_flat_max 512 $TC
 case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
     --mca coll_hier_allreduce_flat_max 8K $TC
 case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived

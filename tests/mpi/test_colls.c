@@ -3,7 +3,8 @@
  * communicators, checked against references computed here from each rank's
  * known inputs; MPI_T counters prove which path served each call.
  *
- *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--net] [--quick]
+ *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--allgather-path NAME]
+ *              [--net] [--quick]
  *              [--direct-min BYTES]   (device allgathers with blocks of BYTES or more go peer direct)
  *
  * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
@@ -600,7 +601,7 @@ static void interleaved(MPI_Comm a, MPI_Comm b, expect_t *ea, expect_t *eb)
 }
 
 static void verify(const char *label, const check_counters_t *before, const check_counters_t *after,
-                   const expect_t *e, const char *expect, const char *allreduce_path)
+                   const expect_t *e, const char *expect, const char *const *paths)
 {
     char ident[64];
     int served = !strcmp(expect, "served");
@@ -631,17 +632,18 @@ static void verify(const char *label, const check_counters_t *before, const chec
                   expect, got_reason, got_served);
         }
     }
-    if (allreduce_path && served) {
-        int p = check_path_index(allreduce_path), self = check_path_index("self");
-        CHECK(p >= 0, "unknown path %s", allreduce_path);
-        if (p < 0) return;
+    for (int k = 0; served && k < NCOLL; k++) {
+        if (!paths[k]) continue;
+        int p = check_path_index(paths[k]), self = check_path_index("self");
+        CHECK(p >= 0, "unknown path %s", paths[k]);
+        if (p < 0) continue;
         /* one-rank communicators always take the self path */
-        long want = p == self ? e->calls[0] : e->calls[0] - e->single[0];
-        long got = (long)(after->path_calls[0][p] - before->path_calls[0][p]);
-        long got_self = (long)(after->path_calls[0][self] - before->path_calls[0][self]);
-        CHECK(got == want && (p == self || got_self == e->single[0]),
-              "%s: allreduce: %ld of %ld calls via %s, %ld of %ld via self", label, got, want, allreduce_path,
-              got_self, e->single[0]);
+        long want = p == self ? e->calls[k] : e->calls[k] - e->single[k];
+        long got = (long)(after->path_calls[k][p] - before->path_calls[k][p]);
+        long got_self = (long)(after->path_calls[k][self] - before->path_calls[k][self]);
+        CHECK(got == want && (p == self || got_self == e->single[k]),
+              "%s: %s: %ld of %ld calls via %s, %ld of %ld via self", label, check_colls[k], got, want, paths[k],
+              got_self, e->single[k]);
     }
 }
 
@@ -661,9 +663,10 @@ static void verify_net(const char *label, const check_counters_t *before, const 
 
 int main(int argc, char **argv)
 {
-    const char *expect = "served", *allreduce_path = NULL;
+    const char *expect = "served", *paths[NCOLL] = {0}; /* --<coll>-path: every call of it via this path */
     static const struct option longopts[] = {{"expect", required_argument, 0, 'e'},
                                              {"allreduce-path", required_argument, 0, 'p'},
+                                             {"allgather-path", required_argument, 0, 'g'},
                                              {"chunk", required_argument, 0, 'c'},
                                              {"quick", no_argument, 0, 'q'},
                                              {"derived", no_argument, 0, 'd'},
@@ -679,7 +682,8 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
         case 'e': expect = optarg; break;
-        case 'p': allreduce_path = optarg; break;
+        case 'p': paths[0] = optarg; break;
+        case 'g': paths[1] = optarg; break;
         case 'c': chunk = (size_t)atol(optarg); break;
         case 'q': quick = 1; break;
         case 'd': derived_types = 1; break;
@@ -712,7 +716,7 @@ int main(int argc, char **argv)
      * mpi_param_check=0 they reach the component, which must handle them */
     if (derived_types && !device) derived(MPI_COMM_WORLD, &e);
     check_pvars_read(&c1);
-    verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, allreduce_path);
+    verify("MPI_COMM_WORLD", &c0, &c1, &e, expect, paths);
     if (net) verify_net("MPI_COMM_WORLD", &c0, &c1, &e);
     CHECK(!direct_min || !comm_all_device(MPI_COMM_WORLD) || e.direct[1] > 0,
           "--direct-min %zu: no allgather large enough to go peer direct", direct_min);
@@ -736,7 +740,7 @@ int main(int argc, char **argv)
     sweep(dup, &e);
     sweep(split, &e);
     check_pvars_read(&c1);
-    verify("dup+split", &c0, &c1, &e, expect, allreduce_path);
+    verify("dup+split", &c0, &c1, &e, expect, paths);
 
     /* 3. two communicators interleaved */
     MPI_Comm_split(MPI_COMM_WORLD, rank < (n + 1) / 2, rank, &half);
@@ -748,7 +752,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < NCOLL; k++) ea.calls[k] += eb.calls[k];
     for (int k = 0; k < NCOLL; k++) ea.single[k] += eb.single[k];
     for (int k = 0; k < NCOLL; k++) ea.direct[k] += eb.direct[k];
-    verify("interleaved", &c0, &c1, &ea, expect, allreduce_path);
+    verify("interleaved", &c0, &c1, &ea, expect, paths);
     quick = saved_quick;
 
     MPI_Comm_free(&half);

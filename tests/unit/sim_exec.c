@@ -64,9 +64,8 @@ typedef struct {
 static hier_status_t sim_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t len)
 {
     const sim_peers_t *p = ctx;
-    const uint8_t *base = ref.kind == HIER_BUF_PEER_RECV ? p->rbufs[ref.rank]
-                          : p->args->in_place ? p->rbufs[ref.rank] + hier_sched_input_offset(p->args, ref.rank)
-                                              : p->sbufs[ref.rank];
+    const uint8_t *base = p->args->in_place ? p->rbufs[ref.rank] + hier_sched_input_offset(p->args, ref.rank)
+                                            : p->sbufs[ref.rank];
     memcpy(dst, base + ref.off, len);
     return HIER_OK;
 }

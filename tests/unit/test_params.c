@@ -47,13 +47,13 @@ Test(params, size_parser)
     cr_assert_eq(hier_params_parse_size("K", &v), -1);
 }
 
-Test(params, readme_table_is_generated_from_the_table)
+Test(params, docs_table_is_generated_from_the_table)
 {
     const char *src = getenv("HIER_SRCDIR");
     char path[4096], *readme, *table;
     size_t len;
     if (!src) cr_skip_test("HIER_SRCDIR not set (run through make check)");
-    snprintf(path, sizeof(path), "%s/README.md", src);
+    snprintf(path, sizeof(path), "%s/docs/parameters.md", src);
     FILE *f = fopen(path, "r");
     cr_assert(f, "cannot open %s", path);
     fseek(f, 0, SEEK_END);
@@ -65,7 +65,7 @@ Test(params, readme_table_is_generated_from_the_table)
     FILE *m = open_memstream(&table, &len);
     hier_params_print_markdown(m);
     fclose(m);
-    cr_assert(strstr(readme, table), "README.md's parameter table is stale: regenerate it with "
+    cr_assert(strstr(readme, table), "docs/parameters.md's table is stale: regenerate it with "
                                      "tests/unit/params_md and paste it");
     free(table);
     free(readme);

@@ -124,9 +124,8 @@ static const size_t chunks[] = {64, 192, 1024, 8192};
 
 Test(sched, allreduce_flat_rsag_numa_sweep)
 {
-    hier_sched_kind_t kinds[] = {HIER_SCHED_ALLREDUCE_FLAT, HIER_SCHED_ALLREDUCE_RSAG, HIER_SCHED_ALLREDUCE_NUMA,
-                                 HIER_SCHED_CMA_ALLREDUCE};
-    for (int ki = 0; ki < 4; ki++)
+    hier_sched_kind_t kinds[] = {HIER_SCHED_ALLREDUCE_FLAT, HIER_SCHED_ALLREDUCE_RSAG, HIER_SCHED_ALLREDUCE_NUMA};
+    for (int ki = 0; ki < 3; ki++)
         for (int n = 1; n <= 9; n++)
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                 for (size_t hi = 0; hi < sizeof(chunks) / sizeof(chunks[0]); hi++)
@@ -138,15 +137,6 @@ Test(sched, allreduce_sixteen_ranks)
 {
     run_allreduce(HIER_SCHED_ALLREDUCE_RSAG, 16, 5000, 1024, 0, 7);
     run_allreduce(HIER_SCHED_ALLREDUCE_NUMA, 16, 700, 512, 1, 8);
-    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 16, 5000, 1024, 1, 9);
-}
-
-/* Single-copy reductions stage remote operands block by block: cross several blocks. */
-Test(sched, single_copy_allreduce_spans_staging_blocks)
-{
-    size_t count = 3 * HIER_EXEC_STAGE_BLOCK / sizeof(double) + 77;
-    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 2, count * 2, 4096, 0, 3);
-    run_allreduce(HIER_SCHED_CMA_ALLREDUCE, 3, count * 3, 4096, 1, 4);
 }
 
 static void run_allgather_kind(hier_sched_kind_t kind, int n, size_t block, size_t chunk, int in_place, int break_parity,
@@ -245,7 +235,6 @@ static void run_reduce_scatter_kind(hier_sched_kind_t kind, int n, const size_t 
 static void run_reduce_scatter(int n, const size_t *rcounts, size_t chunk, int in_place)
 {
     run_reduce_scatter_kind(HIER_SCHED_REDUCE_SCATTER, n, rcounts, chunk, in_place);
-    if (!in_place) run_reduce_scatter_kind(HIER_SCHED_CMA_REDUCE_SCATTER, n, rcounts, chunk, 0);
 }
 
 Test(sched, reduce_scatter_uneven_and_zero_counts)
@@ -288,9 +277,9 @@ static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
 {
     static const seq_call_t seq[] = {
         {HIER_SCHED_ALLREDUCE_RSAG, 0, 300}, {HIER_SCHED_ALLGATHER, 0, 40},     {HIER_SCHED_ALLREDUCE_FLAT, 0, 50},
-        {HIER_SCHED_REDUCE_SCATTER, 0, 90},  {HIER_SCHED_ALLREDUCE_NUMA, 1, 70}, {HIER_SCHED_CMA_ALLREDUCE, 1, 200},
+        {HIER_SCHED_REDUCE_SCATTER, 0, 90},  {HIER_SCHED_ALLREDUCE_NUMA, 1, 70}, {HIER_SCHED_ALLREDUCE_RSAG, 1, 200},
         {HIER_SCHED_REDUCE_SCATTER, 1, 60},  {HIER_SCHED_ALLREDUCE_RSAG, 1, 0},  {HIER_SCHED_ALLREDUCE_RSAG, 1, 257},
-        {HIER_SCHED_CMA_ALLGATHER, 1, 33},   {HIER_SCHED_CMA_REDUCE_SCATTER, 0, 45}, {HIER_SCHED_ALLREDUCE_FLAT, 1, 90},
+        {HIER_SCHED_CMA_ALLGATHER, 1, 33},   {HIER_SCHED_REDUCE_SCATTER, 0, 45}, {HIER_SCHED_ALLREDUCE_FLAT, 1, 90},
         {HIER_SCHED_ALLGATHER, 1, 64},       {HIER_SCHED_ALLREDUCE_RSAG, 0, 129},
     };
     enum { NC = sizeof(seq) / sizeof(seq[0]) };
@@ -309,7 +298,7 @@ static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
     for (int c = 0; c < NC; c++) {
         const seq_call_t *q = &seq[c];
         int gather = q->kind == HIER_SCHED_ALLGATHER || q->kind == HIER_SCHED_CMA_ALLGATHER;
-        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER || q->kind == HIER_SCHED_CMA_REDUCE_SCATTER;
+        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER;
         size_t total = 0;
         for (int r = 0; r < n; r++) {
             rcounts[c][r] = q->count / (size_t)n + (size_t)(r % 3);
@@ -333,7 +322,7 @@ static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
     for (int c = 0; c < NC; c++) {
         const seq_call_t *q = &seq[c];
         int gather = q->kind == HIER_SCHED_ALLGATHER || q->kind == HIER_SCHED_CMA_ALLGATHER;
-        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER || q->kind == HIER_SCHED_CMA_REDUCE_SCATTER;
+        int rs = q->kind == HIER_SCHED_REDUCE_SCATTER;
         for (int r = 0; r < n; r++) {
             const int64_t *got = (const int64_t *)rb[c][r];
             size_t m = gather ? q->count * (size_t)n : rs ? rcounts[c][r] : q->count;

@@ -140,7 +140,6 @@ static void setup(void)
     hier_params_defaults(&hier_params);
     hier_params.shm_chunk_size = 4096;
     hier_params.spin_count = 50;
-    hier_params.cma = 1; /* forked siblings may read each other: exercise single copy too */
 }
 
 TestSuite(shm, .init = setup, .timeout = 60);
@@ -157,11 +156,11 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
         /* every fourth call small enough for the low-latency path */
         size_t count = it % 4 == 3 ? 1 + (size_t)(it % 100) : 1 + (size_t)(it * 7919 % 5000);
         hier_path_t path;
-        static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_CMA,
-                                    HIER_ALGO_LL};
-        hier_params.allreduce_algorithm = algos[it % 6];
+        static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_LL};
+        hier_params.allreduce_algorithm = algos[it % 5];
+        /* (forked siblings may read each other: single copy runs too) */
         hier_params.allgather_algorithm = it % 7 < 2 ? HIER_ALGO_CMA : it % 7 < 4 ? HIER_ALGO_LL : HIER_ALGO_SHM;
-        hier_params.reduce_scatter_algorithm = it % 11 < 5 ? HIER_ALGO_CMA : HIER_ALGO_AUTO;
+        hier_params.reduce_scatter_algorithm = it % 11 < 5 ? HIER_ALGO_SHM : HIER_ALGO_AUTO;
         for (size_t i = 0; i < count; i++) s[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
         switch (it % 3) {
         case 0:
@@ -189,11 +188,11 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
                 if (r[i] != (int64_t)n * (n + 1) / 2 * (it + (int)(mine + i))) return 31;
         }
         }
-        single_copies += path == HIER_PATH_CMA_RSAG || path == HIER_PATH_CMA_COPY || path == HIER_PATH_CMA_RS;
+        single_copies += path == HIER_PATH_CMA_COPY;
         low_latency += path == HIER_PATH_SHM_LL;
     }
     if (low_latency < 150) return 41;   /* the low-latency path ran too */
-    return single_copies > 300 ? 0 : 40; /* and the single-copy schedules */
+    return single_copies > 200 ? 0 : 40; /* and the single-copy allgather */
 }
 
 Test(shm, thousands_of_collectives_exact_and_nothing_left)
@@ -401,7 +400,6 @@ static int budget(hier_comm_t *comm, int me, int n, fork_world_t *w)
     (void)w;
     for (size_t i = 0; i < count; i++) x[i] = (int64_t)(me + 1) * (int64_t)i;
     hier_params.shm_chunk_size = 262144;
-    hier_params.cma = 0; /* (through the segment: single copy needs no pipeline buffers) */
     for (int round = 0; round < 2; round++) {
         hier_comm_t *c;
         hier_comm_footprint_t fp;

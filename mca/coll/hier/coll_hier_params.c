@@ -43,7 +43,8 @@ int mca_coll_hier_register_params(void)
             break;
         }
         rc = mca_base_component_var_register(&mca_coll_hier_component.collm_version, t[i].name, t[i].help, type,
-                                             en, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, storage);
+                                             en, 0, 0, OPAL_INFO_LVL_1 + t[i].level - 1, MCA_BASE_VAR_SCOPE_READONLY,
+                                             storage);
         if (en) OBJ_RELEASE(en);
         if (rc < 0) return rc;
     }

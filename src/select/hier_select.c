@@ -1,0 +1,161 @@
+/* hier_select.c: the rules tables and the one loop that reads them. The
+ * thresholds are parameters (base/hier_params.c holds every default and
+ * says why); a rule points at the one it uses. */
+#include "select/hier_select.h"
+
+#include "base/hier_params.h"
+
+/* What a rule may ask of the call and the communicator. */
+enum {
+    HIER_SEL_TWO_NODES = 1u << 0,
+    HIER_SEL_MANY_NODES = 1u << 1,  /* three or more */
+    HIER_SEL_POW2_NODES = 1u << 2,
+    HIER_SEL_PAIR = 1u << 3,        /* two nodes of one rank each */
+    HIER_SEL_NUMA = 1u << 4,        /* several NUMA domains and allreduce_numa_min_ranks local ranks */
+    HIER_SEL_LL_FITS = 1u << 5,     /* the low-latency area holds the call */
+    HIER_SEL_CMA = 1u << 6,         /* single copy available, or not probed yet */
+    HIER_SEL_OWN_CORES = 1u << 7,   /* every local rank has a core of its own */
+    HIER_SEL_FORCED_ONLY = 1u << 31 /* never holds: a rule only forcing reaches */
+};
+
+typedef struct {
+    hier_algo_t algo;           /* the name that forces it */
+    unsigned need;              /* conditions under auto */
+    unsigned need_forced;       /* conditions even when forced (auto needs them too) */
+    const size_t *min, *max;    /* auto: bytes in [*min, *max]; NULL: unbounded */
+    hier_path_t path;
+    hier_sched_kind_t kind;
+    hier_net_kind_t net_kind;
+} hier_select_rule_t;
+
+typedef struct {
+    const hier_select_rule_t *rules;
+    size_t nrules;
+    const int *forced;          /* the parameter that forces a rule */
+    int per_rank;               /* the rules' sizes are bytes / size */
+} hier_select_table_t;
+
+#define HIER_P(name) (&hier_params.name)
+
+/* One node. Allreduce: low latency, then flat (or the NUMA tree) while
+ * reducing everything everywhere is cheap, then the pipelined
+ * reduce-scatter + allgather. */
+static const hier_select_rule_t hier_select_allreduce[] = {
+    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(allreduce_ll_max), HIER_PATH_SHM_LL, 0, 0},
+    {HIER_ALGO_NUMA, HIER_SEL_NUMA, 0, NULL, HIER_P(allreduce_flat_max), HIER_PATH_SHM_NUMA,
+     HIER_SCHED_ALLREDUCE_NUMA, 0},
+    {HIER_ALGO_FLAT, 0, 0, NULL, HIER_P(allreduce_flat_max), HIER_PATH_SHM_FLAT, HIER_SCHED_ALLREDUCE_FLAT, 0},
+    {HIER_ALGO_RSAG, 0, 0, NULL, NULL, HIER_PATH_SHM_RSAG, HIER_SCHED_ALLREDUCE_RSAG, 0},
+};
+
+/* Allgather: low latency, then single copy for middle-sized blocks when
+ * every rank has its own core (there one kernel copy beats two through the
+ * segment; crowded, the page pinning costs more than it saves), then the
+ * segment. */
+static const hier_select_rule_t hier_select_allgather[] = {
+    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(allgather_ll_max), HIER_PATH_SHM_LL, 0, 0},
+    {HIER_ALGO_CMA, HIER_SEL_OWN_CORES, HIER_SEL_CMA, HIER_P(allgather_cma_min), HIER_P(allgather_cma_max),
+     HIER_PATH_CMA_COPY, HIER_SCHED_CMA_ALLGATHER, 0},
+    {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_COPY, HIER_SCHED_ALLGATHER, 0},
+};
+
+static const hier_select_rule_t hier_select_reduce_scatter[] = {
+    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(reduce_scatter_ll_max), HIER_PATH_SHM_LL, 0, 0},
+    {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_RS, HIER_SCHED_REDUCE_SCATTER, 0},
+};
+
+/* Between nodes. Allreduce: recursive doubling (fewest rounds) while small
+ * (on two nodes it moves no more than Rabenseifner, in one round, so up to
+ * a larger size), then Rabenseifner (the ring's data in log rounds) on a
+ * power-of-two node count, else the ring. */
+static const hier_select_rule_t hier_select_net_allreduce[] = {
+    {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, HIER_P(net_rd_max_two_nodes), HIER_PATH_NET_RD,
+     HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RD_ALLREDUCE},
+    {HIER_ALGO_RD, HIER_SEL_MANY_NODES, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RD, HIER_SCHED_HIER_ALLREDUCE,
+     HIER_NET_RD_ALLREDUCE},
+    {HIER_ALGO_RH, HIER_SEL_POW2_NODES, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE,
+     HIER_NET_RH_ALLREDUCE},
+    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_RING, HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RING_ALLREDUCE},
+};
+
+/* Allgather: recursive doubling on two nodes (one exchange) and while
+ * small, else the ring; forcing rabenseifner means the ring. */
+static const hier_select_rule_t hier_select_net_allgather[] = {
+    {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+     HIER_NET_RD_ALLGATHER},
+    {HIER_ALGO_RD, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+     HIER_NET_RD_ALLGATHER},
+    {HIER_ALGO_RH, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+     HIER_NET_RING_ALLGATHER},
+    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER, HIER_NET_RING_ALLGATHER},
+};
+
+/* Reduce_scatter: two nodes of one rank each take the ring (one round and
+ * one message of half the data, where recursive doubling sends it all);
+ * otherwise recursive doubling while small, else the ring. */
+static const hier_select_rule_t hier_select_net_reduce_scatter[] = {
+    {HIER_ALGO_RING, HIER_SEL_PAIR, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RING_REDUCE_SCATTER},
+    {HIER_ALGO_RD, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RD_ALLREDUCE},
+    {HIER_ALGO_RH, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RING_REDUCE_SCATTER},
+    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RING_REDUCE_SCATTER},
+};
+
+#define HIER_TABLE(rules, forced, per_rank) {rules, sizeof(rules) / sizeof(rules[0]), forced, per_rank}
+
+static const hier_select_table_t hier_select_node_tables[] = {
+    [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_allreduce, HIER_P(allreduce_algorithm), 0),
+    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_allgather, HIER_P(allgather_algorithm), 0),
+    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_reduce_scatter, HIER_P(reduce_scatter_algorithm), 0),
+};
+
+static const hier_select_table_t hier_select_net_tables[] = {
+    [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_net_allreduce, HIER_P(net_algorithm), 0),
+    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_net_allgather, HIER_P(net_algorithm), 0),
+    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 1),
+};
+
+static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
+{
+    unsigned f = 0;
+    if (s->nnodes == 2) f |= HIER_SEL_TWO_NODES;
+    if (s->nnodes > 2) f |= HIER_SEL_MANY_NODES;
+    if ((s->nnodes & (s->nnodes - 1)) == 0) f |= HIER_SEL_POW2_NODES;
+    if (s->nnodes == 2 && s->size == 2) f |= HIER_SEL_PAIR;
+    if (s->numa_groups > 1 && s->local_ranks >= hier_params.allreduce_numa_min_ranks) f |= HIER_SEL_NUMA;
+    if (bytes <= s->ll_capacity) f |= HIER_SEL_LL_FITS;
+    if (s->cma != 0) f |= HIER_SEL_CMA;
+    if (!s->crowded) f |= HIER_SEL_OWN_CORES;
+    return f;
+}
+
+static int hier_select_holds(const hier_select_rule_t *r, unsigned has, size_t bytes)
+{
+    unsigned need = r->need | r->need_forced;
+    return (has & need) == need && (!r->min || bytes >= *r->min) && (!r->max || bytes <= *r->max);
+}
+
+/* The forced rule, else the first rule that holds; the last always holds. */
+static const hier_select_rule_t *hier_select_rule(const hier_select_table_t *t, unsigned has, size_t bytes)
+{
+    if (*t->forced != HIER_ALGO_AUTO)
+        for (size_t i = 0; i < t->nrules; i++)
+            if ((int)t->rules[i].algo == *t->forced && (has & t->rules[i].need_forced) == t->rules[i].need_forced)
+                return &t->rules[i];
+    for (size_t i = 0; i + 1 < t->nrules; i++)
+        if (hier_select_holds(&t->rules[i], has, bytes)) return &t->rules[i];
+    return &t->rules[t->nrules - 1];
+}
+
+void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out)
+{
+    int net = shape->nnodes > 1;
+    const hier_select_table_t *t = net ? &hier_select_net_tables[coll] : &hier_select_node_tables[coll];
+    size_t b = t->per_rank && shape->size ? bytes / shape->size : bytes;
+    const hier_select_rule_t *r = hier_select_rule(t, hier_select_features(shape, b), b);
+    *out = (hier_select_t){.path = r->path, .kind = r->kind, .net_kind = r->net_kind,
+                           .split = net && b >= hier_params.net_split_min};
+}

@@ -1,0 +1,44 @@
+/* hier_select.h: which algorithm serves a call. One rules table per
+ * collective and level (one node, between nodes), read top to bottom: the
+ * first rule whose conditions hold serves the call. A forced algorithm
+ * (coll_hier_<coll>_algorithm, coll_hier_net_algorithm) takes the first rule
+ * of that name whose hard conditions hold, and auto's choice otherwise.
+ * Pure: it reads the parameters and the shape it is given, nothing else, so
+ * every rank of a communicator chooses alike and a unit test sweeps it. */
+#ifndef HIER_SELECT_H
+#define HIER_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hier_stats.h"
+#include "sched/hier_sched.h"
+
+/* What the communicator looks like to the rules: the same on every rank. */
+typedef struct {
+    uint32_t size;        /* ranks in the communicator */
+    uint32_t nnodes;
+    uint32_t local_ranks; /* on the smallest node */
+    uint32_t numa_groups; /* NUMA domains among this node's ranks */
+    int crowded;          /* more ranks on a node than cores (any rank of it says so) */
+    int cma;              /* single copy: -1 not probed yet, 0 unavailable, 1 available */
+    size_t ll_capacity;   /* the most bytes the low-latency area holds */
+} hier_select_shape_t;
+
+/* The choice: a low-latency call (path HIER_PATH_SHM_LL), or a schedule. */
+typedef struct {
+    hier_path_t path;
+    hier_sched_kind_t kind;
+    hier_net_kind_t net_kind; /* several nodes: between them */
+    int split;                /* several nodes: every local rank drives the network with its own piece */
+} hier_select_t;
+
+/* `bytes` is what the thresholds speak of: allreduce, the vector; allgather,
+ * one rank's block; reduce_scatter, the whole send buffer (between nodes,
+ * the rules see it divided by the ranks). `coll` is one of ALLREDUCE,
+ * ALLGATHER, REDUCE_SCATTER. When the choice is single copy and
+ * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
+ * rank gets here alike) and selects again with the answer. */
+void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
+
+#endif

@@ -1,0 +1,233 @@
+/* The algorithm choice: every rule of every table reached at its
+ * boundaries, forcing (kept where its hard conditions hold, auto's choice
+ * where they do not), and a sweep over shapes and sizes checking that the
+ * choice always fits the collective and the level. The expected choices are
+ * written here from the parameters' meaning, not read back from the tables. */
+#include <criterion/criterion.h>
+
+#include "base/hier_params.h"
+#include "select/hier_select.h"
+
+static void setup(void)
+{
+    hier_params_defaults(&hier_params);
+}
+
+TestSuite(select, .init = setup);
+
+static hier_select_shape_t one_node(uint32_t ranks)
+{
+    return (hier_select_shape_t){.size = ranks, .nnodes = 1, .local_ranks = ranks, .numa_groups = 1,
+                                 .crowded = 0, .cma = -1, .ll_capacity = 8192};
+}
+
+static hier_select_shape_t nodes(uint32_t nnodes, uint32_t per_node)
+{
+    hier_select_shape_t s = one_node(per_node);
+    s.nnodes = nnodes;
+    s.size = nnodes * per_node;
+    return s;
+}
+
+static hier_select_t pick(const hier_select_shape_t *s, hier_coll_t coll, size_t bytes)
+{
+    hier_select_t out;
+    hier_select(s, coll, bytes, &out);
+    return out;
+}
+
+#define EXPECT_PATH(s, coll, bytes, want)                                                                         \
+    do {                                                                                                          \
+        hier_select_t got_ = pick(s, coll, bytes);                                                                \
+        cr_expect_eq(got_.path, want, "%s of %zu bytes: %s, expected %s", hier_coll_name(coll), (size_t)(bytes), \
+                     hier_path_name(got_.path), hier_path_name(want));                                            \
+    } while (0)
+
+Test(select, allreduce_one_node)
+{
+    hier_select_shape_t s = one_node(4);
+    hier_params.allreduce_ll_max = 256;
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 0, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 256, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 257, HIER_PATH_SHM_FLAT);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, hier_params.allreduce_flat_max, HIER_PATH_SHM_FLAT);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, hier_params.allreduce_flat_max + 1, HIER_PATH_SHM_RSAG);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, (size_t)1 << 30, HIER_PATH_SHM_RSAG);
+    s.numa_groups = 2; /* the tree needs several domains and allreduce_numa_min_ranks (4) ranks */
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 1024, HIER_PATH_SHM_NUMA);
+    s.local_ranks = 3;
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 1024, HIER_PATH_SHM_FLAT);
+    /* the low-latency area is the hard limit, whatever allreduce_ll_max says */
+    hier_params.allreduce_ll_max = 1 << 20;
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8192, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8193, HIER_PATH_SHM_RSAG);
+}
+
+Test(select, allreduce_forced)
+{
+    hier_select_shape_t s = one_node(2);
+    hier_params.allreduce_algorithm = HIER_ALGO_NUMA; /* no hard condition: even on one domain */
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8, HIER_PATH_SHM_NUMA);
+    hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, (size_t)1 << 24, HIER_PATH_SHM_FLAT);
+    hier_params.allreduce_algorithm = HIER_ALGO_RSAG;
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8, HIER_PATH_SHM_RSAG);
+    hier_params.allreduce_algorithm = HIER_ALGO_LL; /* fits: kept past allreduce_ll_max */
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8192, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8193, HIER_PATH_SHM_RSAG); /* does not: auto's choice */
+}
+
+Test(select, allgather_single_copy_window)
+{
+    hier_select_shape_t s = one_node(2);
+    size_t lo = hier_params.allgather_cma_min, hi = hier_params.allgather_cma_max;
+    cr_assert(hier_params.allgather_ll_max < lo && lo <= hi);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_ll_max, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo - 1, HIER_PATH_SHM_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY); /* not probed yet: the caller probes */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi, HIER_PATH_CMA_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi + 1, HIER_PATH_SHM_COPY);
+    s.cma = 0; /* probed: unavailable */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
+    s.cma = 1;
+    s.crowded = 1; /* ranks share cores: pinning pages costs more than the copy saves */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
+    hier_params.allgather_algorithm = HIER_ALGO_CMA; /* forced: any size, crowded or not */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_CMA_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, 0, HIER_PATH_CMA_COPY);
+    s.cma = 0; /* but not without the kernel's permission */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_SHM_COPY);
+    hier_params.allgather_algorithm = HIER_ALGO_AUTO;
+    hier_params.allgather_cma_max = 0; /* the window closed */
+    s = one_node(2);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
+}
+
+Test(select, reduce_scatter_one_node)
+{
+    hier_select_shape_t s = one_node(3);
+    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, hier_params.reduce_scatter_ll_max, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, hier_params.reduce_scatter_ll_max + 1, HIER_PATH_SHM_RS);
+    hier_params.reduce_scatter_algorithm = HIER_ALGO_SHM;
+    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, 8, HIER_PATH_SHM_RS);
+    hier_select_t c = pick(&s, HIER_COLL_REDUCE_SCATTER, 8);
+    cr_expect_eq(c.kind, HIER_SCHED_REDUCE_SCATTER);
+}
+
+static void expect_net(const hier_select_shape_t *s, hier_coll_t coll, size_t bytes, hier_path_t path,
+                       hier_net_kind_t net)
+{
+    hier_select_t c = pick(s, coll, bytes);
+    cr_expect_eq(c.path, path, "%u nodes, %s of %zu: %s", s->nnodes, hier_coll_name(coll), bytes,
+                 hier_path_name(c.path));
+    cr_expect_eq(c.net_kind, net, "%u nodes, %s of %zu: net kind %d, expected %d", s->nnodes, hier_coll_name(coll),
+                 bytes, (int)c.net_kind, (int)net);
+}
+
+Test(select, allreduce_between_nodes)
+{
+    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), four = nodes(4, 4);
+    size_t rd2 = hier_params.net_rd_max_two_nodes, rd = hier_params.net_rd_max;
+    expect_net(&two, HIER_COLL_ALLREDUCE, rd2, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+    expect_net(&two, HIER_COLL_ALLREDUCE, rd2 + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    expect_net(&three, HIER_COLL_ALLREDUCE, rd, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+    expect_net(&three, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    expect_net(&four, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    hier_select_shape_t big = nodes(1000, 8); /* not a power of two */
+    expect_net(&big, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+    expect_net(&big, HIER_COLL_ALLREDUCE, (size_t)1 << 26, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    hier_params.net_algorithm = HIER_ALGO_RING;
+    expect_net(&four, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    hier_params.net_algorithm = HIER_ALGO_RD;
+    expect_net(&four, HIER_COLL_ALLREDUCE, (size_t)1 << 30, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+    hier_params.net_algorithm = HIER_ALGO_RH;
+    expect_net(&three, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    /* the per-collective algorithm speaks of one node only */
+    hier_params.net_algorithm = HIER_ALGO_AUTO;
+    hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
+    expect_net(&three, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+}
+
+Test(select, allgather_and_reduce_scatter_between_nodes)
+{
+    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), pair = nodes(2, 1);
+    size_t rd = hier_params.net_rd_max;
+    expect_net(&two, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
+    expect_net(&three, HIER_COLL_ALLGATHER, rd, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
+    expect_net(&three, HIER_COLL_ALLGATHER, rd + 1, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
+    /* reduce_scatter: the rules see the send buffer per rank */
+    expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+    expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12 + 12, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    expect_net(&pair, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+    hier_params.net_algorithm = HIER_ALGO_RH; /* these have no Rabenseifner: the ring */
+    expect_net(&two, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
+    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 64, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    hier_params.net_algorithm = HIER_ALGO_RD;
+    expect_net(&pair, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+}
+
+Test(select, split_from_net_split_min_per_rank)
+{
+    hier_select_shape_t three = nodes(3, 4);
+    size_t m = hier_params.net_split_min;
+    cr_expect(!pick(&three, HIER_COLL_ALLREDUCE, m - 1).split);
+    cr_expect(pick(&three, HIER_COLL_ALLREDUCE, m).split);
+    cr_expect(pick(&three, HIER_COLL_ALLGATHER, m).split);
+    cr_expect(!pick(&three, HIER_COLL_REDUCE_SCATTER, m).split); /* m over 12 ranks */
+    cr_expect(pick(&three, HIER_COLL_REDUCE_SCATTER, m * 12).split);
+    hier_select_shape_t s = one_node(4);
+    cr_expect(!pick(&s, HIER_COLL_ALLREDUCE, (size_t)1 << 30).split);
+}
+
+/* Whatever the shape and size, the choice belongs to the collective and the level. */
+static int fits(hier_coll_t coll, int net, const hier_select_t *c)
+{
+    if (net) {
+        switch (coll) {
+        case HIER_COLL_ALLREDUCE:
+            return c->kind == HIER_SCHED_HIER_ALLREDUCE &&
+                   (c->path == HIER_PATH_NET_RD || c->path == HIER_PATH_NET_RH || c->path == HIER_PATH_NET_RING);
+        case HIER_COLL_ALLGATHER: return c->kind == HIER_SCHED_HIER_ALLGATHER && c->path == HIER_PATH_NET_COPY;
+        default: return c->kind == HIER_SCHED_HIER_REDUCE_SCATTER && c->path == HIER_PATH_NET_RS;
+        }
+    }
+    if (c->path == HIER_PATH_SHM_LL) return 1;
+    switch (coll) {
+    case HIER_COLL_ALLREDUCE:
+        return (c->path == HIER_PATH_SHM_FLAT && c->kind == HIER_SCHED_ALLREDUCE_FLAT) ||
+               (c->path == HIER_PATH_SHM_NUMA && c->kind == HIER_SCHED_ALLREDUCE_NUMA) ||
+               (c->path == HIER_PATH_SHM_RSAG && c->kind == HIER_SCHED_ALLREDUCE_RSAG);
+    case HIER_COLL_ALLGATHER:
+        return (c->path == HIER_PATH_SHM_COPY && c->kind == HIER_SCHED_ALLGATHER) ||
+               (c->path == HIER_PATH_CMA_COPY && c->kind == HIER_SCHED_CMA_ALLGATHER);
+    default: return c->path == HIER_PATH_SHM_RS && c->kind == HIER_SCHED_REDUCE_SCATTER;
+    }
+}
+
+Test(select, sweep_choices_fit)
+{
+    static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_LL, HIER_ALGO_FLAT, HIER_ALGO_NUMA, HIER_ALGO_RSAG,
+                                HIER_ALGO_SHM, HIER_ALGO_CMA, HIER_ALGO_RING, HIER_ALGO_RD, HIER_ALGO_RH};
+    static const uint32_t nn[] = {1, 2, 3, 4, 7, 64, 1024};
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++)
+        for (size_t n = 0; n < sizeof(nn) / sizeof(nn[0]); n++)
+            for (uint32_t per = 1; per <= 9; per += 4)
+                for (int cma = -1; cma <= 1; cma++)
+                    for (size_t b = 0; b <= ((size_t)1 << 32); b = b ? b * 4 : 1) {
+                        hier_params.allreduce_algorithm = hier_params.allgather_algorithm =
+                            hier_params.reduce_scatter_algorithm = hier_params.net_algorithm = algos[a];
+                        hier_select_shape_t s = nodes(nn[n], per);
+                        s.cma = cma;
+                        s.numa_groups = per > 4 ? 2 : 1;
+                        for (int coll = HIER_COLL_ALLREDUCE; coll <= HIER_COLL_REDUCE_SCATTER; coll++) {
+                            hier_select_t c = pick(&s, (hier_coll_t)coll, b);
+                            cr_assert(fits((hier_coll_t)coll, nn[n] > 1, &c),
+                                      "%u x %u, %s forced %s, %zu bytes: path %s, kind %d", nn[n], per,
+                                      hier_coll_name((hier_coll_t)coll), hier_algo_name(algos[a]), b,
+                                      hier_path_name(c.path), (int)c.kind);
+                            cr_assert(c.path != HIER_PATH_SHM_LL || b <= s.ll_capacity);
+                            cr_assert(c.path != HIER_PATH_CMA_COPY || cma != 0);
+                        }
+                    }
+}
