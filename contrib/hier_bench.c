@@ -65,14 +65,6 @@ static void *sview, *rview; /* what this program reads and writes: the same, or 
 static int *counts, *displs;
 static enum { DEV_NONE, DEV_TEST, DEV_CUDA } device; /* --device: buffers handed to MPI are device memory */
 
-/* hier looks for this (dlsym) at start-up: with --device test, device
- * memory the CPU faults on, staged by hier through host memory. */
-HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void);
-HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void)
-{
-    return getenv("HIER_TEST_DEVICE") ? tdev_backend() : NULL;
-}
-
 static void die_usage(const char *msg, const char *arg)
 {
     if (rank == 0 && msg) {
@@ -477,15 +469,15 @@ static int bench_coll(int coll, int lw)
 
 int main(int argc, char **argv)
 {
-    /* before MPI_Init: hier looks for device backends when it starts */
     for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "test")) {
-            setenv("HIER_TEST_DEVICE", "1", 1);
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "test"))
             device = DEV_TEST;
-        } else if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) {
+        else if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda"))
             device = DEV_CUDA;
-        }
     MPI_Init(&argc, &argv);
+    /* our "device memory", staged by hier through host memory (with tuned
+     * or han, the CPU faults on it: compare those with --device cuda) */
+    if (device == DEV_TEST && tdev_register_with_component() != 0) MPI_Abort(MPI_COMM_WORLD, 2);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     parse_args(argc, argv);

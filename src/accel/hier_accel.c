@@ -1,8 +1,7 @@
 /* hier_accel.c: the backend registry and pointer classification. */
-#define _GNU_SOURCE /* RTLD_DEFAULT */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include "accel/hier_accel.h"
 
-#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,16 +44,11 @@ void hier_accel_reset(void)
     hier_accel_last.backend = NULL;
 }
 
-/* The runtimes present here, and a backend the application itself offers
- * (tests make device memory the CPU cannot touch, without a GPU: they export
- * `const hier_accel_backend_t *hier_test_accel_backend(void)`). */
+/* The runtimes present here (others come through hier_accel_register). */
 static void hier_accel_load(void)
 {
     const hier_accel_backend_t *cuda = hier_accel_cuda_backend();
     if (cuda) (void)hier_accel_register(cuda);
-    const hier_accel_backend_t *(*test)(void);
-    *(void **)&test = dlsym(RTLD_DEFAULT, "hier_test_accel_backend");
-    if (test && test()) (void)hier_accel_register(test());
 }
 
 int hier_accel_has_backend(void)

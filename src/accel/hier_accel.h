@@ -72,8 +72,11 @@ typedef struct {
     hier_accel_range_t range;
 } hier_accel_buf_t;
 
-/* Add a backend (process-wide; the same one twice is a no-op). */
-hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
+/* Add a backend (process-wide; the same one twice is a no-op). The one
+ * entry point mca_coll_hier.so exports besides its component: a program
+ * (the tests, hier_bench --device test) hands it a backend of its own after
+ * MPI_Init, before its first collective. */
+HIER_EXPORT hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
 /* Forget every backend (finalize, tests). */
 void hier_accel_reset(void);
 /* Whether any backend is registered (device buffers may come). */

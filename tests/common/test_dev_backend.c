@@ -1,6 +1,9 @@
 /* test_dev_backend.c: see test_dev_backend.h. */
-#define _GNU_SOURCE /* memfd_create */
+#define _GNU_SOURCE /* memfd_create, dl_iterate_phdr */
 #include "test_dev_backend.h"
+
+#include <dlfcn.h>
+#include <link.h>
 
 #include <pthread.h>
 #include <rdma/fi_domain.h>
@@ -200,4 +203,29 @@ static const hier_accel_backend_t tdev = {.name = "test", .fi_iface = FI_HMEM_SY
 const hier_accel_backend_t *tdev_backend(void)
 {
     return &tdev;
+}
+
+/* The loaded object named mca_coll_hier.so, if any. */
+static int tdev_find_component(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *slash = strrchr(info->dlpi_name, '/');
+    if (strcmp(slash ? slash + 1 : info->dlpi_name, "mca_coll_hier.so") != 0) return 0;
+    *(const char **)data = info->dlpi_name;
+    return 1;
+}
+
+int tdev_register_with_component(void)
+{
+    const char *path = NULL;
+    hier_status_t (*reg)(const hier_accel_backend_t *) = NULL;
+    dl_iterate_phdr(tdev_find_component, &path);
+    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (lib) *(void **)&reg = dlsym(lib, "hier_accel_register");
+    int rc = reg && reg(tdev_backend()) == HIER_OK ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "test backend: cannot register with coll/hier (%s)\n",
+                !path ? "mca_coll_hier.so is not loaded" : !lib ? dlerror() : "no hier_accel_register");
+    if (lib) dlclose(lib);
+    return rc;
 }

@@ -21,6 +21,9 @@ void tdev_free(void *dev);
 /* The CPU-visible alias of a device address. */
 uint8_t *tdev_alias(const void *dev);
 const hier_accel_backend_t *tdev_backend(void);
+/* Under MPI: hand the backend to the mca_coll_hier.so Open MPI loaded (its
+ * hier_accel_register), after MPI_Init; 0, or -1 with a message on stderr. */
+int tdev_register_with_component(void);
 /* How many device copies the backend made (to host, from host). */
 extern unsigned long tdev_copies_in, tdev_copies_out;
 

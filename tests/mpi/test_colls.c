@@ -9,8 +9,8 @@
  *
  * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
  * "device memory" of the test backend (tests/common/test_dev_backend.c: the
- * CPU faults on it), which this program offers to hier through
- * hier_test_accel_backend(); the counters must then show every call staged.
+ * CPU faults on it), which this program registers with hier after MPI_Init
+ * (tdev_register_with_component); the counters must then show every call staged.
  * HIER_TEST_DEVICE=even: only even ranks' buffers are device memory (ranks
  * may mix host and device buffers in one call).
  */
@@ -47,13 +47,6 @@ static int comm_all_device(MPI_Comm comm)
     free(mine), free(w);
     MPI_Group_free(&g), MPI_Group_free(&world);
     return ok;
-}
-
-/* Found by hier at start-up (dlsym): our backend, when asked for. */
-HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void);
-HIER_EXPORT const hier_accel_backend_t *hier_test_accel_backend(void)
-{
-    return getenv("HIER_TEST_DEVICE") ? tdev_backend() : NULL;
 }
 
 typedef struct {
@@ -704,6 +697,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_colls: coll/hier's MPI_T counters are missing: the component was not loaded\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (dev_env && tdev_register_with_component() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
 
     check_counters_t c0, c1;
     expect_t e = {{0}, {0}, {0}};
