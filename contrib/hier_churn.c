@@ -4,15 +4,17 @@
  * duplicate a communicator per object).
  *
  * Cases (rows in hier_bench's format, so the same tools read them):
- *   dup          MPI_Comm_dup(world) + one 8-byte MPI_Allreduce + MPI_Comm_free
+ *   dup          MPI_Comm_dup(world) + one MPI_Allreduce (8 bytes; --bytes) + MPI_Comm_free
  *   dup_count0   the same with a count-0 allreduce
  *   dup_only     MPI_Comm_dup + MPI_Comm_free, no collective: the MPI library's own cost
  *   split        a storm: per round, MPI_Comm_split by rank / 2 and by rank % 2
- *                (tensor- and data-parallel groups of pairs), one 8-byte
- *                allreduce on each; all freed after the storm; per communicator
- *   live         --comms N duplicates of world kept alive, one 8-byte allreduce
- *                each: resident memory (VmRSS), mapped memory (VmSize) and open
+ *                (tensor- and data-parallel groups of pairs), one allreduce
+ *                on each; all freed after the storm; per communicator
+ *   live         --comms N duplicates of world kept alive, one allreduce each:
+ *                resident memory (VmRSS), mapped memory (VmSize) and open
  *                file descriptors per rank, before and with them (max over ranks)
+ * --bytes B makes every first allreduce B bytes (doubles) instead of 8: large
+ * ones make each communicator map its pipeline buffers.
  *
  * Rows: <label> <case> <bytes> <count> <value> - - <ok|FAIL>
  *   time cases: value = µs per communicator (mean over `count`, max over ranks)
@@ -32,6 +34,8 @@ static int rank, np;
 static const char *label = "hier_churn";
 static int iters = 0; /* 0: adaptive */
 static int comms = 200;
+static size_t count = 1; /* doubles per first allreduce (--bytes / 8) */
+static double *in, *out;
 static int failed;
 
 enum { CASE_DUP, CASE_DUP0, CASE_DUP_ONLY, CASE_SPLIT, CASE_LIVE, CASE_COUNT };
@@ -43,9 +47,10 @@ static void usage(const char *msg, const char *arg)
     if (rank == 0 && msg) fprintf(stderr, "hier_churn: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
     if (rank == 0 && !msg)
         printf("usage: hier_churn [--cases dup,dup_count0,dup_only,split,live] [--iters N] [--comms N] "
-               "[--label NAME]\n"
+               "[--bytes B] [--label NAME]\n"
                "  --iters N   iterations per time case (default: about 1 s, 20..2000)\n"
-               "  --comms N   live communicators for the memory case (default 200)\n");
+               "  --comms N   live communicators for the memory case (default 200)\n"
+               "  --bytes B   size of each first allreduce (default 8; K and M suffixes)\n");
     MPI_Finalize();
     exit(msg ? 2 : 0);
 }
@@ -54,10 +59,11 @@ static void parse_args(int argc, char **argv)
 {
     static const struct option lo[] = {{"cases", required_argument, 0, 'c'}, {"iters", required_argument, 0, 'n'},
                                        {"comms", required_argument, 0, 'm'}, {"label", required_argument, 0, 'l'},
-                                       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+                                       {"bytes", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int o;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "c:n:m:l:h", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:n:m:l:b:h", lo, NULL)) != -1) {
         switch (o) {
         case 'c': {
             char *s = strdup(optarg), *save = NULL;
@@ -74,6 +80,14 @@ static void parse_args(int argc, char **argv)
         case 'n': iters = atoi(optarg); if (iters < 1) usage("bad --iters", optarg); break;
         case 'm': comms = atoi(optarg); if (comms < 1) usage("bad --comms", optarg); break;
         case 'l': label = optarg; break;
+        case 'b': {
+            char *end;
+            double b = strtod(optarg, &end);
+            b *= *end == 'K' ? 1024 : *end == 'M' ? 1048576 : 1;
+            if (b < 8 || b > 1 << 30 || (*end && strcmp(end, "K") && strcmp(end, "M"))) usage("bad --bytes", optarg);
+            count = (size_t)b / sizeof(double);
+            break;
+        }
         case 'h': usage(NULL, NULL); break;
         default: usage("unknown or incomplete option", argv[optind - 1]);
         }
@@ -81,16 +95,17 @@ static void parse_args(int argc, char **argv)
     if (optind < argc) usage("unexpected argument", argv[optind]);
 }
 
-/* One checked 8-byte allreduce (count 0: nothing to check). */
-static void first_call(MPI_Comm comm, int count)
+/* One checked allreduce of `count` doubles, or of none. */
+static void first_call(MPI_Comm comm, int any)
 {
     int n, r;
-    double in, out = -1;
+    size_t k = any ? count : 0;
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &r);
-    in = r + 1;
-    MPI_Allreduce(&in, &out, count, MPI_DOUBLE, MPI_SUM, comm);
-    if (count && out != (double)n * (n + 1) / 2) failed = 1;
+    for (size_t i = 0; i < k; i++) in[i] = r + 1 + (double)(i % 1000), out[i] = -1;
+    MPI_Allreduce(in, out, (int)k, MPI_DOUBLE, MPI_SUM, comm);
+    for (size_t i = 0; i < k; i++)
+        if (out[i] != (double)n * (n + 1) / 2 + (double)n * (double)(i % 1000)) failed = 1;
 }
 
 /* One iteration of a time case; returns the communicators it made. */
@@ -158,7 +173,7 @@ static void run_time(int c)
         n = n < 20 ? 20 : n > 2000 ? 2000 : n;
         MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
-    row(case_names[c], c == CASE_DUP0 || c == CASE_DUP_ONLY ? 0 : 8, n, time_case(c, n));
+    row(case_names[c], c == CASE_DUP0 || c == CASE_DUP_ONLY ? 0 : count * sizeof(double), n, time_case(c, n));
 }
 
 /* kB of a /proc/self/status field. */
@@ -219,6 +234,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     parse_args(argc, argv);
+    in = malloc(count * sizeof(double));
+    out = malloc(count * sizeof(double));
+    if (!in || !out) usage("cannot allocate the buffers of --bytes", NULL);
     if (rank == 0) {
         printf("# hier_churn: np=%d; time cases: µs per communicator (create + first call + free), max over ranks\n",
                np);
@@ -233,6 +251,8 @@ int main(int argc, char **argv)
     int bad = 0;
     MPI_Allreduce(&failed, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0 && bad) printf("# FAIL: some results were wrong\n");
+    free(in);
+    free(out);
     MPI_Finalize();
     return bad ? 1 : 0;
 }

@@ -138,5 +138,6 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     x->mr = tier->mr;
     x->mr_base = tier->mr ? mine : NULL;
     x->mr_len = tier->mr ? len : 0;
+    x->q = (hier_net_queue_t){.q = c->node->sendq, .cap = c->node->nsteps};
     return x;
 }

@@ -130,7 +130,7 @@ void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *o, const uint64_t *pr
  * (not our affinity: a rank bound to one core is not crowded). */
 int hier_node_crowded(const hier_comm_t *c, int nlocal)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = hier_core_cpus();
     return (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && nlocal > cpus);
 }
 
@@ -197,6 +197,7 @@ static void hier_node_free_arrays(hier_node_t *nd)
     free(nd->procs);
     free(nd->steps[0]);
     free(nd->steps[1]);
+    free(nd->sendq);
     free(nd->stage);
     free(nd);
 }
@@ -385,21 +386,31 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
     return hier_cma_read(peer->pid, peer->input_addr + ref.off, dst, len);
 }
 
-/* Room for a chunk's steps (and, the first time, the executor's staging):
- * the need depends on the call's shape alone, the same on every rank, so
- * all grow at the same call and agree that it worked. */
-static hier_status_t hier_node_room(hier_comm_t *c, size_t need)
+/* Room for a chunk's steps (several nodes: as many sends in the network
+ * executor's queue), for the next chunk's when there are several, and, for
+ * in-place calls, the executor's staging (a result that overlaps an
+ * operand). The need depends on the call's shape alone (MPI_IN_PLACE is
+ * given on every rank or none), the same on every rank, so all grow at the
+ * same call and agree that it worked. */
+static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args)
 {
     hier_node_t *nd = c->node;
-    if (need <= nd->nsteps && nd->stage) return HIER_OK;
+    size_t need = hier_sched_max_steps(args);
+    int net = c->layout.nnodes > 1, two = hier_sched_nchunks(args) > 1, in_place = args->in_place;
+    if (need <= nd->nsteps && (nd->steps[1] || !two) && (nd->stage || !in_place)) return HIER_OK;
     if (need > nd->nsteps) {
         free(nd->steps[0]);
         free(nd->steps[1]);
+        free(nd->sendq);
         nd->steps[0] = malloc(need * sizeof(hier_step_t));
-        nd->steps[1] = malloc(need * sizeof(hier_step_t));
+        nd->steps[1] = NULL;
+        nd->sendq = net ? malloc(need * sizeof(hier_net_send_t)) : NULL;
+    } else {
+        need = nd->nsteps;
     }
-    if (!nd->stage) nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
-    int ok = nd->steps[0] && nd->steps[1] && nd->stage;
+    if (two && !nd->steps[1]) nd->steps[1] = malloc(need * sizeof(hier_step_t));
+    if (in_place && !nd->stage) nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
+    int ok = nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net) && (nd->stage || !in_place);
     if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
     nd->nsteps = ok ? need : 0;
     if (!ok) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
@@ -424,7 +435,7 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     args->node_ranks = l->node_ranks;
     if (!args->pieces) args->pieces = l->pieces;
     hier_status_t st = hier_node_tier(c, args, &tier);
-    if (st == HIER_OK) st = hier_node_room(c, hier_sched_max_steps(args));
+    if (st == HIER_OK) st = hier_node_room(c, args);
     if (st != HIER_OK) return st;
     hier_run_t run = {.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
                       .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,

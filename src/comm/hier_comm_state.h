@@ -50,6 +50,7 @@ typedef struct {
     int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
+    hier_net_send_t *sendq;      /* several nodes: the network executor's send queue, nsteps */
     size_t nsteps;
     uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first schedule */
 } hier_node_t;

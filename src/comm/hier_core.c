@@ -3,6 +3,7 @@
  * order things are released in at the end. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
@@ -12,6 +13,8 @@
 #include "shm/hier_shm_pool.h"
 
 static hier_topo_t *hier_core_topo;
+static int hier_core_numa;   /* this process's NUMA domain, -1 unknown */
+static long hier_core_ncpus; /* online CPUs, <= 0 unknown */
 static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
 static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
 static int hier_core_fab_tried;
@@ -65,19 +68,29 @@ hier_fabric_t *hier_core_fabric(void)
     return fab;
 }
 
-/* The machine's topology, loaded once per process whatever the threads do. */
+/* The machine's topology and this process's place in it, found once per
+ * process whatever the threads do: asking the kernel for the binding lists
+ * every thread (/proc/self/task), a cost every communicator's set-up would
+ * pay, and Open MPI binds processes once, at launch. */
 static void hier_core_topo_load(void)
 {
+    hier_locality_t loc;
     if (hier_topo_open(NULL, &hier_core_topo) != HIER_OK) hier_core_topo = NULL;
+    hier_core_numa = hier_core_topo && hier_topo_self_locality(hier_core_topo, &loc) == HIER_OK ? loc.numa : -1;
+    hier_core_ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 int hier_core_my_numa(int local_index)
 {
-    hier_locality_t loc;
     if (hier_params.numa_ranks_per_domain > 0) return local_index / hier_params.numa_ranks_per_domain;
     pthread_once(&hier_core_topo_once, hier_core_topo_load);
-    if (!hier_core_topo || hier_topo_self_locality(hier_core_topo, &loc) != HIER_OK) return -1;
-    return loc.numa;
+    return hier_core_numa;
+}
+
+long hier_core_cpus(void)
+{
+    pthread_once(&hier_core_topo_once, hier_core_topo_load);
+    return hier_core_ncpus;
 }
 
 size_t hier_core_shm_budget(void)

@@ -11,8 +11,10 @@ void hier_core_set_progress(hier_progress_fn_t progress);
 hier_progress_fn_t hier_core_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_core_fabric(void);
-/* This rank's NUMA domain (hwloc and its binding, or the simulation parameter), -1 unknown. */
+/* This rank's NUMA domain (hwloc and its binding at the first call, or the simulation parameter), -1 unknown. */
 int hier_core_my_numa(int local_index);
+/* The machine's online CPUs (not this process's affinity), <= 0 unknown. */
+long hier_core_cpus(void);
 /* The segment budget: bytes of segments this process keeps mapped at most. */
 size_t hier_core_shm_budget(void);
 

@@ -61,21 +61,30 @@ static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
     return s->freed == s->len;
 }
 
+static hier_net_send_t *hier_net_queued(const hier_net_queue_t *q, size_t i)
+{
+    return &q->q[(q->head + i) % q->cap];
+}
+
+/* Whether an older queued send to the same participant still hands bytes over. */
+static int hier_net_behind(const hier_net_queue_t *q, size_t i, uint32_t to)
+{
+    for (size_t j = 0; j < i; j++) {
+        const hier_net_send_t *o = hier_net_queued(q, j);
+        if (!o->over && o->to == to && o->done < o->len) return 1;
+    }
+    return 0;
+}
+
 /* Push every queued send whose channel has no older send still handing
  * bytes over (messages on a channel stay in order), then drop the ones over. */
 static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
 {
-    uint32_t blocked[HIER_NET_EXEC_QUEUE]; /* participants with a send still handing bytes over */
-    size_t nblocked = 0;
     for (size_t i = 0; i < q->n; i++) {
-        hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
-        int behind = 0;
-        if (s->over) continue;
-        for (size_t b = 0; b < nblocked && !behind; b++) behind = blocked[b] == s->to;
-        if (behind) continue;
+        hier_net_send_t *s = hier_net_queued(q, i);
+        if (s->over || hier_net_behind(q, i, s->to)) continue;
         hier_status_t st = hier_net_push(x, s);
         if (st != HIER_OK) return st;
-        if (s->done < s->len) blocked[nblocked++] = s->to;
         if (hier_net_send_advance(x, s)) {
             /* over: every write completed, or failed (the channel says which) */
             if (s->ch && (st = hier_chan_status(s->ch)) != HIER_OK) return st;
@@ -83,7 +92,7 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
         }
     }
     while (q->n && q->q[q->head].over) {
-        q->head = (q->head + 1) % HIER_NET_EXEC_QUEUE;
+        q->head = (q->head + 1) % q->cap;
         q->n--;
     }
     return HIER_OK;
@@ -94,7 +103,7 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
 static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < q->n; i++) {
-        const hier_net_send_t *s = &q->q[(q->head + i) % HIER_NET_EXEC_QUEUE];
+        const hier_net_send_t *s = hier_net_queued(q, i);
         if (!s->over && p < s->src + s->len && s->src + s->freed < p + len) return 1;
     }
     return 0;
@@ -137,13 +146,17 @@ static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
     hier_net_queue_t *q = &x->q;
     const uint8_t *src = hier_exec_ref(x->bufs, s->src);
     int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
-    q->q[(q->head + q->n++) % HIER_NET_EXEC_QUEUE] =
+    *hier_net_queued(q, q->n++) =
         (hier_net_send_t){.src = src, .len = s->len, .to = s->peer, .tag = s->tag, .mr = in_place ? x->mr : NULL};
     return hier_net_push_all(x, q);
 }
 
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
 {
+    if (!x->q.cap) {
+        HIER_ERROR("inter-node executor: no send queue");
+        return HIER_ERR_INVALID_ARG;
+    }
     x->steps = steps;
     x->n = n;
     x->next = 0;
@@ -163,7 +176,7 @@ static hier_status_t hier_net_exec_advance(hier_net_exec_t *x)
     while (st == HIER_OK && x->next < x->n) {
         const hier_step_t *s = &x->steps[x->next];
         if (s->op == HIER_STEP_NET_SEND) {
-            if (x->q.n == HIER_NET_EXEC_QUEUE) break;
+            if (x->q.n == x->q.cap) break;
             st = hier_net_enqueue(x, s);
         } else if (s->op == HIER_STEP_NET_RECV) {
             int got = 1;
@@ -205,7 +218,7 @@ static void hier_net_exec_report(const hier_net_exec_t *x)
     if (x->receiving && x->r.ch) hier_chan_report(x->r.ch, "receive timed out");
     else if (x->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", x->r.from);
     for (size_t i = 0; i < x->q.n; i++) {
-        const hier_net_send_t *s = &x->q.q[(x->q.head + i) % HIER_NET_EXEC_QUEUE];
+        const hier_net_send_t *s = hier_net_queued(&x->q, i);
         if (s->over) continue;
         if (s->ch) hier_chan_report(s->ch, "send timed out");
         else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);

@@ -33,15 +33,15 @@ typedef struct {
     hier_chan_t *ch;  /* once the sender has connected */
 } hier_net_recv_t;
 
-/* Sends not yet handed over in full, oldest first. A send never waits for
- * the ones behind it; it waits only when the queue is full, so a schedule
- * may post every message of a step before receiving any (one latency per
- * step, not one per message) without two peers blocking each other. */
-#define HIER_NET_EXEC_QUEUE 256
-
+/* Sends not yet handed over in full, oldest first, in a ring the caller
+ * provides with room for every send of a run (its steps suffice): a send
+ * never waits for the ones behind it, so a schedule may post every message
+ * of a step before receiving any (one latency per step, not one per
+ * message) without two peers blocking each other. With less room a send
+ * would wait for room, which a receive behind it may be needed to make. */
 typedef struct {
-    hier_net_send_t q[HIER_NET_EXEC_QUEUE];
-    size_t head, n;
+    hier_net_send_t *q;
+    size_t cap, head, n;
 } hier_net_queue_t;
 
 typedef struct {

@@ -52,6 +52,13 @@ has_stats_lines() {
         grep -Eq "^coll:hier:stats coll=$c path=(self|(shm|cma|net)_[a-z]+|fallback:[a-z_]+) calls=[0-9]+ bytes=[0-9]+ net_bytes=[0-9]+ staged=[0-9]+$" "$1" || return 1
     done
 }
+has_net_stats_only() { has_net_stats "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
+has_churn_stats() {
+    grep -Eq "^coll:hier:stats coll=allreduce path=shm_rsag calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
+}
+has_churn_net_stats() {
+    grep -Eq "^coll:hier:stats coll=allreduce path=net_rd calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
+}
 has_cma_stats() { grep -Eq "^coll:hier:stats coll=allgather path=cma_copy calls=[1-9]" "$1"; }
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
@@ -129,6 +136,12 @@ EXTRA_CHECK=has_params_message case_run np2_different_params 1 $FALLBACK_ARGS $T
 NET="--net"
 case_run np4_virtual_nodes_shm 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
     $TC --quick $NET
+# Past every old cap (64 nodes): 72 virtual nodes of one rank, every
+# collective from 8 B to 1 MiB checked exactly (doubles) and served between
+# nodes (rank 0's counters: net paths only, no fallback).
+EXTRA_CHECK=has_net_stats_only case_run np72_virtual_nodes_shm 72 --mca mpi_yield_when_idle 1 \
+    --mca coll_hier_ranks_per_node 1 --mca coll_hier_fabric_provider shm --mca coll_hier_stats 1 \
+    "$B/contrib/hier_bench" -b 8 -e 1M -f 16 -n 3 -w 1 -d double
 # ...and real ones: every host name but the first lives in its own UTS
 # namespace (contrib/hier-fake-node), so Open MPI's locality says "another
 # node" and the tcp BTL runs between them. Unbound: each fake node would bind
@@ -175,6 +188,9 @@ if unshare --uts true 2>/dev/null; then
         "$B/tests/mpi/test_threads" --threads 4
     case_run nodes2x2_threads_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm \
         "$B/tests/mpi/test_threads" --threads 3
+    # communicator churn between nodes: each dup's box on the shared channels
+    EXTRA_CHECK=has_churn_net_stats case_run nodes2x2_churn_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+        --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 "$B/contrib/hier_churn" --iters 30 --comms 30
     case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
         $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else
@@ -182,6 +198,11 @@ else
 fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
+# Communicator churn (dups, split storms, live ones) with checked 256 KiB
+# first calls: every communicator maps pipeline buffers, recycled from the
+# pool; the /dev/shm check below sees that none stays behind.
+EXTRA_CHECK=has_churn_stats CHUNK=65536 case_run np4_churn 4 --mca mpi_yield_when_idle 1 --mca coll_hier_stats 1 \
+    "$B/contrib/hier_churn" --iters 30 --comms 30 --bytes 256K
 EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')

@@ -510,7 +510,8 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
     hier_step_t steps[64];
     size_t n = hier_sched_net_build(&a, steps);
     hier_exec_bufs_t bufs = {.rbuf = (uint8_t *)v, .esize = sizeof(double)};
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs};
+    hier_net_send_t sendq[64];
+    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .q = {.q = sendq, .cap = n}};
     hier_fabric_mr_t *mr = NULL;
     if (g->in_place) { /* recursive doubling then reduces onto bytes still being sent: they must wait */
         if (hier_fabric_mr_reg(fab, v, count * sizeof(double) + 8, &mr) != HIER_OK) return 19;

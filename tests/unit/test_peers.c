@@ -147,7 +147,8 @@ static int wrong_tag(int me, xchg_t *x, const char *prov)
     if (ret) return ret;
     chans[!me] = ch;
     hier_exec_bufs_t bufs = {.rbuf = buf, .esize = 1};
-    hier_net_exec_t nx = {.fab = fab, .chans = chans, .bufs = &bufs};
+    hier_net_send_t sendq[1];
+    hier_net_exec_t nx = {.fab = fab, .chans = chans, .bufs = &bufs, .q = {.q = sendq, .cap = 1}};
     hier_step_t step = {.op = me == 0 ? HIER_STEP_NET_SEND : HIER_STEP_NET_RECV, .peer = (uint32_t)!me,
                         .tag = me == 0 ? 5 : 6, .len = 100, .src = {.kind = HIER_BUF_RECV},
                         .dst = {.kind = HIER_BUF_RECV}};
