@@ -1,5 +1,5 @@
 dnl HIER_CHECK_OMPI: locate Open MPI's devel headers (ompi/mca/coll/coll.h).
-dnl Sets OMPI_CPPFLAGS, OMPI_LIBS, MPICC and OMPI_COMPONENT_DIR.
+dnl Sets OMPI_CPPFLAGS, OMPI_LIBS and MPICC.
 AC_DEFUN([HIER_CHECK_OMPI], [
     AC_ARG_WITH([ompi],
         [AS_HELP_STRING([--with-ompi=DIR], [Open MPI include directory (default: from mpicc --showme:incdirs)])],
@@ -7,7 +7,6 @@ AC_DEFUN([HIER_CHECK_OMPI], [
     AC_PATH_PROG([MPICC], [mpicc], [no])
     AS_IF([test "x$MPICC" = xno],
         [AC_MSG_ERROR([mpicc not found: apt-get install libopenmpi-dev openmpi-bin])])
-    AC_PATH_PROG([MPIRUN], [mpirun], [no])
     AS_IF([test -z "$hier_ompi_dirs"], [hier_ompi_dirs=`$MPICC --showme:incdirs`])
     OMPI_CPPFLAGS=""
     for d in $hier_ompi_dirs; do OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$d"; done
@@ -18,10 +17,6 @@ AC_DEFUN([HIER_CHECK_OMPI], [
         [#include "ompi_config.h"])
     CPPFLAGS="$hier_save_CPPFLAGS"
     OMPI_LIBS=`$MPICC --showme:link`
-    hier_ompi_libdir=`$MPICC --showme:libdirs | cut -d' ' -f1`
-    OMPI_COMPONENT_DIR="$hier_ompi_libdir/openmpi3"
-    AS_IF([test -d "$OMPI_COMPONENT_DIR"], [], [OMPI_COMPONENT_DIR="$hier_ompi_libdir/openmpi"])
     AC_SUBST([OMPI_CPPFLAGS])
     AC_SUBST([OMPI_LIBS])
-    AC_SUBST([OMPI_COMPONENT_DIR])
 ])

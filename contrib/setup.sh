@@ -29,7 +29,7 @@ if [ $deps = 1 ]; then
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
         build-essential autoconf automake libtool pkg-config \
-        libopenmpi-dev openmpi-bin libhwloc-dev libfabric-dev libibverbs-dev libcriterion-dev
+        libopenmpi-dev openmpi-bin libhwloc-dev libfabric-dev libcriterion-dev
 fi
 
 ./autogen.sh

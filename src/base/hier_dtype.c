@@ -43,47 +43,6 @@ static const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
     [HIER_DT_2DOUBLE] = sizeof(hier_dtype_2double_t),
 };
 
-static const char *const hier_dtype_names[HIER_DT_COUNT] = {
-    [HIER_DT_INT8] = "int8",
-    [HIER_DT_UINT8] = "uint8",
-    [HIER_DT_INT16] = "int16",
-    [HIER_DT_UINT16] = "uint16",
-    [HIER_DT_INT32] = "int32",
-    [HIER_DT_UINT32] = "uint32",
-    [HIER_DT_INT64] = "int64",
-    [HIER_DT_UINT64] = "uint64",
-    [HIER_DT_FLOAT] = "float",
-    [HIER_DT_DOUBLE] = "double",
-    [HIER_DT_LONG_DOUBLE] = "long_double",
-    [HIER_DT_FLOAT_COMPLEX] = "float_complex",
-    [HIER_DT_DOUBLE_COMPLEX] = "double_complex",
-    [HIER_DT_LONG_DOUBLE_COMPLEX] = "long_double_complex",
-    [HIER_DT_BOOL] = "bool",
-    [HIER_DT_FLOAT_INT] = "float_int",
-    [HIER_DT_DOUBLE_INT] = "double_int",
-    [HIER_DT_LONG_INT] = "long_int",
-    [HIER_DT_2INT] = "2int",
-    [HIER_DT_SHORT_INT] = "short_int",
-    [HIER_DT_LONG_DOUBLE_INT] = "long_double_int",
-    [HIER_DT_2FLOAT] = "2float",
-    [HIER_DT_2DOUBLE] = "2double",
-};
-
-static const char *const hier_op_names[HIER_OP_COUNT] = {
-    [HIER_OP_SUM] = "sum",
-    [HIER_OP_PROD] = "prod",
-    [HIER_OP_MIN] = "min",
-    [HIER_OP_MAX] = "max",
-    [HIER_OP_LAND] = "land",
-    [HIER_OP_LOR] = "lor",
-    [HIER_OP_LXOR] = "lxor",
-    [HIER_OP_BAND] = "band",
-    [HIER_OP_BOR] = "bor",
-    [HIER_OP_BXOR] = "bxor",
-    [HIER_OP_MINLOC] = "minloc",
-    [HIER_OP_MAXLOC] = "maxloc",
-};
-
 /* Enums may arrive as any int (a cast from the glue): check as unsigned. */
 static bool hier_dtype_valid(hier_dtype_t dt)
 {
@@ -93,14 +52,4 @@ static bool hier_dtype_valid(hier_dtype_t dt)
 size_t hier_dtype_size(hier_dtype_t dt)
 {
     return hier_dtype_valid(dt) ? hier_dtype_sizes[dt] : 0;
-}
-
-const char *hier_dtype_name(hier_dtype_t dt)
-{
-    return hier_dtype_valid(dt) ? hier_dtype_names[dt] : "unknown";
-}
-
-const char *hier_op_name(hier_op_t op)
-{
-    return (unsigned)op < HIER_OP_COUNT ? hier_op_names[op] : "unknown";
 }

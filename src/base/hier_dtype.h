@@ -53,7 +53,5 @@ typedef enum {
 
 /* Bytes one element occupies in a buffer (sizeof the C type or struct). */
 size_t hier_dtype_size(hier_dtype_t dt);
-const char *hier_dtype_name(hier_dtype_t dt);
-const char *hier_op_name(hier_op_t op);
 
 #endif

@@ -22,11 +22,6 @@ void hier_lock_set_threads(int threads)
     hier_lock_mt = threads != 0;
 }
 
-int hier_lock_threads(void)
-{
-    return hier_lock_mt;
-}
-
 void hier_lock_take(void)
 {
     if (hier_lock_mt) pthread_mutex_lock(&hier_lock_mutex);

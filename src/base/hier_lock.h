@@ -19,7 +19,6 @@
 
 /* Called once, before any communicator: 1 when threads may call at once. */
 void hier_lock_set_threads(int threads);
-int hier_lock_threads(void);
 void hier_lock_take(void);
 void hier_lock_drop(void);
 

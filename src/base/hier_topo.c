@@ -88,9 +88,10 @@ hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
         st = HIER_ERR_TOPOLOGY;
         goto err_destroy;
     }
-    HIER_LOG(HIER_LOG_DEBUG, "topo: loaded %s topology: %d packages, %d NUMA, %d PUs",
-             synthetic != NULL ? "synthetic" : "this machine's", topo->package_count,
-             topo->numa_count, topo->pu_count);
+    char line[160];
+    if (hier_topo_describe(topo, line, sizeof(line)) == HIER_OK)
+        HIER_LOG(HIER_LOG_DEBUG, "topo: loaded %s topology: %s", synthetic != NULL ? "synthetic" : "this machine's",
+                 line);
     *topo_p = topo;
     return HIER_OK;
 
@@ -108,27 +109,8 @@ void hier_topo_close(hier_topo_t *topo)
     free(topo);
 }
 
-int hier_topo_numa_count(const hier_topo_t *topo)
-{
-    return topo != NULL ? topo->numa_count : 0;
-}
-
-int hier_topo_package_count(const hier_topo_t *topo)
-{
-    return topo != NULL ? topo->package_count : 0;
-}
-
-int hier_topo_core_count(const hier_topo_t *topo)
-{
-    return topo != NULL ? topo->core_count : 0;
-}
-
-int hier_topo_pu_count(const hier_topo_t *topo)
-{
-    return topo != NULL ? topo->pu_count : 0;
-}
-
-size_t hier_topo_cache_size(const hier_topo_t *topo, int level)
+/* Size in bytes of the largest data/unified cache of that level (1..5); 0 if none. */
+static size_t topo_cache_size(const hier_topo_t *topo, int level)
 {
     hwloc_obj_type_t type;
     hwloc_obj_t obj = NULL;
@@ -167,7 +149,6 @@ static hier_locality_t topo_locality_of(const hier_topo_t *topo, hwloc_const_cpu
     hier_locality_t loc;
 
     loc.numa = topo_sole_index(topo->hw, HWLOC_OBJ_NUMANODE, set);
-    loc.package = topo_sole_index(topo->hw, HWLOC_OBJ_PACKAGE, set);
     return loc;
 }
 
@@ -376,7 +357,7 @@ hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len)
     n = snprintf(line, sizeof(line), "packages=%d numa=%d cores=%d pus=%d", topo->package_count,
                  topo->numa_count, topo->core_count, topo->pu_count);
     for (int level = 5; level >= 1; level--) {
-        size_t bytes = hier_topo_cache_size(topo, level);
+        size_t bytes = topo_cache_size(topo, level);
         if (bytes == 0) continue;
         topo_format_size(bytes, size, sizeof(size));
         n += snprintf(line + n, sizeof(line) - (size_t)n, " l%d=%s", level, size);

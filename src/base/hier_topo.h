@@ -1,8 +1,8 @@
 /* hier_topo.h: the node's hardware topology (hwloc underneath, opaque here).
  *
- * What the rest of the core asks of the machine: how many NUMA domains and
- * packages it has, how large its caches are, where a process is bound, and a
- * pure function that groups local ranks by NUMA domain for the two-level
+ * What the rest of the core asks of the machine: where a process is bound
+ * (its NUMA domain), a line describing the machine for the logs, and a pure
+ * function that groups local ranks by NUMA domain for the two-level
  * shared-memory tree.
  *
  * Indexes are hwloc *logical* indexes (0..n-1 in topology order), the same in
@@ -18,10 +18,10 @@
 
 typedef struct hier_topo hier_topo_t;
 
-/* Where a process runs; -1 when unknown or when its CPUs span several. */
+/* Where a process runs: its logical NUMA index; -1 when unknown or when its
+ * CPUs span several. */
 typedef struct {
-    int numa;    /* logical NUMA index */
-    int package; /* logical package index; -1 also when the machine reports none */
+    int numa;
 } hier_locality_t;
 
 /* Ranks 0..nranks-1 grouped by NUMA domain, in arrays of nranks entries
@@ -45,22 +45,17 @@ typedef struct {
 hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p);
 void hier_topo_close(hier_topo_t *topo); /* NULL is fine */
 
-int hier_topo_numa_count(const hier_topo_t *topo);    /* >= 1: hwloc always has one */
-int hier_topo_package_count(const hier_topo_t *topo); /* may be 0 (synthetic, some VMs) */
-int hier_topo_core_count(const hier_topo_t *topo);
-int hier_topo_pu_count(const hier_topo_t *topo);
-/* Size in bytes of the largest data/unified cache of that level (1..5); 0 if none. */
-size_t hier_topo_cache_size(const hier_topo_t *topo, int level);
-
 /* Locality of the calling process from its current CPU binding (all threads).
- * Unbound, or bound across NUMA domains: numa == -1 (package likewise).
+ * Unbound, or bound across NUMA domains: numa == -1.
  * HIER_ERR_NOT_SUPPORTED on a topology that is not this machine's (synthetic)
  * or where the OS cannot report bindings. */
 hier_status_t hier_topo_self_locality(hier_topo_t *topo, hier_locality_t *loc_p);
 
-/* Locality of a list of logical PU indexes such as "0-3,8". NUMA domains with
- * identical CPU sets (DDR + HBM of one package) count as one: the lowest index
- * is reported. HIER_ERR_INVALID_ARG: malformed list or PU out of range. */
+/* Locality of a list of logical PU indexes such as "0-3,8": what
+ * self_locality computes from a binding, for topologies that are not this
+ * machine's (the tests' synthetic ones). NUMA domains with identical CPU sets
+ * (DDR + HBM of one package) count as one: the lowest index is reported.
+ * HIER_ERR_INVALID_ARG: malformed list or PU out of range. */
 hier_status_t hier_topo_cpulist_locality(hier_topo_t *topo, const char *cpulist,
                                          hier_locality_t *loc_p);
 
@@ -71,8 +66,9 @@ hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
                                        hier_topo_groups_t *groups_p);
 void hier_topo_groups_free(hier_topo_groups_t *groups);
 
-/* One line for verbose logs: "packages=2 numa=4 cores=16 pus=16 l3=32MiB"
- * (the last-level cache, whichever level it is; omitted if none).
+/* One line for the logs: "packages=2 numa=4 cores=16 pus=16 l3=32MiB"
+ * (the last-level cache, whichever level it is, its largest instance;
+ * omitted if none).
  * HIER_ERR_INVALID_ARG if it does not fit in len (buf then untouched). */
 hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len);
 

@@ -17,7 +17,6 @@
 #include "base/hier_params.h"
 #include "comm/hier_comm.h"
 #include "comm/hier_coll_dev.h"
-#include "comm/hier_coll_dev.h"
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
@@ -79,7 +78,8 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
     fp->mapped_bytes = hier_shm_size(hier_shm_shape(nd->small.seg)) +
                        (nd->pipe.seg ? hier_shm_size(hier_shm_shape(nd->pipe.seg)) : 0);
     fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 5 * sizeof(uint32_t)) +
-                      2 * nd->nsteps * sizeof(hier_step_t) + (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
+                      (nd->steps[1] ? 2 : 1) * nd->nsteps * sizeof(hier_step_t) +
+                      (nd->sendq ? nd->nsteps * sizeof(hier_net_send_t) : 0) + (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
     if (c->net) fp->heap_bytes += sizeof(*c->net) + (size_t)c->layout.nnodes * (sizeof(void *) + sizeof(uint32_t));
 }
 

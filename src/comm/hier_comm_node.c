@@ -18,7 +18,6 @@
 #include "shm/hier_shm_pool.h"
 
 #define HIER_NODE_SMALL_CHUNK 8192  /* bytes per small pipeline buffer, at least */
-#define HIER_NODE_MIN_CHUNK 4096    /* pipeline buffers below this are not worth a segment */
 #define HIER_NODE_MAX_CHUNK ((size_t)1 << 30)
 #define HIER_NODE_CROWDED_SPIN 0    /* polls before yielding when ranks outnumber cores */
 
@@ -56,7 +55,7 @@ hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs,
     o.mr = user.data;
     if (!o.seg) {
         hier_status_t st = hier_shm_create(hier_params.shm_dir, &shape, &o.seg);
-        if (st == HIER_OK) st = hier_shm_claim(o.seg, 0, hier_core_my_numa(0));
+        if (st == HIER_OK) st = hier_shm_claim(o.seg, 0);
         if (st != HIER_OK) {
             hier_shm_detach(o.seg);
             return st;
@@ -84,7 +83,7 @@ hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, c
         }
     } else {
         hier_status_t st = hier_shm_attach(hier_params.shm_dir, name, &shape, &o.seg);
-        if (st == HIER_OK) st = hier_shm_claim(o.seg, me, hier_core_my_numa(me));
+        if (st == HIER_OK) st = hier_shm_claim(o.seg, me);
         if (st != HIER_OK) {
             hier_shm_detach(o.seg);
             return st;
@@ -164,7 +163,7 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
     if (!nd->small.slots || !nd->order) goto fail;
     for (int r = 0; r < n; r++) {
         nd->order[r] = (uint32_t)r;
-        locs[r] = (hier_locality_t){.numa = numa[r], .package = -1};
+        locs[r] = (hier_locality_t){.numa = numa[r]};
     }
     if (hier_topo_groups_by_numa(locs, n, &nd->groups) != HIER_OK) goto fail;
     hier_node_wait_policy(c, crowded, &nd->wait);
@@ -254,7 +253,7 @@ static hier_status_t hier_node_pipe_offer(hier_comm_t *c, size_t chunk, int fres
     *fresh_p = !seg;
     if (!seg) {
         hier_status_t st = hier_shm_create(hier_params.shm_dir, &shape, &seg);
-        if (st == HIER_OK && (st = hier_shm_claim(seg, 0, -1)) != HIER_OK) hier_shm_detach(seg);
+        if (st == HIER_OK && (st = hier_shm_claim(seg, 0)) != HIER_OK) hier_shm_detach(seg);
         if (st != HIER_OK) seg = NULL;
     }
     offer->chunk_bytes = chunk;
@@ -279,7 +278,7 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
         seg = hier_shm_pool_take(&shape, nd->procs, c->layout.nranks, offer->name, &user);
         *missing_p = !seg;
     } else if (hier_shm_attach(hier_params.shm_dir, offer->name, &shape, &seg) == HIER_OK &&
-               hier_shm_claim(seg, c->layout.me, -1) != HIER_OK) {
+               hier_shm_claim(seg, c->layout.me) != HIER_OK) {
         hier_shm_detach(seg);
         seg = NULL;
     }

@@ -247,9 +247,3 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
     x->active = 0;
     return st;
 }
-
-hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
-{
-    hier_status_t st = hier_net_exec_start(x, steps, n);
-    return st == HIER_OK ? hier_net_exec_finish(x) : st;
-}

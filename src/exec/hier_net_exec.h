@@ -69,18 +69,16 @@ typedef struct {
     uint64_t moved;            /* counts progress: steps done and segments received */
 } hier_net_exec_t;
 
-/* Run the steps. Sends are queued and proceed, segment by segment as
- * credits allow, while later steps run: a receive drives them, so two
+/* Run the steps, in three parts so local work can run while the network
+ * does: start (steps must stay valid until the run is over), poll now and
+ * then (never waits), finish (waits; the run is over on return, x->active
+ * 0, and the caller may reuse the bytes). The buffers of the run must not
+ * be touched in between. Sends are queued and proceed, segment by segment
+ * as credits allow, while later steps run: a receive drives them, so two
  * participants sending to each other more than a channel holds cannot
  * deadlock; a receive segment that would overwrite bytes a queued send has
  * not handed over yet (or, sent in place, not yet seen written) waits for
- * them. Returns once every send is over, so the caller may reuse the bytes. */
-hier_status_t hier_net_exec_run(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
-
-/* The same in three parts, so local work can run while the network does:
- * start (steps must stay valid until the run is over), poll now and then
- * (never waits), finish (waits; the run is over on return, x->active 0).
- * The buffers of the run must not be touched in between. */
+ * them. */
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
 hier_status_t hier_net_exec_poll(hier_net_exec_t *x);
 hier_status_t hier_net_exec_finish(hier_net_exec_t *x);

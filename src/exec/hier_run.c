@@ -1,7 +1,6 @@
 /* hier_run.c: a collective's chunks through the executors (hier_run.h). */
 #include "exec/hier_run.h"
 
-#include <assert.h>
 #include <stdatomic.h>
 
 #include "base/hier_log.h"
@@ -56,25 +55,18 @@ static hier_status_t hier_run_net_finish(hier_run_t *r, uint64_t *net_bytes)
 }
 
 /* Steps [from, to) of a chunk: local ones here, barriers through the
- * segment, a network run met here (none in hier's schedules) at once; the
- * run in flight is polled between steps. A barrier's error (a dead peer)
- * is returned; a step's goes to *failed (see hier_run). */
+ * segment (network steps lie in [net, tail), started apart: a builder that
+ * put one here fails the call through hier_exec_step); the run in flight
+ * is polled between steps. A barrier's error (a dead peer) is returned; a
+ * step's goes to *failed (see hier_run). */
 static hier_status_t hier_run_local(hier_run_t *r, const hier_exec_bufs_t *bufs, const hier_run_chunk_t *ch,
-                                    size_t from, size_t to, hier_status_t *failed, uint64_t *net_bytes)
+                                    size_t from, size_t to, hier_status_t *failed)
 {
     for (size_t i = from; i < to; i++) {
         const hier_step_t *s = &ch->steps[i];
         if (s->op == HIER_STEP_BARRIER) {
             hier_status_t st = hier_shm_barrier(r->node, r->wait);
             if (st != HIER_OK) return st; /* every rank finds out */
-        } else if (*failed == HIER_OK && hier_run_is_net(s)) { /* (never while a run is in flight: cut chunks) */
-            assert(r->netx && !r->netx->active);
-            size_t j = i + 1;
-            while (j < to && hier_run_is_net(&ch->steps[j])) j++;
-            *failed = hier_net_exec_start(r->netx, s, j - i);
-            hier_status_t fin = hier_run_net_finish(r, net_bytes);
-            if (*failed == HIER_OK) *failed = fin;
-            i = j - 1;
         } else if (*failed == HIER_OK) {
             *failed = hier_exec_step(bufs, s);
         }
@@ -150,20 +142,20 @@ hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void 
      * (in place, below: reading first is the safe order). */
     if (nchunks) {                                                                              /* 1 */
         hier_run_build(r, args, 0, &ch[0]);
-        st = hier_run_local(r, &bufs, &ch[0], 0, ch[0].net, &failed, &net_bytes);
+        st = hier_run_local(r, &bufs, &ch[0], 0, ch[0].net, &failed);
         if (st == HIER_OK) hier_run_start(r, &ch[0], &failed);
     }
     for (size_t k = 0; k < nchunks && st == HIER_OK; k++) {
         hier_run_chunk_t *cur = &ch[k % 2], *nxt = &ch[(k + 1) % 2];
         if (k + 1 < nchunks) {                                                                  /* 2 */
             hier_run_build(r, args, k + 1, nxt);
-            st = hier_run_local(r, &bufs, nxt, 0, nxt->b1, &failed, &net_bytes);
+            st = hier_run_local(r, &bufs, nxt, 0, nxt->b1, &failed);
         }
         if (st != HIER_OK) break;
         hier_run_finish(r, &failed, &net_bytes);                                               /* 3 */
-        st = hier_run_local(r, &bufs, cur, cur->tail, cur->n, &failed, &net_bytes);
+        st = hier_run_local(r, &bufs, cur, cur->tail, cur->n, &failed);
         if (st != HIER_OK || k + 1 == nchunks) break;
-        st = hier_run_local(r, &bufs, nxt, nxt->b1, nxt->net, &failed, &net_bytes);                   /* 4 */
+        st = hier_run_local(r, &bufs, nxt, nxt->b1, nxt->net, &failed);                   /* 4 */
         if (st == HIER_OK) hier_run_start(r, nxt, &failed);
     }
     if (st != HIER_OK && r->netx) { /* a dead peer: the run is abandoned with the call */

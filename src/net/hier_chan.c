@@ -135,7 +135,7 @@ static int hier_chan_writing(const hier_chan_t *ch)
 }
 
 /* ready(ch), read under the lock (another thread's progress updates channels). */
-int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *))
+static int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *))
 {
     hier_lock_take();
     int r = ready(ch);
@@ -317,18 +317,6 @@ hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), in
     return hier_chan_progress(fab);
 }
 
-/* Poll until ready(ch) or a minute passes. */
-hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what)
-{
-    time_t deadline = 0;
-    for (unsigned i = 0; !hier_chan_check(ch, ready); i++) {
-        hier_status_t st = hier_chan_wait_turn(ch->fab, NULL, HIER_CHAN_SPIN, i, &deadline, what);
-        if (st == HIER_OK) st = hier_chan_status(ch);
-        if (st != HIER_OK) return st;
-    }
-    return HIER_OK;
-}
-
 /* Room for one more message: fewer than `slots` unreleased by the peer, and
  * the staging slot's previous write completed here. */
 static int hier_chan_can_send(const hier_chan_t *ch)
@@ -387,27 +375,6 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, co
 {
     uint64_t msg;
     return hier_chan_try_send_from(ch, box, tag, data, len, NULL, sent_p, &msg);
-}
-
-/* Waits for credit (hier_chan_wait) and for room in the provider (polling,
- * the lock taken per attempt: the room may be the peer's to make). */
-hier_status_t hier_chan_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
-                             unsigned long *waited_p)
-{
-    time_t deadline = 0;
-    if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
-    for (unsigned i = 0;; i++) {
-        int sent;
-        hier_status_t st = hier_chan_try_send(ch, box, tag, data, len, &sent);
-        if (st != HIER_OK || sent) return st;
-        if (!hier_chan_check(ch, hier_chan_can_send)) {
-            if (waited_p && i == 0) (*waited_p)++;
-            st = hier_chan_wait(ch, hier_chan_can_send, "waiting for credit");
-        } else { /* credit, but no room */
-            st = hier_chan_wait_turn(ch->fab, NULL, HIER_CHAN_SPIN, i, &deadline, "waiting for room in the provider");
-        }
-        if (st != HIER_OK) return st;
-    }
 }
 
 /* Return credit: our release count into the sender's word. Never waits:

@@ -79,10 +79,6 @@ hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t ta
                                       hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p);
 hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
                                  int *sent_p);
-/* The same, waiting (polling) while every slot is in use (tests).
- * *waited_p (may be NULL) counts the times it had to wait for credit. */
-hier_status_t hier_chan_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
-                             unsigned long *waited_p);
 /* Whether message `msg` (from hier_chan_try_send_from) completed here: its
  * source may be reused. */
 int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
@@ -90,8 +86,6 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 
 /* The next message of `box` if it is there (*got_p = 1), without waiting. */
 hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p);
-/* The same, waiting (tests). */
-hier_status_t hier_chan_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg);
 /* Done with a message: its slot may be rewritten once every older one is
  * released too. Credit goes back in the header of our next message to the
  * peer, or, once half the slots are released without one, by a write of its

@@ -67,10 +67,6 @@ struct hier_chan {
 
 /* Give back credit if half a ring was released without any (hier_chan.c). */
 hier_status_t hier_chan_credit_due(hier_chan_t *ch);
-/* ready(ch), read under the transport lock. */
-int hier_chan_check(const hier_chan_t *ch, int (*ready)(const hier_chan_t *));
-/* Poll until ready(ch) or a minute passes. */
-hier_status_t hier_chan_wait(hier_chan_t *ch, int (*ready)(const hier_chan_t *), const char *what);
 /* Free what the receiving side holds (close). */
 void hier_chan_recv_free(hier_chan_t *ch);
 

@@ -124,18 +124,6 @@ hier_status_t hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg)
     HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch, msg));
 }
 
-hier_status_t hier_chan_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg)
-{
-    time_t deadline = 0;
-    for (unsigned i = 0;; i++) {
-        int got;
-        hier_status_t st = hier_chan_try_recv(ch, box, msg, &got);
-        if (st != HIER_OK || got) return st;
-        st = hier_chan_wait_turn(ch->fab, NULL, HIER_CHAN_SPIN, i, &deadline, "waiting for a message");
-        if (st != HIER_OK) return st;
-    }
-}
-
 uint64_t hier_chan_set_aside(const hier_chan_t *ch)
 {
     HIER_LOCKED_RETURN(uint64_t, ch->set_aside);

@@ -131,7 +131,6 @@ typedef struct {
  * made for them. */
 typedef enum {
     HIER_NET_BLOCKS_EVEN,  /* `count` cut into nparts cache-line aligned blocks of nearly equal size */
-    HIER_NET_BLOCKS_LIST,  /* block b: counts[b] elements at displs[b] */
     HIER_NET_BLOCKS_NODES, /* block n: node n's ranks' pieces, [node_first[n], node_first[n+1]) x unit */
     HIER_NET_BLOCKS_RANKS, /* block n: one range per rank r of node n, what r receives (rdispls/rcounts)
                             * of the vector's elements [origin + off, origin + off + count) */
@@ -146,15 +145,13 @@ typedef struct {
     size_t off;             /* elements: where the vector starts in `base` */
     size_t count;           /* elements of the vector (EVEN, RANKS and recursive doubling) */
     hier_net_blocks_t blocks;
-    const size_t *counts;   /* LIST */
-    const size_t *displs;   /* LIST */
     size_t unit;            /* NODES: elements per rank */
     const uint32_t *node_first; /* NODES, RANKS */
     const uint32_t *node_ranks; /* RANKS */
     const size_t *rcounts;  /* RANKS */
     const size_t *rdispls;  /* RANKS */
     size_t origin;          /* RANKS: the rdispls coordinate of base's element 0 */
-    uint32_t tag_base;      /* tags used: tag_base .. tag_base + hier_sched_net_tags(nparts) - 1 */
+    uint32_t tag_base;      /* tags used: from tag_base, fewer than 2 nparts + 2 */
 } hier_net_args_t;
 
 #endif

@@ -31,10 +31,6 @@ static void hier_sched_net_seg(const hier_net_args_t *a, int b, size_t i, size_t
     case HIER_NET_BLOCKS_EVEN:
         hier_part_range(a->count, a->nparts, b, hier_part_align(a->esize), off_p, len_p);
         break;
-    case HIER_NET_BLOCKS_LIST:
-        *off_p = a->displs[b];
-        *len_p = a->counts[b];
-        break;
     case HIER_NET_BLOCKS_NODES:
         *off_p = (size_t)a->node_first[b] * a->unit;
         *len_p = (size_t)(a->node_first[b + 1] - a->node_first[b]) * a->unit;
@@ -253,11 +249,6 @@ size_t hier_sched_net_max_steps(const hier_net_args_t *a)
 {
     size_t segs = a->blocks == HIER_NET_BLOCKS_RANKS ? a->node_first[a->nparts] : (size_t)a->nparts;
     return 4 * segs + 4 * (size_t)a->nparts + 4 * (size_t)hier_rd(a->nparts).rounds + 8;
-}
-
-unsigned hier_sched_net_tags(int nparts)
-{
-    return 2 * (unsigned)nparts + 2;
 }
 
 int hier_sched_net_max_peers(int nparts)

@@ -9,8 +9,6 @@
 /* Steps of one build into `steps` (at least hier_sched_net_max_steps(a)); their number. */
 size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps);
 size_t hier_sched_net_max_steps(const hier_net_args_t *a);
-/* Tags a schedule over nparts participants uses, from its tag_base. */
-unsigned hier_sched_net_tags(int nparts);
 /* Every participant some schedule of `me` talks to (ring neighbours,
  * recursive-doubling partners): the only ones it needs a channel to, at
  * most hier_sched_net_max_peers(nparts), into peers; their number. Symmetric:

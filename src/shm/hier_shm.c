@@ -254,7 +254,7 @@ hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_
     return HIER_OK;
 }
 
-hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
+hier_status_t hier_shm_claim(hier_shm_t *shm, int me)
 {
     const hier_shm_header_t *h = hier_shm_header(shm);
     off_t off = (off_t)(h->slots_off + (size_t)me * h->slot_stride);
@@ -270,15 +270,9 @@ hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa)
      * touched here, so none counts in anybody's memory before it is used) */
     if (shm->shape.kind != HIER_SHM_NODE) return HIER_OK;
     hier_shm_ctl(shm, me)->pid = (int32_t)getpid();
-    hier_shm_ctl(shm, me)->numa = numa;
     hier_shm_ctl(shm, me)->cma_probe_addr = hier_cma_probe_addr();
     hier_shm_ctl(shm, me)->cma_cookie = hier_cma_cookie();
     return HIER_OK;
-}
-
-int hier_shm_peer_numa(hier_shm_t *shm, int rank)
-{
-    return hier_shm_ctl(shm, rank)->numa;
 }
 
 void hier_shm_unlink(hier_shm_t *shm)

@@ -84,17 +84,16 @@ typedef struct {
     _Atomic uint32_t sleepers;
     uint8_t pad0[64 - 12];
     /* Line 1. Written once by the owner before the set-up's agreement: */
-    int32_t pid;
-    int32_t numa;               /* the owner's NUMA domain, -1 unknown */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
     uint64_t cma_cookie;
-    /* Per single-copy call, before its first barrier: where the owner's input is. */
-    uint64_t input_addr;
+    int32_t pid;
     /* Set when a step failed here; peers check it after the call's last barrier. */
     _Atomic uint32_t error;
-    uint8_t pad1[64 - 36];
+    /* Per single-copy call, before its first barrier: where the owner's input is. */
+    uint64_t input_addr;
+    uint8_t pad1[64 - 32];
 } hier_shm_ctl_t;
-static_assert(offsetof(hier_shm_ctl_t, pid) == 64, "per-call fields stay off the polled line");
+static_assert(offsetof(hier_shm_ctl_t, cma_probe_addr) == 64, "per-call fields stay off the polled line");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
 static_assert(8 + HIER_SHM_LL_HEAD <= HIER_SHM_LINE, "a low-latency header and its head share a line pair");
@@ -120,9 +119,9 @@ hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hi
 hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_shape_t *shape, hier_shm_t **shm_p);
 const char *hier_shm_name(const hier_shm_t *shm);
 const hier_shm_shape_t *hier_shm_shape(const hier_shm_t *shm);
-/* Allocate and touch rank me's own slot and close the file; a node segment
- * also publishes the rank's pid and NUMA domain. Once per segment and rank. */
-hier_status_t hier_shm_claim(hier_shm_t *shm, int me, int numa);
+/* Allocate rank me's own slot and close the file; a node segment also
+ * publishes the rank's pid and single-copy probe. Once per segment and rank. */
+hier_status_t hier_shm_claim(hier_shm_t *shm, int me);
 /* Remove the name; the mapping stays valid. Once every rank has mapped it. */
 void hier_shm_unlink(hier_shm_t *shm);
 void hier_shm_detach(hier_shm_t *shm); /* NULL is fine */
@@ -133,7 +132,6 @@ size_t hier_shm_parity_stride(const hier_shm_t *shm);
 
 /* ---- node segments only ---- */
 hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
-int hier_shm_peer_numa(hier_shm_t *shm, int rank);
 hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm);
 /* Rank's low-latency line of this parity: the header word, then
  * HIER_SHM_LL_HEAD payload bytes; and the rest of the payload. */

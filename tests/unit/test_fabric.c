@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan_wait.h"
 #include "fabric_reap.h"
 #include "fork_pair.h"
 #include "net/hier_chan.h"
@@ -191,12 +192,12 @@ static int stream(int me, xchg_t *x, const char *prov)
         for (int i = 0; i < STREAM_MESSAGES; i++) {
             size_t len = (size_t)(i * 37 % 1000) + 1;
             for (size_t j = 0; j < len; j++) msg[j] = (uint8_t)(i + j * 3);
-            if (hier_chan_send(ch, 0, (uint32_t)i, msg, len, &x->waited) != HIER_OK) return 14;
+            if (tchan_send(fab, ch, 0, (uint32_t)i, msg, len, &x->waited) != HIER_OK) return 14;
         }
     } else {
         for (int i = 0; i < STREAM_MESSAGES; i++) {
             hier_chan_msg_t m;
-            if (hier_chan_recv(ch, 0, &m) != HIER_OK) return 20;
+            if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
             const uint8_t *p = m.data;
             if (m.len != (size_t)(i * 37 % 1000) + 1 || m.tag != (uint32_t)i) return 21;
             for (size_t j = 0; j < m.len; j++)
@@ -230,8 +231,8 @@ static int exchange(int me, xchg_t *x, const char *prov)
     for (int i = 0; i < EXCHANGE_ROUNDS; i++) {
         hier_chan_msg_t m;
         v = out++ * 2 + (uint32_t)me;
-        if (hier_chan_send(ch, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 14;
-        if (hier_chan_recv(ch, 0, &m) != HIER_OK) return 20;
+        if (tchan_send(fab, ch, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 14;
+        if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
         memcpy(&v, m.data, sizeof(v));
         if (m.len != sizeof(v) || v != next_in++ * 2 + (uint32_t)!me) return 21;
         if (hier_chan_release(ch, &m) != HIER_OK) return 22;
@@ -282,21 +283,21 @@ static int late_credit(int me, xchg_t *x, const char *prov)
     hier_chan_msg_t m;
     if (me == 0) {
         for (v = 0; v < 2; v++)
-            if (hier_chan_send(a, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 20;
+            if (tchan_send(fab, a, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 20;
         hier_chan_close(a);
         atomic_store(&x->stage[me], 6);
     } else {
         if (wait_stage_chan(x, !me, 6, fab, 20)) return 21;
         for (uint32_t i = 0; i < 2; i++) {
-            if (hier_chan_recv(a, 0, &m) != HIER_OK) return 22;
+            if (tchan_recv(fab, a, 0, &m) != HIER_OK) return 22;
             if (hier_chan_release(a, &m) != HIER_OK) return 23; /* the second writes a credit return */
         }
         hier_chan_close(a);
     }
     for (uint32_t i = 0; i < 200; i++) {
         v = i * 2 + (uint32_t)me;
-        if (hier_chan_send(b, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 30;
-        if (hier_chan_recv(b, 0, &m) != HIER_OK) return 31;
+        if (tchan_send(fab, b, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 30;
+        if (tchan_recv(fab, b, 0, &m) != HIER_OK) return 31;
         memcpy(&v, m.data, sizeof(v));
         if (v != i * 2 + (uint32_t)!me) return 32;
         if (hier_chan_release(b, &m) != HIER_OK) return 33;
@@ -320,12 +321,12 @@ static int wrap(int me, xchg_t *x, const char *prov)
     if (ret) return ret;
     for (uint32_t i = 0; i < WRAP_MESSAGES; i++) {
         if (me == 0) {
-            if (hier_chan_send(ch, 0, 0, &i, sizeof(i), NULL) != HIER_OK) return 14;
+            if (tchan_send(fab, ch, 0, 0, &i, sizeof(i), NULL) != HIER_OK) return 14;
             continue;
         }
         hier_chan_msg_t m;
         uint32_t v;
-        if (hier_chan_recv(ch, 0, &m) != HIER_OK) return 20;
+        if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
         memcpy(&v, m.data, sizeof(v));
         if (m.len != sizeof(v) || v != i) return 21;
         if (hier_chan_release(ch, &m) != HIER_OK) return 22;
@@ -520,7 +521,7 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
         x.mr_len = count * sizeof(double) + 8;
     }
     if (hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &bufs.kernel) != HIER_OK) return 14;
-    if (hier_net_exec_run(&x, steps, n) != HIER_OK) return 15;
+    if (hier_net_exec_start(&x, steps, n) != HIER_OK || hier_net_exec_finish(&x) != HIER_OK) return 15;
     for (size_t i = 0; i < count; i++)
         if (v[i] != (double)(np * (np + 1) / 2 * (int)(i % 1001))) return 16;
     if (np > 1 && count && !x.net_bytes) return 17;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chan_wait.h"
 #include "exec/hier_net_exec.h"
 #include "fork_pair.h"
 #include "net/hier_peers.h"
@@ -25,14 +26,14 @@ static int boxes(int me, xchg_t *x, const char *prov)
     if (ret) return ret;
     if (me == 0) {
         for (uint32_t i = 0; i < 300; i++)
-            if (hier_chan_send(ch, i % 3 == 0 ? 2 : 1, i, &i, sizeof(i), NULL) != HIER_OK) return 14;
+            if (tchan_send(fab, ch, i % 3 == 0 ? 2 : 1, i, &i, sizeof(i), NULL) != HIER_OK) return 14;
     } else {
         for (int box = 2; box >= 1; box--)
             for (uint32_t i = 0; i < 300; i++) {
                 if ((i % 3 == 0) != (box == 2)) continue;
                 hier_chan_msg_t m;
                 uint32_t v;
-                if (hier_chan_recv(ch, (uint32_t)box, &m) != HIER_OK) return 20;
+                if (tchan_recv(fab, ch, (uint32_t)box, &m) != HIER_OK) return 20;
                 memcpy(&v, m.data, sizeof(v));
                 if (m.tag != i || v != i || m.len != sizeof(v)) return 21;
                 if (hier_chan_release(ch, &m) != HIER_OK) return 22;
@@ -58,7 +59,7 @@ static int held(int me, xchg_t *x, const char *prov)
     int ret = chan_pair(me, x, prov, 2, 64, &fab, &ch);
     if (ret) return ret;
     if (me == 0) {
-        if (hier_chan_send(ch, 1, 0, &v[0], 4, NULL) || hier_chan_send(ch, 2, 1, &v[1], 4, NULL)) return 10;
+        if (tchan_send(fab, ch, 1, 0, &v[0], 4, NULL) || tchan_send(fab, ch, 2, 1, &v[1], 4, NULL)) return 10;
         if (wait_stage(x, 1, 5, NULL, 20)) return 11; /* m1 released, m0 held */
         for (double end = now() + 0.3; now() < end;) {
             int sent;
@@ -66,10 +67,10 @@ static int held(int me, xchg_t *x, const char *prov)
             if (hier_chan_try_send(ch, 1, 2, &v[2], 4, &sent) != HIER_OK || sent) return 13; /* no room yet */
         }
         atomic_store(&x->stage[0], 6);
-        if (hier_chan_send(ch, 1, 2, &v[2], 4, NULL) != HIER_OK) return 14; /* once m0 is released */
+        if (tchan_send(fab, ch, 1, 2, &v[2], 4, NULL) != HIER_OK) return 14; /* once m0 is released */
     } else {
         hier_chan_msg_t m0, m1, m2;
-        if (hier_chan_recv(ch, 1, &m0) || hier_chan_recv(ch, 2, &m1)) return 20;
+        if (tchan_recv(fab, ch, 1, &m0) || tchan_recv(fab, ch, 2, &m1)) return 20;
         if (hier_chan_release(ch, &m1) != HIER_OK) return 21;
         atomic_store(&x->stage[1], 5);
         if (wait_stage(x, 0, 6, fab, 20)) return 22;
@@ -77,7 +78,7 @@ static int held(int me, xchg_t *x, const char *prov)
         memcpy(&got, m0.data, 4);
         if (got != v[0]) return 23; /* not overwritten */
         if (hier_chan_release(ch, &m0) != HIER_OK) return 24;
-        if (hier_chan_recv(ch, 1, &m2) != HIER_OK) return 25;
+        if (tchan_recv(fab, ch, 1, &m2) != HIER_OK) return 25;
         memcpy(&got, m2.data, 4);
         if (got != v[2] || hier_chan_release(ch, &m2) != HIER_OK) return 26;
     }
@@ -111,8 +112,8 @@ static int handshake(int me, xchg_t *x, const char *prov, int initiators)
     for (uint32_t i = 0; i < 100; i++) {
         hier_chan_msg_t m;
         uint32_t v = i * 2 + (uint32_t)me, got;
-        if (hier_chan_send(ch, 0, i, &v, sizeof(v), NULL) != HIER_OK) return 20;
-        if (hier_chan_recv(ch, 0, &m) != HIER_OK) return 21;
+        if (tchan_send(fab, ch, 0, i, &v, sizeof(v), NULL) != HIER_OK) return 20;
+        if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 21;
         memcpy(&got, m.data, sizeof(got));
         if (got != i * 2 + (uint32_t)!me || m.tag != i || hier_chan_release(ch, &m) != HIER_OK) return 22;
     }
@@ -152,7 +153,8 @@ static int wrong_tag(int me, xchg_t *x, const char *prov)
     hier_step_t step = {.op = me == 0 ? HIER_STEP_NET_SEND : HIER_STEP_NET_RECV, .peer = (uint32_t)!me,
                         .tag = me == 0 ? 5 : 6, .len = 100, .src = {.kind = HIER_BUF_RECV},
                         .dst = {.kind = HIER_BUF_RECV}};
-    hier_status_t st = hier_net_exec_run(&nx, &step, 1);
+    hier_status_t st = hier_net_exec_start(&nx, &step, 1);
+    if (st == HIER_OK) st = hier_net_exec_finish(&nx);
     if (me == 0 ? st != HIER_OK : st != HIER_ERR_INTERNAL) return 20;
     atomic_store(&x->stage[me], 4);
     if (wait_stage(x, !me, 4, fab, 30)) return 30;

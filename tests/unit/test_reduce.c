@@ -19,6 +19,59 @@
 #include "base/hier_dtype.h"
 #include "exec/hier_reduce.h"
 
+/* Names for failure messages. */
+static const char *const dtype_names[HIER_DT_COUNT] = {
+    [HIER_DT_INT8] = "int8",
+    [HIER_DT_UINT8] = "uint8",
+    [HIER_DT_INT16] = "int16",
+    [HIER_DT_UINT16] = "uint16",
+    [HIER_DT_INT32] = "int32",
+    [HIER_DT_UINT32] = "uint32",
+    [HIER_DT_INT64] = "int64",
+    [HIER_DT_UINT64] = "uint64",
+    [HIER_DT_FLOAT] = "float",
+    [HIER_DT_DOUBLE] = "double",
+    [HIER_DT_LONG_DOUBLE] = "long_double",
+    [HIER_DT_FLOAT_COMPLEX] = "float_complex",
+    [HIER_DT_DOUBLE_COMPLEX] = "double_complex",
+    [HIER_DT_LONG_DOUBLE_COMPLEX] = "long_double_complex",
+    [HIER_DT_BOOL] = "bool",
+    [HIER_DT_FLOAT_INT] = "float_int",
+    [HIER_DT_DOUBLE_INT] = "double_int",
+    [HIER_DT_LONG_INT] = "long_int",
+    [HIER_DT_2INT] = "2int",
+    [HIER_DT_SHORT_INT] = "short_int",
+    [HIER_DT_LONG_DOUBLE_INT] = "long_double_int",
+    [HIER_DT_2FLOAT] = "2float",
+    [HIER_DT_2DOUBLE] = "2double",
+};
+
+static const char *const op_names[HIER_OP_COUNT] = {
+    [HIER_OP_SUM] = "sum",
+    [HIER_OP_PROD] = "prod",
+    [HIER_OP_MIN] = "min",
+    [HIER_OP_MAX] = "max",
+    [HIER_OP_LAND] = "land",
+    [HIER_OP_LOR] = "lor",
+    [HIER_OP_LXOR] = "lxor",
+    [HIER_OP_BAND] = "band",
+    [HIER_OP_BOR] = "bor",
+    [HIER_OP_BXOR] = "bxor",
+    [HIER_OP_MINLOC] = "minloc",
+    [HIER_OP_MAXLOC] = "maxloc",
+};
+
+static const char *dtype_name(hier_dtype_t dt)
+{
+    return (unsigned)dt < HIER_DT_COUNT ? dtype_names[dt] : "unknown";
+}
+
+static const char *op_name(hier_op_t op)
+{
+    return (unsigned)op < HIER_OP_COUNT ? op_names[op] : "unknown";
+}
+
+
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "integer loads assume little endian");
 
 /* ------------------------------------------------------------ type descriptions */
@@ -444,7 +497,7 @@ static size_t compare(hier_dtype_t dt, hier_op_t op, const char *which, size_t n
         if (elem_eq(td, got + o, want + o)) continue;
         if (bad++ < MAX_REPORTS)
             cr_expect(false, "%s %s %s n=%zu dst_off=%zu i=%zu: a=%s b=%s got=%s want=%s",
-                      hier_dtype_name(dt), hier_op_name(op), which, n, off, i,
+                      dtype_name(dt), op_name(op), which, n, off, i,
                       fmt_elem(td, a + o, sa, sizeof sa), fmt_elem(td, b + o, sb, sizeof sb),
                       fmt_elem(td, got + o, sg, sizeof sg), fmt_elem(td, want + o, sw, sizeof sw));
     }
@@ -474,18 +527,18 @@ static size_t sweep_one(hier_dtype_t dt, hier_op_t op, const hier_reduce_kernel_
     k->acc(dst + lead, b, n);
     bad += compare(dt, op, "acc", n, off, (char *)dst + lead, want, a, b);
     cr_expect(guards_intact(dst, lead, bytes), "%s %s acc n=%zu wrote outside its buffer",
-              hier_dtype_name(dt), hier_op_name(op), n);
+              dtype_name(dt), op_name(op), n);
     cr_expect(memcmp(b, b0, bytes) == 0, "%s %s acc modified its input",
-              hier_dtype_name(dt), hier_op_name(op));
+              dtype_name(dt), op_name(op));
 
     /* comb: dst = a op b */
     memset(dst, CANARY, lead + bytes + GUARD);
     k->comb(dst + lead, a, b, n);
     bad += compare(dt, op, "comb", n, off, (char *)dst + lead, want, a, b);
     cr_expect(guards_intact(dst, lead, bytes), "%s %s comb n=%zu wrote outside its buffer",
-              hier_dtype_name(dt), hier_op_name(op), n);
+              dtype_name(dt), op_name(op), n);
     cr_expect(memcmp(a, a0, bytes) == 0 && memcmp(b, b0, bytes) == 0,
-              "%s %s comb modified its inputs", hier_dtype_name(dt), hier_op_name(op));
+              "%s %s comb modified its inputs", dtype_name(dt), op_name(op));
 
     free(a), free(b), free(want), free(a0), free(b0), free(dst);
     return bad;
@@ -509,7 +562,7 @@ ParameterizedTest(hier_dtype_t *dtp, reduce, matches_reference, .timeout = 300)
         size_t bad = 0;
         if (!expect_supported(dt, op)) continue;
         cr_assert_eq(hier_reduce_kernel_get(dt, op, &k), HIER_OK, "%s %s: no kernel",
-                     hier_dtype_name(dt), hier_op_name(op));
+                     dtype_name(dt), op_name(op));
         cr_assert(k.acc != NULL && k.comb != NULL);
         for (size_t l = 0; l < NELEM(lengths); l++) {
             for (size_t off = 0; off < 2; off++) {
@@ -517,7 +570,7 @@ ParameterizedTest(hier_dtype_t *dtp, reduce, matches_reference, .timeout = 300)
                 bad += sweep_one(dt, op, &k, lengths[l], off, &rng);
             }
         }
-        cr_expect_eq(bad, 0, "%s %s: %zu wrong elements", hier_dtype_name(dt), hier_op_name(op), bad);
+        cr_expect_eq(bad, 0, "%s %s: %zu wrong elements", dtype_name(dt), op_name(op), bad);
     }
 }
 
@@ -535,12 +588,12 @@ Test(reduce, support_matches_contract)
             hier_status_t st = hier_reduce_kernel_get(dt, op, &k);
             supported += want;
             cr_expect_eq(hier_reduce_supported(dt, op), want, "%s %s: supported() says %d",
-                         hier_dtype_name(dt), hier_op_name(op), !want);
+                         dtype_name(dt), op_name(op), !want);
             cr_expect_eq(st, want ? HIER_OK : HIER_ERR_NOT_SUPPORTED, "%s %s: kernel_get -> %d",
-                         hier_dtype_name(dt), hier_op_name(op), (int)st);
+                         dtype_name(dt), op_name(op), (int)st);
             if (!want) /* output untouched on failure */
                 cr_expect(k.acc == (hier_reduce_acc_fn_t)(uintptr_t)1 && k.comb == (hier_reduce_comb_fn_t)(uintptr_t)1,
-                          "%s %s: kernel_p written on failure", hier_dtype_name(dt), hier_op_name(op));
+                          "%s %s: kernel_p written on failure", dtype_name(dt), op_name(op));
         }
     }
     /* 8 ints x 10 + 3 reals x 4 + 3 complex x 2 + bool x 3 + 8 pairs x 2 */
@@ -562,7 +615,7 @@ Test(reduce, unsupported_pairs)
         hier_reduce_kernel_t k = {NULL, NULL};
         cr_expect(!hier_reduce_supported(no[i].dt, no[i].op), "case %zu supported", i);
         cr_expect_eq(hier_reduce_kernel_get(no[i].dt, no[i].op, &k), HIER_ERR_NOT_SUPPORTED,
-                     "case %zu (%s %s)", i, hier_dtype_name(no[i].dt), hier_op_name(no[i].op));
+                     "case %zu (%s %s)", i, dtype_name(no[i].dt), op_name(no[i].op));
         cr_expect(k.acc == NULL && k.comb == NULL, "case %zu wrote kernel_p", i);
     }
     cr_expect_lt(hier_reduce_kernel_get(HIER_DT_INT32, HIER_OP_SUM, NULL), 0);
@@ -705,7 +758,7 @@ Test(dtype, sizes_match_c_types)
     };
     for (int d = 0; d < HIER_DT_COUNT; d++)
         cr_expect_eq(hier_dtype_size((hier_dtype_t)d), want[d], "%s: %zu, want %zu",
-                     hier_dtype_name((hier_dtype_t)d), hier_dtype_size((hier_dtype_t)d), want[d]);
+                     dtype_name((hier_dtype_t)d), hier_dtype_size((hier_dtype_t)d), want[d]);
     cr_expect_eq(hier_dtype_size(HIER_DT_DOUBLE_INT), 16); /* padded after the int */
     cr_expect_eq(hier_dtype_size(HIER_DT_SHORT_INT), 8);
     cr_expect_eq(hier_dtype_size(HIER_DT_COUNT), 0);
@@ -713,31 +766,31 @@ Test(dtype, sizes_match_c_types)
 
 Test(dtype, names)
 {
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_INT8), "int8");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_UINT64), "uint64");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_LONG_DOUBLE), "long_double");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_FLOAT_COMPLEX), "float_complex");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_BOOL), "bool");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_DOUBLE_INT), "double_int");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_2DOUBLE), "2double");
-    cr_expect_str_eq(hier_dtype_name(HIER_DT_COUNT), "unknown");
-    cr_expect_str_eq(hier_dtype_name((hier_dtype_t)-1), "unknown");
-    cr_expect_str_eq(hier_op_name(HIER_OP_SUM), "sum");
-    cr_expect_str_eq(hier_op_name(HIER_OP_MINLOC), "minloc");
-    cr_expect_str_eq(hier_op_name(HIER_OP_BXOR), "bxor");
-    cr_expect_str_eq(hier_op_name(HIER_OP_COUNT), "unknown");
+    cr_expect_str_eq(dtype_name(HIER_DT_INT8), "int8");
+    cr_expect_str_eq(dtype_name(HIER_DT_UINT64), "uint64");
+    cr_expect_str_eq(dtype_name(HIER_DT_LONG_DOUBLE), "long_double");
+    cr_expect_str_eq(dtype_name(HIER_DT_FLOAT_COMPLEX), "float_complex");
+    cr_expect_str_eq(dtype_name(HIER_DT_BOOL), "bool");
+    cr_expect_str_eq(dtype_name(HIER_DT_DOUBLE_INT), "double_int");
+    cr_expect_str_eq(dtype_name(HIER_DT_2DOUBLE), "2double");
+    cr_expect_str_eq(dtype_name(HIER_DT_COUNT), "unknown");
+    cr_expect_str_eq(dtype_name((hier_dtype_t)-1), "unknown");
+    cr_expect_str_eq(op_name(HIER_OP_SUM), "sum");
+    cr_expect_str_eq(op_name(HIER_OP_MINLOC), "minloc");
+    cr_expect_str_eq(op_name(HIER_OP_BXOR), "bxor");
+    cr_expect_str_eq(op_name(HIER_OP_COUNT), "unknown");
     /* every name set, distinct, short, lowercase */
     for (int i = 0; i < HIER_DT_COUNT; i++) {
-        const char *n = hier_dtype_name((hier_dtype_t)i);
+        const char *n = dtype_name((hier_dtype_t)i);
         cr_assert(n != NULL && strcmp(n, "unknown") != 0 && strlen(n) < 24, "dtype %d", i);
         for (const char *c = n; *c; c++) cr_expect(!(*c >= 'A' && *c <= 'Z'), "%s", n);
         for (int j = 0; j < i; j++)
-            cr_expect_str_neq(n, hier_dtype_name((hier_dtype_t)j), "dtypes %d and %d", i, j);
+            cr_expect_str_neq(n, dtype_name((hier_dtype_t)j), "dtypes %d and %d", i, j);
     }
     for (int i = 0; i < HIER_OP_COUNT; i++) {
-        const char *n = hier_op_name((hier_op_t)i);
+        const char *n = op_name((hier_op_t)i);
         cr_assert(n != NULL && strcmp(n, "unknown") != 0, "op %d", i);
         for (int j = 0; j < i; j++)
-            cr_expect_str_neq(n, hier_op_name((hier_op_t)j), "ops %d and %d", i, j);
+            cr_expect_str_neq(n, op_name((hier_op_t)j), "ops %d and %d", i, j);
     }
 }

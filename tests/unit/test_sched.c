@@ -32,7 +32,7 @@ static void make_groups(int n, int per)
     hier_locality_t locs[MAXR];
     for (int r = 0; r < n; r++) {
         order[r] = (uint32_t)r;
-        locs[r] = (hier_locality_t){.numa = (r / per) % 3 == 1 ? 7 : r / per, .package = 0};
+        locs[r] = (hier_locality_t){.numa = (r / per) % 3 == 1 ? 7 : r / per};
     }
     hier_topo_groups_free(&groups);
     cr_assert_eq(hier_topo_groups_by_numa(locs, n, &groups), HIER_OK);

@@ -70,11 +70,13 @@ static int64_t val(int r, size_t i)
     return (int64_t)(r + 1) * 1000003 + (int64_t)i;
 }
 
-/* Run one kind for n participants; counts/displs NULL = even blocks of count. */
+/* Run one kind for n participants: even blocks of count, or (ucounts) blocks
+ * of those sizes, as one rank per node's ranges (RANKS blocks). */
 static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts, size_t off, unsigned seed)
 {
     static hier_step_t steps[MAXP][64];
-    size_t nsteps[MAXP], counts[MAXP], displs[MAXP], total = 0;
+    size_t nsteps[MAXP], counts[MAXP], displs[MAXP], rdispls[MAXP], total = 0;
+    uint32_t first[MAXP + 1], ranks[MAXP];
     uint8_t *ib[MAXP], *db[MAXP];
     hier_reduce_kernel_t ki, kd;
     int gather = kind == HIER_NET_RING_ALLGATHER || kind == HIER_NET_RD_ALLGATHER, rs = kind == HIER_NET_RING_REDUCE_SCATTER;
@@ -84,8 +86,11 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
         for (int b = 0; b < n; b++) {
             counts[b] = ucounts[b];
             displs[b] = total;
+            rdispls[b] = off + total; /* (RANKS coordinates: base's element 0 is 0) */
+            first[b] = ranks[b] = (uint32_t)b;
             total += counts[b];
         }
+        first[n] = (uint32_t)n;
         count = total;
     } else { /* the builder's even blocks, as the reference sees them */
         for (int b = 0; b < n; b++) hier_part_range(count, n, b, hier_part_align(8), &displs[b], &counts[b]);
@@ -99,8 +104,9 @@ static void run(hier_net_kind_t kind, int n, size_t count, const size_t *ucounts
             ((double *)db[r])[i] = mine ? 1.0 / (r + 3) + (double)i * 0.1 : -1.0;
         }
         hier_net_args_t a = {.kind = kind, .nparts = n, .me = r, .base = {.kind = HIER_BUF_RECV}, .esize = 8,
-                             .off = off, .count = count, .blocks = ucounts ? HIER_NET_BLOCKS_LIST : HIER_NET_BLOCKS_EVEN,
-                             .counts = counts, .displs = displs, .tag_base = 3};
+                             .off = off, .count = count, .blocks = ucounts ? HIER_NET_BLOCKS_RANKS : HIER_NET_BLOCKS_EVEN,
+                             .node_first = first, .node_ranks = ranks, .rcounts = counts, .rdispls = rdispls,
+                             .tag_base = 3};
         nsteps[r] = hier_sched_net_build(&a, steps[r]);
         cr_assert_leq(nsteps[r], hier_sched_net_max_steps(&a));
         cr_assert_leq(nsteps[r], 64);

@@ -281,10 +281,9 @@ Test(shm, attach_rejects_a_different_layout)
     cr_assert_eq(hier_shm_attach(NULL, name, &three, &b), HIER_ERR_SHM, "rank count mismatch accepted");
     cr_assert_eq(hier_shm_attach(NULL, name, &pipe, &b), HIER_ERR_SHM, "kind mismatch accepted");
     cr_assert_eq(hier_shm_attach(NULL, name, &two, &b), HIER_OK);
-    cr_assert_eq(hier_shm_claim(b, 1, -1), HIER_OK);
-    cr_assert_eq(hier_shm_claim(a, 0, 0), HIER_OK);
-    cr_assert_eq(hier_shm_peer_numa(a, 0), 0);
-    cr_assert_eq(hier_shm_peer_numa(a, 1), -1);
+    cr_assert_eq(hier_shm_claim(b, 1), HIER_OK);
+    cr_assert_eq(hier_shm_claim(a, 0), HIER_OK);
+    cr_assert_eq(hier_shm_ctl(a, 1)->pid, (int32_t)getpid(), "a peer's claim published in the other mapping");
     hier_shm_unlink(a);
     hier_shm_detach(b);
     hier_shm_detach(a);
