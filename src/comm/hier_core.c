@@ -100,7 +100,8 @@ size_t hier_core_shm_budget(void)
 
 /* Registrations go before the channels and the endpoint they belong to:
  * the device cache, the recycled segments' slots; then channels, then the
- * endpoint. */
+ * endpoint. The device backends are forgotten last (one a program
+ * registered may live in code it unloads after MPI_Finalize). */
 void hier_core_release(void)
 {
     hier_dev_mr_flush();
@@ -113,4 +114,5 @@ void hier_core_release(void)
     hier_lock_drop();
     hier_topo_close(hier_core_topo);
     hier_core_topo = NULL;
+    hier_accel_reset();
 }

@@ -11,53 +11,37 @@
 
 #include <stdlib.h>
 
-#include "accel/hier_accel.h"
+#include "accel/hier_accel_mirror.h"
 
-/* A device buffer described by a non-contiguous type, mirrored in host
- * memory: its whole span (gaps too), so the datatype engine works on the host. */
-typedef struct {
-    const hier_accel_backend_t *backend; /* NULL: no mirror */
-    char *host, *dev;                    /* the span's first byte, on each side */
-    size_t span;
-    ptrdiff_t tlb;
-} mca_coll_hier_mirror_t;
-
-static int mca_coll_hier_mirror_in(const void *buf, int count, ompi_datatype_t *dt, mca_coll_hier_mirror_t *m)
+/* A buffer described by a non-contiguous type: its span (gaps included) to
+ * mirror when it is device memory (the core copies it), so the datatype
+ * engine works on the host. Contiguous ones need no mirror: the core stages
+ * them itself. */
+static int mca_coll_hier_mirror_in(const void *buf, int count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
 {
-    hier_accel_buf_t b;
-    ptrdiff_t lb, ext, text;
-    ptrdiff_t ignored;
-    m->backend = NULL;
-    if (count <= 0 || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, (size_t)count, &ignored) ==
-        MCA_COLL_HIER_SERVED || hier_accel_classify(buf, 1, &b) != HIER_OK || !hier_accel_is_device(&b))
+    ptrdiff_t lb, ext, tlb, text, ignored;
+    *m = (hier_accel_mirror_t){0};
+    if (count <= 0 || !buf || buf == MPI_IN_PLACE ||
+        mca_coll_hier_map_bytes(dt, (size_t)count, &ignored) == MCA_COLL_HIER_SERVED)
         return OMPI_SUCCESS;
     ompi_datatype_get_extent(dt, &lb, &ext);
-    ompi_datatype_get_true_extent(dt, &m->tlb, &text);
-    m->span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
-    m->dev = (char *)buf + m->tlb;
-    if (!(m->host = malloc(m->span ? m->span : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
-    if (b.backend->to_host(m->host, m->dev, m->span) != HIER_OK) {
-        free(m->host);
-        return OMPI_ERROR;
-    }
-    m->backend = b.backend;
-    return OMPI_SUCCESS;
+    ompi_datatype_get_true_extent(dt, &tlb, &text);
+    hier_status_t st = hier_accel_mirror_in((char *)buf + tlb, (size_t)(count - 1) * (size_t)ext + (size_t)text, m);
+    return st == HIER_OK ? OMPI_SUCCESS : st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
 }
 
 /* The call on mirrors of its non-contiguous device buffers; the receive
  * mirror goes back to the device. */
 static int mca_coll_hier_allgather_mirrored(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
                                             int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                            mca_coll_base_module_t *module, mca_coll_hier_mirror_t *sm,
-                                            mca_coll_hier_mirror_t *rm)
+                                            mca_coll_base_module_t *module, hier_accel_mirror_t *sm,
+                                            hier_accel_mirror_t *rm)
 {
-    const void *s = sm->backend ? (const void *)(sm->host - sm->tlb) : sbuf;
-    void *r = rm->backend ? (void *)(rm->host - rm->tlb) : rbuf;
-    int rc = mca_coll_hier_allgather(s, scount, sdtype, r, rcount, rdtype, comm, module);
-    if (rc == MPI_SUCCESS && rm->backend && rm->backend->from_host(rm->dev, rm->host, rm->span) != HIER_OK)
-        rc = OMPI_ERROR;
-    free(sm->backend ? sm->host : NULL);
-    free(rm->backend ? rm->host : NULL);
+    const void *s = hier_accel_mirror_at(sm, (void *)sbuf);
+    int rc = mca_coll_hier_allgather(s, scount, sdtype, hier_accel_mirror_at(rm, rbuf), rcount, rdtype, comm, module);
+    if (rc == MPI_SUCCESS && hier_accel_mirror_out(rm) != HIER_OK) rc = OMPI_ERROR;
+    hier_accel_mirror_free(sm);
+    hier_accel_mirror_free(rm);
     return rc;
 }
 
@@ -78,10 +62,10 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
     if (path != MCA_COLL_HIER_SERVED) goto fallback;
 
     /* 0. device buffers with non-contiguous layouts: through host mirrors */
-    mca_coll_hier_mirror_t sm, rm;
+    hier_accel_mirror_t sm, rm;
     if ((rc = mca_coll_hier_mirror_in(rbuf, rcount * n, rdtype, &rm)) != OMPI_SUCCESS) return rc;
     if ((rc = mca_coll_hier_mirror_in(in_place ? NULL : sbuf, scount, sdtype, &sm)) != OMPI_SUCCESS) {
-        free(rm.backend ? rm.host : NULL);
+        hier_accel_mirror_free(&rm);
         return rc;
     }
     if (sm.backend || rm.backend)
