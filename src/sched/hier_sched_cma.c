@@ -8,24 +8,25 @@
 #include "sched/hier_sched_cma.h"
 
 /* Allgather:
- * 1. barrier: every rank's block is published;
- * 2. copy my block into place (not in place), and read every other rank's
- *    block straight into its place;
- * 3. barrier: nobody returns while its block is being read. */
+ * 1. copy my block into place (not in place): it needs nobody, so it runs
+ *    while the last ranks arrive;
+ * 2. barrier: every rank's block is published;
+ * 3. read every other rank's block straight into its place;
+ * 4. barrier: nobody returns while its block is being read. */
 static void hier_sched_cma_allgather(const hier_sched_args_t *a, hier_sched_out_t *out)
 {
     size_t block = a->count * a->esize;
 
-    hier_sched_barrier(out); /* 1 */
-    if (!a->in_place) /* 2 */
+    if (!a->in_place) /* 1 */
         hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)a->me * block), hier_ref(HIER_BUF_SEND, 0, 0, 0),
                         block);
-    for (int i = 1; i < a->nranks; i++) {
+    hier_sched_barrier(out); /* 2 */
+    for (int i = 1; i < a->nranks; i++) { /* 3 */
         int j = (a->me + i) % a->nranks;
         hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (size_t)j * block), hier_ref(HIER_BUF_PEER_INPUT, j, 0, 0),
                         block);
     }
-    hier_sched_barrier(out); /* 3 */
+    hier_sched_barrier(out); /* 4 */
 }
 
 void hier_sched_cma_build(const hier_sched_args_t *a, hier_sched_out_t *out)
