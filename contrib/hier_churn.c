@@ -50,7 +50,7 @@ static void usage(const char *msg, const char *arg)
                "[--bytes B] [--label NAME]\n"
                "  --iters N   iterations per time case (default: about 1 s, 20..2000)\n"
                "  --comms N   live communicators for the memory case (default 200)\n"
-               "  --bytes B   size of each first allreduce (default 8; K and M suffixes)\n");
+               "  --bytes B   size of each first allreduce (default 8; K, M and G suffixes)\n");
     MPI_Finalize();
     exit(msg ? 2 : 0);
 }
@@ -82,9 +82,10 @@ static void parse_args(int argc, char **argv)
         case 'l': label = optarg; break;
         case 'b': {
             char *end;
-            double b = strtod(optarg, &end);
-            b *= *end == 'K' ? 1024 : *end == 'M' ? 1048576 : 1;
-            if (b < 8 || b > 1 << 30 || (*end && strcmp(end, "K") && strcmp(end, "M"))) usage("bad --bytes", optarg);
+            unsigned long long b = strtoull(optarg, &end, 10);
+            if (end == optarg || optarg[0] == '-') usage("bad --bytes", optarg);
+            if (*end == 'K' || *end == 'M' || *end == 'G') b <<= *end == 'K' ? 10 : *end == 'M' ? 20 : 30, end++;
+            if (*end || b < 8 || b > 1ull << 30 || b % sizeof(double)) usage("bad --bytes (8 B to 1G, doubles)", optarg);
             count = (size_t)b / sizeof(double);
             break;
         }

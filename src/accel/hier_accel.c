@@ -17,7 +17,10 @@ static const hier_accel_backend_t *hier_accel_backends[HIER_ACCEL_MAX_BACKENDS];
  * tell from host pointers: every unclaimed buffer is checked. */
 static _Atomic int hier_accel_guard;
 static _Atomic int hier_accel_nbackends;
-static pthread_once_t hier_accel_once = PTHREAD_ONCE_INIT;
+/* The runtimes found here are registered once per life of the core: again
+ * after hier_accel_reset (a new session after a finalize). */
+static _Atomic int hier_accel_loaded;
+static pthread_mutex_t hier_accel_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The last device allocation classified, per thread: a training loop hands
  * the same buffers to every call. */
@@ -41,6 +44,7 @@ hier_status_t hier_accel_register(const hier_accel_backend_t *backend)
 void hier_accel_reset(void)
 {
     atomic_store(&hier_accel_nbackends, 0);
+    atomic_store(&hier_accel_loaded, 0);
     hier_accel_last.backend = NULL;
 }
 
@@ -105,7 +109,12 @@ static void hier_accel_find_opaque(void)
 
 void hier_accel_init(void)
 {
-    pthread_once(&hier_accel_once, hier_accel_load);
+    if (!atomic_load_explicit(&hier_accel_loaded, memory_order_acquire)) {
+        pthread_mutex_lock(&hier_accel_load_lock);
+        if (!atomic_load_explicit(&hier_accel_loaded, memory_order_relaxed)) hier_accel_load();
+        atomic_store_explicit(&hier_accel_loaded, 1, memory_order_release);
+        pthread_mutex_unlock(&hier_accel_load_lock);
+    }
     hier_accel_find_opaque();
 }
 

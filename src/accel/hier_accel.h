@@ -77,7 +77,8 @@ typedef struct {
  * (the tests, hier_bench --device test) hands it a backend of its own after
  * MPI_Init, before its first collective. */
 HIER_EXPORT hier_status_t hier_accel_register(const hier_accel_backend_t *backend);
-/* Forget every backend (at finalize). */
+/* Forget every backend (at finalize; the next hier_accel_init looks for the
+ * runtimes again). */
 void hier_accel_reset(void);
 /* Whether any backend is registered (device buffers may come). */
 int hier_accel_has_backend(void);

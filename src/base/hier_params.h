@@ -1,6 +1,6 @@
 /* hier_params.h: every runtime parameter, declared once in one table.
  * The glue registers the table with Open MPI's MCA system in a loop (so each
- * default is written once, in hier_params.c) and the README's parameter table
+ * default is written once, in hier_params.c) and docs/parameters.md's table
  * is generated from it. */
 #ifndef HIER_PARAMS_H
 #define HIER_PARAMS_H
@@ -48,7 +48,7 @@ typedef struct {
     char *fabric_iface;           /* network interface for tcp; "" = the provider's choice */
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
-    int net_algorithm;            /* inter-node allreduce: AUTO, RING or RD */
+    int net_algorithm;            /* between nodes: AUTO, RING, RD or RH */
     size_t net_rd_max;            /* bytes per rank: recursive doubling up to here under auto */
     size_t net_rd_max_two_nodes;  /* the same on two nodes */
     size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
@@ -82,7 +82,7 @@ const char *hier_algo_name(hier_algo_t algo);
 uint32_t hier_params_digest(const hier_params_t *params);
 /* Parse "64K", "1M", "1048576"; -1 on malformed text. */
 int hier_params_parse_size(const char *text, size_t *value_p);
-/* The README table, in Markdown. */
+/* docs/parameters.md's table, in Markdown. */
 void hier_params_print_markdown(FILE *out);
 
 #endif

@@ -48,13 +48,21 @@ static hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
     return (hier_exec_ll_t){.shm = c->node->small.seg, .wait = &c->node->wait};
 }
 
-/* What select/ decides from: the same on every rank of the communicator. */
+/* What select/ decides from: the same on every rank of the communicator.
+ * What only this node knows (its ranks, NUMA domains, crowding, single
+ * copy) is given on one node only: nodes may differ there, and between
+ * nodes every node must choose alike. */
 static hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 {
-    return (hier_select_shape_t){.size = (uint32_t)c->size, .nnodes = (uint32_t)c->layout.nnodes,
-                                 .local_ranks = (uint32_t)c->layout.nranks,
-                                 .numa_groups = (uint32_t)c->node->groups.ngroups, .crowded = c->node->crowded,
-                                 .cma = c->node->cma, .ll_capacity = hier_exec_ll_capacity()};
+    hier_select_shape_t s = {.size = (uint32_t)c->size, .nnodes = (uint32_t)c->layout.nnodes,
+                             .ll_capacity = hier_exec_ll_capacity(), .cma = 0};
+    if (c->layout.nnodes == 1) {
+        s.local_ranks = (uint32_t)c->layout.nranks;
+        s.numa_groups = (uint32_t)c->node->groups.ngroups;
+        s.crowded = c->node->crowded;
+        s.cma = c->node->cma;
+    }
+    return s;
 }
 
 /* The choice for a call; single copy is probed (collectively: every rank
@@ -99,6 +107,13 @@ static hier_status_t hier_coll_kernel(hier_dtype_t dt, hier_op_t op, hier_reduce
     return HIER_ERR_NOT_SUPPORTED;
 }
 
+/* The path of a run: the choice, or, when the node refused it (a call no
+ * buffer within the budget can carry), the previous component's. */
+static hier_path_t hier_coll_ran(hier_status_t st, hier_path_t chosen)
+{
+    return st == HIER_ERR_NOT_SUPPORTED ? HIER_PATH_FALLBACK_SHM : chosen;
+}
+
 /* The status a begin or a run leaves to the caller, with the path that served. */
 static hier_status_t hier_coll_end(hier_status_t st, hier_path_t path, hier_path_t *path_p)
 {
@@ -126,7 +141,7 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, count, sbuf == NULL);
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     }
-    return hier_coll_end(st, choice.path, path_p);
+    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
 }
 
 hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
@@ -144,7 +159,7 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
         hier_sched_args_t args = hier_comm_args(c, &choice, 1, block_bytes, sbuf == NULL);
         st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     }
-    return hier_coll_end(st, choice.path, path_p);
+    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
 }
 
 hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
@@ -173,5 +188,5 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         args.rdispls = displs;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     }
-    return hier_coll_end(st, choice.path, path_p);
+    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
 }

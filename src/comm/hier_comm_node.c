@@ -432,7 +432,6 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     args->nnodes = l->nnodes;
     args->node_first = l->node_first;
     args->node_ranks = l->node_ranks;
-    if (!args->pieces) args->pieces = l->pieces;
     hier_status_t st = hier_node_tier(c, args, &tier);
     if (st == HIER_OK) st = hier_node_room(c, args);
     if (st != HIER_OK) return st;

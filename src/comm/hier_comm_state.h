@@ -52,7 +52,7 @@ typedef struct {
     hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
     hier_net_send_t *sendq;      /* several nodes: the network executor's send queue, nsteps */
     size_t nsteps;
-    uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first schedule */
+    uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first in-place call */
 } hier_node_t;
 
 typedef struct {

@@ -63,8 +63,13 @@ static void hier_exec_fold(const hier_exec_bufs_t *bufs, const hier_step_t *step
     }
     for (uint32_t i = 0; i < n; i++) alias |= hier_exec_overlaps(dst, hier_exec_local_operand(bufs, step, i), bytes);
 
-    size_t blk = HIER_EXEC_BLOCK_BYTES / es;
-    uint8_t *tmp = bufs->stage; /* an output that overlaps an operand is staged here */
+    /* An output that overlaps an operand is staged in the caller's block
+     * (in-place calls have one); without it, in blocks on the stack: only
+     * buffers the caller aliased against the rules get here, and they get
+     * the right result too, more slowly. */
+    uint8_t local[HIER_EXEC_LOCAL_STAGE] __attribute__((aligned(64)));
+    uint8_t *tmp = bufs->stage ? bufs->stage : local;
+    size_t blk = (alias && !bufs->stage ? sizeof(local) : HIER_EXEC_BLOCK_BYTES) / es;
     for (size_t done = 0; done < count; done += blk) {
         size_t c = count - done < blk ? count - done : blk;
         size_t o = done * es;

@@ -11,13 +11,15 @@
 #include "sched/hier_sched.h"
 #include "base/hier_status.h"
 
-/* Read len bytes at `off` of another rank's buffer (HIER_BUF_PEER_*) into dst. */
+/* Read len bytes at `off` of another rank's input (HIER_BUF_PEER_INPUT) into dst. */
 typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, void *dst, size_t len);
 
-/* Staging for reductions: an output that overlaps an operand, and the
- * operands and result of reductions over other ranks' buffers: three blocks. */
+/* Staging for a reduction whose output overlaps an operand (in place): one
+ * block; without one, the executor stages such an output on its stack in
+ * blocks of HIER_EXEC_LOCAL_STAGE. */
 #define HIER_EXEC_STAGE_BLOCK (128 * 1024)
 #define HIER_EXEC_STAGE_BYTES HIER_EXEC_STAGE_BLOCK
+#define HIER_EXEC_LOCAL_STAGE 4096
 
 typedef struct {
     const uint8_t *sbuf;

@@ -15,7 +15,7 @@ enum {
     HIER_SEL_LL_FITS = 1u << 5,     /* the low-latency area holds the call */
     HIER_SEL_CMA = 1u << 6,         /* single copy available, or not probed yet */
     HIER_SEL_OWN_CORES = 1u << 7,   /* every local rank has a core of its own */
-    HIER_SEL_FORCED_ONLY = 1u << 31 /* never holds: a rule only forcing reaches */
+    HIER_SEL_FORCED_ONLY = 1u << 30 /* never holds: a rule only forcing reaches */
 };
 
 typedef struct {

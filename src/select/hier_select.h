@@ -14,14 +14,16 @@
 #include "base/hier_stats.h"
 #include "sched/hier_sched.h"
 
-/* What the communicator looks like to the rules: the same on every rank. */
+/* What the communicator looks like to the rules: the same on every rank
+ * (the node's fields are given on one node only, 0 otherwise: nodes may
+ * differ in them, and the network's rules must not read them). */
 typedef struct {
     uint32_t size;        /* ranks in the communicator */
     uint32_t nnodes;
-    uint32_t local_ranks; /* on the smallest node */
-    uint32_t numa_groups; /* NUMA domains among this node's ranks */
-    int crowded;          /* more ranks on a node than cores (any rank of it says so) */
-    int cma;              /* single copy: -1 not probed yet, 0 unavailable, 1 available */
+    uint32_t local_ranks; /* one node: its ranks */
+    uint32_t numa_groups; /* one node: NUMA domains among its ranks */
+    int crowded;          /* one node: more ranks than cores (any rank of it says so) */
+    int cma;              /* one node, single copy: -1 not probed yet, 0 unavailable, 1 available */
     size_t ll_capacity;   /* the most bytes the low-latency area holds */
 } hier_select_shape_t;
 

@@ -42,7 +42,7 @@
 #include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 6u
+#define HIER_SHM_VERSION 7u
 #define HIER_SHM_LINE 128
 /* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
  * multiple of every element size, so no element straddles), the rest in a
@@ -83,11 +83,12 @@ typedef struct {
     _Atomic uint64_t phase;
     _Atomic uint32_t sleepers;
     uint8_t pad0[64 - 12];
-    /* Line 1. Written once by the owner before the set-up's agreement: */
+    /* Line 1, written by the owner. Once, before the set-up's agreement: */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
     uint64_t cma_cookie;
     int32_t pid;
-    /* Set when a step failed here; peers check it after the call's last barrier. */
+    /* Per call: set when a step failed here; peers check it after the
+     * call's last barrier. */
     _Atomic uint32_t error;
     /* Per single-copy call, before its first barrier: where the owner's input is. */
     uint64_t input_addr;

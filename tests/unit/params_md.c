@@ -1,4 +1,4 @@
-/* Prints the README's parameter table from the one parameter table. */
+/* Prints docs/parameters.md's table from the one parameter table. */
 #include <stdio.h>
 
 #include "base/hier_params.h"

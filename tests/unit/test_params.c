@@ -1,5 +1,5 @@
 /* The parameter table: one entry per parameter, defaults that parse, and the
- * README's table generated from it (so the documentation cannot drift). */
+ * docs/parameters.md's table generated from it (so the documentation cannot drift). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -764,33 +764,3 @@ Test(dtype, sizes_match_c_types)
     cr_expect_eq(hier_dtype_size(HIER_DT_COUNT), 0);
 }
 
-Test(dtype, names)
-{
-    cr_expect_str_eq(dtype_name(HIER_DT_INT8), "int8");
-    cr_expect_str_eq(dtype_name(HIER_DT_UINT64), "uint64");
-    cr_expect_str_eq(dtype_name(HIER_DT_LONG_DOUBLE), "long_double");
-    cr_expect_str_eq(dtype_name(HIER_DT_FLOAT_COMPLEX), "float_complex");
-    cr_expect_str_eq(dtype_name(HIER_DT_BOOL), "bool");
-    cr_expect_str_eq(dtype_name(HIER_DT_DOUBLE_INT), "double_int");
-    cr_expect_str_eq(dtype_name(HIER_DT_2DOUBLE), "2double");
-    cr_expect_str_eq(dtype_name(HIER_DT_COUNT), "unknown");
-    cr_expect_str_eq(dtype_name((hier_dtype_t)-1), "unknown");
-    cr_expect_str_eq(op_name(HIER_OP_SUM), "sum");
-    cr_expect_str_eq(op_name(HIER_OP_MINLOC), "minloc");
-    cr_expect_str_eq(op_name(HIER_OP_BXOR), "bxor");
-    cr_expect_str_eq(op_name(HIER_OP_COUNT), "unknown");
-    /* every name set, distinct, short, lowercase */
-    for (int i = 0; i < HIER_DT_COUNT; i++) {
-        const char *n = dtype_name((hier_dtype_t)i);
-        cr_assert(n != NULL && strcmp(n, "unknown") != 0 && strlen(n) < 24, "dtype %d", i);
-        for (const char *c = n; *c; c++) cr_expect(!(*c >= 'A' && *c <= 'Z'), "%s", n);
-        for (int j = 0; j < i; j++)
-            cr_expect_str_neq(n, dtype_name((hier_dtype_t)j), "dtypes %d and %d", i, j);
-    }
-    for (int i = 0; i < HIER_OP_COUNT; i++) {
-        const char *n = op_name((hier_op_t)i);
-        cr_assert(n != NULL && strcmp(n, "unknown") != 0, "op %d", i);
-        for (int j = 0; j < i; j++)
-            cr_expect_str_neq(n, op_name((hier_op_t)j), "ops %d and %d", i, j);
-    }
-}
