@@ -29,7 +29,8 @@ if [ $deps = 1 ]; then
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
         build-essential autoconf automake libtool pkg-config \
-        libopenmpi-dev openmpi-bin libhwloc-dev libfabric-dev libcriterion-dev
+        libopenmpi-dev openmpi-bin libhwloc-dev libfabric-dev libcriterion-dev \
+        iproute2 util-linux # (ip, tc, unshare: the namespace cluster tests)
 fi
 
 ./autogen.sh

@@ -15,7 +15,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "Verbosity: 1 = one line per communicator (served or why not), 10 = one line per call",
      HIER_PARAM_OFF(verbose), 0, 1, 2},
     {"stats", HIER_PARAM_INT, "0",
-     "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize",
+     "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize, and "
+     "a coll:hier:nic line per NIC it drove (bytes written through it); 2 = every rank prints its coll:hier:nic "
+     "lines too",
      HIER_PARAM_OFF(stats), 0, 1, 2},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allreduce algorithm: auto, ll (low latency), flat (every rank reduces all "
@@ -92,8 +94,18 @@ static const hier_param_desc_t hier_param_table[] = {
      "multi-node communicators use the previous component",
      HIER_PARAM_OFF(fabric_provider), 0, 0, 2},
     {"fabric_iface", HIER_PARAM_STRING, "",
-     "Network interface for the tcp provider (like NCCL_SOCKET_IFNAME / FI_TCP_IFACE); empty = provider's choice",
+     "NICs to use between nodes, by libfabric domain name (network interfaces for tcp, rdmap* devices for EFA): "
+     "a comma list (like NCCL_IB_HCA / NCCL_SOCKET_IFNAME), or ^list to exclude; a trailing * matches a prefix. "
+     "Empty = every NIC of the provider but lo and docker* (unless there is no other)",
      HIER_PARAM_OFF(fabric_iface), 0, 1, 2},
+    {"fabric_rails_max", HIER_PARAM_INT, "4",
+     "NICs (rails) one process drives at most: the node's NICs are shared out among its ranks, nearest first, "
+     "every NIC serving as many ranks; with fewer ranks than NICs each drives several (at most 8)",
+     HIER_PARAM_OFF(fabric_rails_max), 0, 1, 3},
+    {"fabric_stripe", HIER_PARAM_INT, "1",
+     "Spread the messages to a peer over every rail the two processes share (consecutive segments on "
+     "different NICs); 0 = the first shared rail only",
+     HIER_PARAM_OFF(fabric_stripe), 0, 1, 3},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
      HIER_PARAM_OFF(fabric_slot_size), 0, 0, 5},

@@ -45,7 +45,9 @@ typedef struct {
     size_t allgather_cma_min;     /* block bytes: auto reads peers' blocks directly from here ... */
     size_t allgather_cma_max;     /* ... up to here */
     char *fabric_provider;        /* libfabric provider; "" = best available */
-    char *fabric_iface;           /* network interface for tcp; "" = the provider's choice */
+    char *fabric_iface;           /* NICs to use (or ^exclude); "" = all but lo, docker* */
+    int fabric_rails_max;         /* NICs one process drives at most */
+    int fabric_stripe;            /* messages spread over every shared rail */
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
     int net_algorithm;            /* between nodes: AUTO, RING, RD or RH */

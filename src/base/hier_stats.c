@@ -52,6 +52,17 @@ const char *hier_path_ident(hier_path_t path)
     return (unsigned)path < HIER_PATH_COUNT ? hier_path_names[path][1] : "unknown";
 }
 
+hier_stats_rail_t hier_stats_rails[HIER_STATS_RAILS];
+
+void hier_stats_print_rails(FILE *out, int rank, const hier_stats_rail_t rails[HIER_STATS_RAILS])
+{
+    for (int j = 0; j < HIER_STATS_RAILS; j++)
+        if (rails[j].nic[0])
+            fprintf(out, "coll:hier:nic rank=%d rail=%d nic=%s bytes=%" PRIu64 "\n", rank, j, rails[j].nic,
+                    __atomic_load_n(&rails[j].bytes, __ATOMIC_RELAXED));
+    fflush(out);
+}
+
 void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][HIER_PATH_COUNT])
 {
     for (int c = 0; c < HIER_COLL_COUNT; c++) {

@@ -53,6 +53,15 @@ typedef struct {
 
 extern hier_stats_cell_t hier_stats[HIER_COLL_COUNT][HIER_PATH_COUNT];
 
+/* Per rail this process drives (net/hier_fabric*.c fills them in): its NIC's
+ * name (empty: no such rail) and the bytes written through it. */
+#define HIER_STATS_RAILS 8
+typedef struct {
+    char nic[32];
+    uint64_t bytes;
+} hier_stats_rail_t;
+extern hier_stats_rail_t hier_stats_rails[HIER_STATS_RAILS];
+
 const char *hier_coll_name(hier_coll_t coll);
 /* "shm_rsag", or "fallback:op" for fallbacks */
 const char *hier_path_name(hier_path_t path);
@@ -76,5 +85,7 @@ static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t
 /* One "coll:hier:stats coll=... path=... calls=... bytes=... net_bytes=... staged=..." line per
  * non-empty cell of `cells` (a table shaped like hier_stats). */
 void hier_stats_print(FILE *out, const hier_stats_cell_t cells[HIER_COLL_COUNT][HIER_PATH_COUNT]);
+/* One "coll:hier:nic rank=R rail=J nic=NAME bytes=N" line per rail of `rails`. */
+void hier_stats_print_rails(FILE *out, int rank, const hier_stats_rail_t rails[HIER_STATS_RAILS]);
 
 #endif

@@ -64,8 +64,21 @@ hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
         HIER_ERROR("topo: hwloc_topology_init failed: %s", strerror(err));
         goto err_free;
     }
+    /* PCI devices too (NICs are placed by them); bridges and the rest only
+     * where they lead to one */
+    hwloc_topology_set_io_types_filter(topo->hw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    size_t slen = synthetic ? strlen(synthetic) : 0;
+    if (slen > 4 && !strcmp(synthetic + slen - 4, ".xml")) { /* an exported topology (tests) */
+        if (hwloc_topology_set_xml(topo->hw, synthetic) != 0) {
+            err = errno;
+            st = topo_status_from_errno(err, HIER_ERR_INVALID_ARG);
+            HIER_ERROR("topo: hwloc cannot read the XML topology %s: %s", synthetic, strerror(err));
+            goto err_destroy;
+        }
+        synthetic = NULL;
+    }
     /* hwloc only explains a bad string when HWLOC_SYNTHETIC_VERBOSE=1 is set. */
-    if (synthetic != NULL && hwloc_topology_set_synthetic(topo->hw, synthetic) != 0) {
+    else if (synthetic != NULL && hwloc_topology_set_synthetic(topo->hw, synthetic) != 0) {
         err = errno;
         st = topo_status_from_errno(err, HIER_ERR_INVALID_ARG);
         HIER_ERROR("topo: hwloc rejects synthetic topology \"%s\": %s "
@@ -369,4 +382,39 @@ hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len)
     }
     memcpy(buf, line, (size_t)n + 1);
     return HIER_OK;
+}
+
+hier_status_t hier_topo_pci_locality(const hier_topo_t *topo, const char *busid, hier_locality_t *loc_p)
+{
+    hwloc_obj_t dev = hwloc_get_pcidev_by_busidstring(topo->hw, busid);
+    hwloc_obj_t anc = dev ? hwloc_get_non_io_ancestor_obj(topo->hw, dev) : NULL;
+    if (!anc || !anc->cpuset) return HIER_ERR_NOT_SUPPORTED;
+    /* (the root's CPUs: a device attached to the whole machine, near none in particular) */
+    *loc_p = anc == hwloc_get_root_obj(topo->hw) ? (hier_locality_t){.numa = -1} : topo_locality_of(topo, anc->cpuset);
+    return HIER_OK;
+}
+
+/* A PCI bus id: dddd:bb:dd.f */
+static int topo_is_busid(const char *s, size_t len)
+{
+    unsigned a, b, c, d;
+    int n = 0;
+    return len == 12 && sscanf(s, "%4x:%2x:%2x.%1x%n", &a, &b, &c, &d, &n) == 4 && n == 12;
+}
+
+hier_status_t hier_topo_netdev_busid(const char *ifname, char *busid, size_t len)
+{
+    char link[128], *path;
+    if (strchr(ifname, '/') || snprintf(link, sizeof(link), "/sys/class/net/%s/device", ifname) >= (int)sizeof(link))
+        return HIER_ERR_INVALID_ARG;
+    if (!(path = realpath(link, NULL))) return HIER_ERR_NOT_SUPPORTED; /* virtual: veth, bridge, lo */
+    const char *found = NULL; /* the PCI device nearest the interface: the last bus id in its path */
+    for (char *s = path; (s = strchr(s, '/')); s++) {
+        const char *e = strchr(s + 1, '/');
+        if (topo_is_busid(s + 1, e ? (size_t)(e - s - 1) : strlen(s + 1))) found = s + 1;
+    }
+    hier_status_t st = found && len > 12 ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
+    if (st == HIER_OK) snprintf(busid, 13, "%.12s", found);
+    free(path);
+    return st;
 }

@@ -37,8 +37,9 @@ typedef struct {
     uint32_t *members;  /* ranks, grouped */
 } hier_topo_groups_t;
 
-/* Load this machine's topology (synthetic == NULL), or an hwloc synthetic
- * description such as "pack:2 numa:2 core:4 pu:1" (tests).
+/* Load this machine's topology (synthetic == NULL), an hwloc synthetic
+ * description such as "pack:2 numa:2 core:4 pu:1", or an exported XML
+ * topology (a path ending in .xml: tests, with PCI devices).
  * HIER_ERR_INVALID_ARG: unparsable description; HIER_ERR_TOPOLOGY: hwloc
  * could not load; HIER_ERR_NOT_SUPPORTED: run-time hwloc ABI differs from the
  * one compiled against. */
@@ -58,6 +59,15 @@ hier_status_t hier_topo_self_locality(hier_topo_t *topo, hier_locality_t *loc_p)
  * HIER_ERR_INVALID_ARG: malformed list or PU out of range. */
 hier_status_t hier_topo_cpulist_locality(hier_topo_t *topo, const char *cpulist,
                                          hier_locality_t *loc_p);
+
+/* Locality of a PCI device from its bus id ("0000:00:05.0"): the NUMA
+ * domain of the CPUs it attaches to, -1 when it hangs off the whole machine.
+ * HIER_ERR_NOT_SUPPORTED: no such device in the topology. */
+hier_status_t hier_topo_pci_locality(const hier_topo_t *topo, const char *busid, hier_locality_t *loc_p);
+
+/* The PCI bus id of a network interface (from /sys/class/net/IF/device), in
+ * busid (13 bytes suffice). HIER_ERR_NOT_SUPPORTED for virtual interfaces. */
+hier_status_t hier_topo_netdev_busid(const char *ifname, char *busid, size_t len);
 
 /* Group ranks by locs[rank].numa. If any rank's numa is -1 the result is one
  * flat group. HIER_ERR_INVALID_ARG: nranks below 1, or a numa below -1;

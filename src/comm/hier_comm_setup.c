@@ -119,6 +119,7 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
         numa[i] = r->numa;
         crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
     }
+    if (c->layout.nnodes > 1) hier_core_fabric_place(numa, c->layout.nranks, c->layout.me);
     hier_status_t st = hier_node_make(c, offer, numa, crowded);
     free(numa);
     return st;

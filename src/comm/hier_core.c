@@ -2,6 +2,7 @@
  * machine's topology, the libfabric endpoint, Open MPI's progress, and the
  * order things are released in at the end. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@ static long hier_core_ncpus; /* online CPUs, <= 0 unknown */
 static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
 static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
 static int hier_core_fab_tried;
+static int *hier_core_place; /* the node's ranks' NUMA domains, to place NICs (hier_core_fabric_place) */
+static int hier_core_place_n, hier_core_place_me;
+
+static void hier_core_topo_load(void);
 /* Open MPI's progress; set by every communicator created (always the same
  * function), read by any waiting thread. */
 static _Atomic hier_progress_fn_t hier_core_glue;
@@ -48,14 +53,32 @@ static hier_fabric_t *hier_core_fabric_locked(void)
     hier_fabric_t *fab = NULL;
     if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
     hier_core_fab_tried = 1;
+    pthread_once(&hier_core_topo_once, hier_core_topo_load);
     hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
                                 /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
                                 .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
                                         hier_accel_has_backend(),
-                                .cuda = hier_accel_cuda_backend() != NULL};
+                                .cuda = hier_accel_cuda_backend() != NULL,
+                                .max_rails = hier_params.fabric_rails_max, .stripe = hier_params.fabric_stripe,
+                                .topo = hier_core_topo, .rank_numa = hier_core_place, .nlocal = hier_core_place_n,
+                                .me = hier_core_place_me};
     if (hier_fabric_open(&cfg, &fab) != HIER_OK) fab = NULL;
+    free(hier_core_place);
+    hier_core_place = NULL;
     atomic_store_explicit(&hier_core_fab, fab, memory_order_release);
     return fab;
+}
+
+void hier_core_fabric_place(const int32_t *numa, int nlocal, int me)
+{
+    hier_lock_take();
+    if (!hier_core_fab && !hier_core_fab_tried && !hier_core_place &&
+        (hier_core_place = malloc(sizeof(int) * (size_t)nlocal))) {
+        for (int i = 0; i < nlocal; i++) hier_core_place[i] = numa[i];
+        hier_core_place_n = nlocal;
+        hier_core_place_me = me;
+    }
+    hier_lock_drop();
 }
 
 hier_fabric_t *hier_core_fabric(void)

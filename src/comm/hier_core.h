@@ -11,6 +11,10 @@ void hier_core_set_progress(hier_progress_fn_t progress);
 hier_progress_fn_t hier_core_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_core_fabric(void);
+/* Where the node's ranks run (NUMA domains, local order; mine is [me]), to
+ * give each its nearest NICs when the endpoint opens: the first
+ * communicator spanning nodes says, before its first hier_core_fabric. */
+void hier_core_fabric_place(const int32_t *numa, int nlocal, int me);
 /* This rank's NUMA domain (hwloc and its binding at the first call, or the simulation parameter), -1 unknown. */
 int hier_core_my_numa(int local_index);
 /* The machine's online CPUs (not this process's affinity), <= 0 unknown. */

@@ -359,7 +359,10 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t bo
     }
     uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
     int posted; /* (no room: not sent, the caller polls and comes back; never a wait under the lock) */
-    hier_status_t st = hier_fabric_try_writev(ch->fab, ch->peer, iov, n, ch->remote.ring, slot * ch->stride, imm,
+    /* message k goes on lane k of the peer: consecutive segments of a message
+     * on every rail at once; the ring takes them in any order */
+    hier_status_t st = hier_fabric_try_writev(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->sent), iov, n,
+                                              ch->remote.ring, slot * ch->stride, imm,
                                               HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
     if (st != HIER_OK || !posted) return st;
     ch->posted[slot] = ch->sent + 1;
@@ -388,6 +391,7 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
     uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
     int posted;
     *word = ch->released;
+    /* (always the first lane: a later count must not land before an earlier) */
     hier_status_t st = hier_fabric_try_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr,
                                              ch->remote.credit, 0,
                                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
@@ -430,7 +434,8 @@ hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_
     hier_lock_take();
     hier_status_t st = ch->error;
     if (st == HIER_OK)
-        st = hier_fabric_try_write(ch->fab, ch->peer, src, len, mr, rkey, off, imm,
+        st = hier_fabric_try_write(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->direct_sent), src, len, mr, rkey,
+                                   off, imm,
                                    HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT), &posted);
     ch->direct_sent += st == HIER_OK && posted;
     hier_lock_drop();

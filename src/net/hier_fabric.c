@@ -22,7 +22,7 @@
 hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
 {
     HIER_ERROR("%s on provider %s failed: %s (%d)", call,
-               fab && fab->info ? fab->info->fabric_attr->prov_name : "?", hier_fi_strerror(-ret), ret);
+               fab && fab->list ? fab->list->fabric_attr->prov_name : "?", hier_fi_strerror(-ret), ret);
     switch (-ret) {
     case FI_ENOMEM: return HIER_ERR_NO_MEMORY;
     case FI_ENODATA: case FI_ENOSYS: case FI_EOPNOTSUPP: return HIER_ERR_NOT_SUPPORTED;
@@ -121,12 +121,15 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
  * provider copying them behind our back. Before fi_enable. */
 static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_t *cfg)
 {
-    if (!(fab->info->caps & FI_HMEM)) return;
+    if (!(fab->list->caps & FI_HMEM)) return;
     atomic_store_explicit(&fab->hmem_ifaces, ~(uint64_t)0, memory_order_relaxed);
 #if FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 18))
     if (cfg->cuda) {
         bool permitted = false;
-        int ret = fi_setopt(&fab->ep->fid, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, &permitted, sizeof(permitted));
+        int ret = 0;
+        for (unsigned j = 0; j < fab->nrails && !ret; j++)
+            ret = fi_setopt(&fab->rail[j].ep->fid, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, &permitted,
+                            sizeof(permitted));
         if (ret == -FI_EOPNOTSUPP) {
             atomic_fetch_and_explicit(&fab->hmem_ifaces, ~((uint64_t)1 << FI_HMEM_CUDA), memory_order_relaxed);
             HIER_LOG(HIER_LOG_COMM, "provider %s needs CUDA calls of its own for CUDA memory (no device RDMA: "
@@ -143,63 +146,42 @@ int hier_fabric_hmem(const hier_fabric_t *fab, int iface)
     return iface >= 0 && iface < 64 && (atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) >> iface & 1);
 }
 
-/* Open the fabric, domain, completion queue, address vector and endpoint:
- * 1. pick the provider; 2. open the objects in order; 3. bind and enable. */
+/* Open the rails: 1. pick the provider; 2. open an endpoint per NIC this
+ * process drives (hier_fabric_rails.c); 3. bind and enable them; 4. the
+ * control messages, on the first rail. */
 hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p)
 {
     hier_status_t st;
-    int ret;
+    int ret = 0;
     if (hier_fi_load() != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     hier_fabric_t *fab = calloc(1, sizeof(*fab));
     if (!fab) return HIER_ERR_NO_MEMORY;
-    fab->next_key = 1;
-
-    if (cfg->iface && cfg->iface[0]) { /* the user's own settings win */
-        setenv("FI_TCP_IFACE", cfg->iface, 0);
-        setenv("FI_NET_IFACE", cfg->iface, 0); /* libfabric 1.17's native TCP provider */
-    }
-    HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->info), free_fab, st); /* 1 */
-    fab->mr_mode = fab->info->domain_attr->mr_mode;
-    if (fab->info->domain_attr->cq_data_size < 4) {
+    fab->stripe = cfg->stripe;
+    HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->list), free_fab, st); /* 1 */
+    fab->mr_mode = fab->list->domain_attr->mr_mode;
+    if (fab->list->domain_attr->cq_data_size < 4) {
         HIER_ERROR("provider %s carries %zu bytes of remote CQ data; coll/hier needs 4",
-                   fab->info->fabric_attr->prov_name, fab->info->domain_attr->cq_data_size);
+                   fab->list->fabric_attr->prov_name, fab->list->domain_attr->cq_data_size);
         st = HIER_ERR_NOT_SUPPORTED;
-        goto free_info;
+        goto free_list;
     }
-    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
-    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-    if ((ret = hier_fi.fabric(fab->info->fabric_attr, &fab->fabric, NULL))) { /* 2 */
-        st = hier_fabric_fail(fab, "fi_fabric", ret);
-        goto free_info;
-    }
-    if ((ret = fi_domain(fab->fabric, fab->info, &fab->domain, NULL))) {
-        st = hier_fabric_fail(fab, "fi_domain", ret);
-        goto close_fabric;
-    }
-    if ((ret = fi_cq_open(fab->domain, &cq_attr, &fab->cq, NULL))) {
-        st = hier_fabric_fail(fab, "fi_cq_open", ret);
-        goto close_domain;
-    }
-    if ((ret = fi_av_open(fab->domain, &av_attr, &fab->av, NULL))) {
-        st = hier_fabric_fail(fab, "fi_av_open", ret);
-        goto close_cq;
-    }
-    if ((ret = fi_endpoint(fab->domain, fab->info, &fab->ep, NULL))) {
-        st = hier_fabric_fail(fab, "fi_endpoint", ret);
-        goto close_av;
-    }
+    HIER_CHECK_GOTO(hier_fabric_rails_open(fab, cfg), close_rails, st); /* 2 */
     hier_fabric_hmem_setup(fab, cfg);
-    if ((ret = fi_ep_bind(fab->ep, &fab->av->fid, 0)) || /* 3 */
-        (ret = fi_ep_bind(fab->ep, &fab->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(fab->ep))) {
-        st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
-        goto close_ep;
+    for (unsigned j = 0; j < fab->nrails && !ret; j++) { /* 3 */
+        hier_fabric_rail_t *r = &fab->rail[j];
+        if ((ret = fi_ep_bind(r->ep, &r->av->fid, 0)) || (ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+            (ret = fi_enable(r->ep))) {
+            st = hier_fabric_fail(fab, "fi_ep_bind/fi_enable", ret);
+            goto close_rails;
+        }
     }
-    HIER_CHECK_GOTO(hier_fabric_ctl_open(fab), close_ctl, st);
+    HIER_CHECK_GOTO(hier_fabric_ctl_open(fab), close_ctl, st); /* 4 */
     const char *fork = hier_fabric_fork_safety();
     int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
-    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s",
-             fab->info->fabric_attr->prov_name, (unsigned long long)fab->mr_mode,
-             fab->info->domain_attr->cq_data_size, fork, hmem ? "registered (FI_HMEM)" : "staged");
+    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, %u rail(s) (first: %s), mr_mode 0x%llx, %zu bytes of CQ data, "
+             "%s, device memory: %s", fab->list->fabric_attr->prov_name, fab->nrails,
+             fab->rail[0].info->domain_attr->name, (unsigned long long)fab->mr_mode,
+             fab->list->domain_attr->cq_data_size, fork, hmem ? "registered (FI_HMEM)" : "staged");
     if (!strcmp(fork, "not fork-safe"))
         HIER_LOG_ONCE(HIER_LOG_COMM, "memory registered with the NIC is not fork-safe on this stack: set "
                       "RDMAV_FORK_SAFE=1 (FI_EFA_FORK_SAFE=1 on EFA) if the application forks after MPI_Init");
@@ -207,21 +189,13 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     return HIER_OK;
 
 close_ctl:
-    fi_close(&fab->ep->fid); /* (first: the receives posted into the control buffers go with it) */
-    fab->ep = NULL;
+    fi_close(&fab->rail[0].ep->fid); /* (first: the receives posted into the control buffers go with it) */
+    fab->rail[0].ep = NULL;
     hier_fabric_ctl_close(fab);
-close_ep:
-    if (fab->ep) fi_close(&fab->ep->fid);
-close_av:
-    fi_close(&fab->av->fid);
-close_cq:
-    fi_close(&fab->cq->fid);
-close_domain:
-    fi_close(&fab->domain->fid);
-close_fabric:
-    fi_close(&fab->fabric->fid);
-free_info:
-    hier_fi.freeinfo(fab->info);
+close_rails:
+    hier_fabric_rails_close(fab);
+free_list:
+    hier_fi.freeinfo(fab->list);
 free_fab:
     free(fab);
     return st;
@@ -242,44 +216,23 @@ static void hier_fabric_close_locked(hier_fabric_t *fab)
 {
     if (!fab) return;
     while (fab->nretired) hier_fabric_retired_drop(fab);
-    fi_close(&fab->ep->fid);
+    fi_close(&fab->rail[0].ep->fid);
+    fab->rail[0].ep = NULL;
     hier_fabric_ctl_close(fab); /* (its registration, before the domain goes) */
-    fi_close(&fab->av->fid);
-    fi_close(&fab->cq->fid);
-    fi_close(&fab->domain->fid);
-    fi_close(&fab->fabric->fid);
-    hier_fi.freeinfo(fab->info);
+    hier_fabric_rails_close(fab);
+    hier_fi.freeinfo(fab->list);
+    free(fab->remote);
     free(fab);
 }
 
 size_t hier_fabric_max_msg(const hier_fabric_t *fab)
 {
-    return fab->info->ep_attr->max_msg_size;
+    return fab->rail[0].info->ep_attr->max_msg_size;
 }
 
 const char *hier_fabric_provider(const hier_fabric_t *fab)
 {
-    return fab->info->fabric_attr->prov_name;
-}
-
-hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
-{
-    size_t len = HIER_FABRIC_ADDR_MAX;
-    hier_lock_take();
-    int ret = fi_getname(&fab->ep->fid, addr, &len);
-    hier_lock_drop();
-    if (ret) return hier_fabric_fail(fab, "fi_getname", ret);
-    *len_p = len;
-    return HIER_OK;
-}
-
-static hier_status_t hier_fabric_insert_locked(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
-{
-    fi_addr_t a;
-    int ret = fi_av_insert(fab->av, addr, 1, &a, 0, NULL);
-    if (ret != 1) return hier_fabric_fail(fab, "fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
-    *peer_p = a;
-    return HIER_OK;
+    return fab->list->fabric_attr->prov_name;
 }
 
 /* A provider granting FI_HMEM may still lack one iface: libfabric built
@@ -297,48 +250,55 @@ static int hier_fabric_iface_refused(hier_fabric_t *fab, const struct fi_mr_attr
     return 1;
 }
 
-/* Register with the attributes given (iface and device set by the caller;
- * access, if not set, for our writes and the peers' into it). */
-hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p)
+void hier_fabric_mr_close(hier_fabric_mr_t *m)
 {
-    hier_status_t st;
+    for (unsigned j = 0; j < HIER_FABRIC_RAILS_MAX; j++)
+        if (m->mr[j]) fi_close(&m->mr[j]->fid);
+    free(m);
+}
+
+/* Register on the first nrails rails with the attributes given (iface and
+ * device set by the caller; access, if not set, for our writes and the
+ * peers' into it). */
+hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, unsigned nrails, hier_fabric_mr_t **mr_p)
+{
+    hier_status_t st = HIER_OK;
     int ret;
     hier_fabric_mr_t *m = calloc(1, sizeof(*m));
     if (!m) return HIER_ERR_NO_MEMORY;
     m->fab = fab;
     if (!attr->access) attr->access = FI_WRITE | FI_REMOTE_WRITE;
-    attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : fab->next_key++;
-    if ((ret = fi_mr_regattr(fab->domain, attr, 0, &m->mr))) {
-        st = hier_fabric_iface_refused(fab, attr, ret) ? HIER_ERR_NOT_SUPPORTED
-                                                       : hier_fabric_fail(fab, "fi_mr_regattr", ret);
-        goto free_mr;
-    }
-    if (fab->mr_mode & FI_MR_ENDPOINT) {
-        if ((ret = fi_mr_bind(m->mr, &fab->ep->fid, 0)) || (ret = fi_mr_enable(m->mr))) {
+    for (unsigned j = 0; j < nrails && st == HIER_OK; j++) {
+        hier_fabric_rail_t *r = &fab->rail[j];
+        attr->requested_key = fab->mr_mode & FI_MR_PROV_KEY ? 0 : r->next_key++;
+        if ((ret = fi_mr_regattr(r->domain, attr, 0, &m->mr[j]))) {
+            m->mr[j] = NULL;
+            st = hier_fabric_iface_refused(fab, attr, ret) ? HIER_ERR_NOT_SUPPORTED
+                                                           : hier_fabric_fail(fab, "fi_mr_regattr", ret);
+        } else if ((fab->mr_mode & FI_MR_ENDPOINT) &&
+                   ((ret = fi_mr_bind(m->mr[j], &r->ep->fid, 0)) || (ret = fi_mr_enable(m->mr[j])))) {
             st = hier_fabric_fail(fab, "fi_mr_bind/fi_mr_enable", ret);
-            goto close_mr;
+        } else {
+            m->desc[j] = fi_mr_desc(m->mr[j]);
+            m->rkey.key[j] = fi_mr_key(m->mr[j]);
         }
     }
-    m->desc = fi_mr_desc(m->mr);
+    if (st != HIER_OK) {
+        hier_fabric_mr_close(m);
+        return st;
+    }
     /* Without FI_MR_VIRT_ADDR a remote address is an offset: a pointer there
      * is accepted and silently lands nowhere (tcp;ofi_rxm). */
     m->rkey.base = fab->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)attr->mr_iov->iov_base : 0;
-    m->rkey.key = fi_mr_key(m->mr);
     *mr_p = m;
     return HIER_OK;
-
-close_mr:
-    fi_close(&m->mr->fid);
-free_mr:
-    free(m);
-    return st;
 }
 
 static hier_status_t hier_fabric_mr_reg_locked(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_SYSTEM};
-    return hier_fabric_regattr(fab, &attr, mr_p);
+    return hier_fabric_regattr(fab, &attr, fab->nrails, mr_p);
 }
 
 static hier_status_t hier_fabric_mr_reg_dev_locked(hier_fabric_t *fab, void *buf, size_t len, int iface, int device,
@@ -354,14 +314,12 @@ static hier_status_t hier_fabric_mr_reg_dev_locked(hier_fabric_t *fab, void *buf
     case FI_HMEM_SYNAPSEAI: attr.device.synapseai = device; break;
     default: break;
     }
-    return hier_fabric_regattr(fab, &attr, mr_p);
+    return hier_fabric_regattr(fab, &attr, fab->nrails, mr_p);
 }
 
 static void hier_fabric_mr_dereg_locked(hier_fabric_mr_t *mr)
 {
-    if (!mr) return;
-    fi_close(&mr->mr->fid);
-    free(mr);
+    if (mr) hier_fabric_mr_close(mr);
 }
 
 hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr)
@@ -370,18 +328,19 @@ hier_fabric_rkey_t hier_fabric_mr_rkey(const hier_fabric_mr_t *mr)
 }
 
 /* Read completions into ev; 0 when none. */
-static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, struct fid_cq *cq, hier_fabric_event_t *ev, size_t max,
+                                          size_t *n_p)
 {
     struct fi_cq_data_entry entries[16];
     size_t want = max < 16 ? max : 16;
-    ssize_t ret = fi_cq_read(fab->cq, entries, want);
+    ssize_t ret = fi_cq_read(cq, entries, want);
     *n_p = 0;
     if (ret == -FI_EAGAIN) return HIER_OK;
     if (ret == -FI_EAVAIL) { /* handed to the caller, who knows whether that write mattered */
         struct fi_cq_err_entry err = {0};
-        fi_cq_readerr(fab->cq, &err, 0);
+        fi_cq_readerr(cq, &err, 0);
         HIER_LOG(HIER_LOG_DEBUG, "completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
-                 fi_cq_strerror(fab->cq, err.prov_errno, err.err_data, NULL, 0), err.err);
+                 fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0), err.err);
         int got = 0;
         if (hier_fabric_ctl_completion(fab, err.op_context, err.flags, 0, 1, &ev[0], &got)) {
             *n_p = (size_t)got;
@@ -415,9 +374,25 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, hier_fabric_event_
     return HIER_OK;
 }
 
+/* Every rail's completions, a different rail first each time (so a busy
+ * one does not starve the others when `max` is small). */
+static hier_status_t hier_fabric_poll_locked(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
+{
+    size_t n = 0;
+    unsigned first = fab->poll_next++ % fab->nrails;
+    for (unsigned k = 0; k < fab->nrails && n < max; k++) {
+        size_t got;
+        hier_status_t st = hier_fabric_cq_drain(fab, fab->rail[(first + k) % fab->nrails].cq, ev + n, max - n, &got);
+        if (st != HIER_OK) return st;
+        n += got;
+    }
+    *n_p = n;
+    return HIER_OK;
+}
+
 size_t hier_fabric_iov_limit(const hier_fabric_t *fab)
 {
-    size_t n = fab->info->tx_attr->iov_limit;
+    size_t n = fab->rail[0].info->tx_attr->iov_limit;
     return n < HIER_FABRIC_IOV_MAX ? (n ? n : 1) : HIER_FABRIC_IOV_MAX;
 }
 
@@ -427,25 +402,31 @@ static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t pee
                                       size_t n, hier_fabric_rkey_t rkey, uint64_t off, uint32_t data, void *context,
                                       int *posted_p)
 {
+    const hier_fabric_remote_t *rem = &fab->remote[hier_fabric_remote_index(peer)];
+    const hier_fabric_lane_t *lane = &rem->lane[hier_fabric_lane_of(peer) % rem->nlanes];
+    hier_fabric_rail_t *r = &fab->rail[lane->mine];
+    uint64_t key = rkey.key[lane->theirs];
+    size_t total = 0;
     ssize_t ret;
     if (n == 1) {
-        ret = fi_writedata(fab->ep, iov[0].buf, iov[0].len, iov[0].mr ? iov[0].mr->desc : NULL, data, peer,
-                           rkey.base + off, rkey.key, context);
+        total = iov[0].len;
+        ret = fi_writedata(r->ep, iov[0].buf, iov[0].len, iov[0].mr ? iov[0].mr->desc[lane->mine] : NULL, data,
+                           lane->addr, rkey.base + off, key, context);
     } else {
         struct iovec v[HIER_FABRIC_IOV_MAX];
         void *desc[HIER_FABRIC_IOV_MAX];
-        size_t total = 0;
         for (size_t i = 0; i < n; i++) {
             v[i] = (struct iovec){.iov_base = (void *)iov[i].buf, .iov_len = iov[i].len};
-            desc[i] = iov[i].mr ? iov[i].mr->desc : NULL;
+            desc[i] = iov[i].mr ? iov[i].mr->desc[lane->mine] : NULL;
             total += iov[i].len;
         }
-        struct fi_rma_iov rma = {.addr = rkey.base + off, .len = total, .key = rkey.key};
-        struct fi_msg_rma msg = {.msg_iov = v, .desc = desc, .iov_count = n, .addr = peer, .rma_iov = &rma,
+        struct fi_rma_iov rma = {.addr = rkey.base + off, .len = total, .key = key};
+        struct fi_msg_rma msg = {.msg_iov = v, .desc = desc, .iov_count = n, .addr = lane->addr, .rma_iov = &rma,
                                  .rma_iov_count = 1, .context = context, .data = data};
-        ret = fi_writemsg(fab->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+        ret = fi_writemsg(r->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
     }
     *posted_p = ret == 0;
+    if (ret == 0) __atomic_fetch_add(r->bytes, total, __ATOMIC_RELAXED);
     if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
     return hier_fabric_fail(fab, n == 1 ? "fi_writedata" : "fi_writemsg", (int)ret);
 }
@@ -466,11 +447,6 @@ void hier_fabric_close(hier_fabric_t *fab)
     hier_lock_take();
     hier_fabric_close_locked(fab);
     hier_lock_drop();
-}
-
-hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p)
-{
-    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_insert_locked(fab, addr, peer_p));
 }
 
 hier_status_t hier_fabric_mr_reg(hier_fabric_t *fab, void *buf, size_t len, hier_fabric_mr_t **mr_p)
@@ -509,7 +485,7 @@ hier_status_t hier_fabric_try_writev(hier_fabric_t *fab, hier_fabric_peer_t peer
 
 hier_status_t hier_fabric_poll(hier_fabric_t *fab, hier_fabric_event_t *ev, size_t max, size_t *n_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_cq_drain(fab, ev, max, n_p));
+    HIER_LOCKED_RETURN(hier_status_t, hier_fabric_poll_locked(fab, ev, max, n_p));
 }
 
 void hier_fabric_mr_retire(hier_fabric_mr_t *mr, void *mem)

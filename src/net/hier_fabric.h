@@ -1,6 +1,10 @@
 /* hier_fabric.h: the inter-node transport over libfabric (FI_EP_RDM).
  *
- * One endpoint per process, shared by every communicator. Data moves by RMA
+ * One endpoint per NIC the process drives (its rails: hier_nic.h says which
+ * of the node's NICs, nearest first and balanced), shared by every
+ * communicator. A peer is reached through lanes, each a rail of ours paired
+ * with one of its rails (the same NIC index where both drive it: rail i of
+ * one node meets rail i of another); registrations hold one key per rail. Data moves by RMA
  * write into memory the target registered, with 32 bits of remote CQ data
  * (fi_writedata) telling the target what arrived: a local write completion
  * never means the data is in the target's memory (tcp;ofi_rxm), the remote
@@ -16,9 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hier_stats.h"
 #include "base/hier_status.h"
+#include "base/hier_topo.h"
 
-#define HIER_FABRIC_ADDR_MAX 64
+/* NICs one process drives at most (p5: 32 NICs for 8 GPUs is 4 each). */
+#define HIER_FABRIC_RAILS_MAX HIER_STATS_RAILS
+/* A process's address: every rail's (see hier_fabric_addr). */
+#define HIER_FABRIC_ADDR_MAX 320
 
 typedef struct hier_fabric hier_fabric_t;
 typedef struct hier_fabric_mr hier_fabric_mr_t;
@@ -26,15 +35,26 @@ typedef uint64_t hier_fabric_peer_t; /* fi_addr_t */
 
 typedef struct {
     const char *provider; /* "tcp" (tcp;ofi_rxm), "shm", "sockets", "efa", a full name, or NULL/"" = best */
-    const char *iface;    /* network interface for tcp (FI_TCP_IFACE), NULL = provider's choice */
+    const char *iface;    /* the NICs (libfabric domains: interfaces for tcp, rdmap* devices for EFA) to use,
+                           * a comma list, or after '^' to exclude (hier_nic_filter_pass); NULL or "": all
+                           * but loopback and docker* (unless nothing else is there) */
     int hmem;             /* ask for FI_HMEM (device memory registration); a provider without it still opens */
     int cuda;             /* CUDA buffers may come: ask the provider not to call CUDA itself (libfabric >= 1.18) */
+    int max_rails;        /* NICs this process drives at most (0: 1; capped at HIER_FABRIC_RAILS_MAX) */
+    int stripe;           /* spread a peer's messages over every lane (0: its first lane only) */
+    /* where the node's ranks run, to place NICs near them: rank_numa[nlocal]
+     * (-1 unknown) and mine is [me]; NULL: this process alone. topo locates
+     * the NICs (NULL: every NIC near every rank). */
+    const hier_topo_t *topo;
+    const int *rank_numa;
+    int nlocal, me;
 } hier_fabric_config_t;
 
-/* What a peer needs to write into a registered region. */
+/* What a peer needs to write into a registered region: the address of
+ * offset 0 and the key on each of the registering process's rails. */
 typedef struct {
     uint64_t base; /* remote address of offset 0: the pointer (FI_MR_VIRT_ADDR) or 0 */
-    uint64_t key;
+    uint64_t key[HIER_FABRIC_RAILS_MAX];
 } hier_fabric_rkey_t;
 
 typedef enum {
@@ -47,7 +67,7 @@ typedef enum {
 /* Control messages: small untagged messages (fi_send into receives the
  * endpoint keeps posted), for what happens outside any collective, such as
  * connecting two processes' channels. At most this many bytes. */
-#define HIER_FABRIC_CTL_MAX 192
+#define HIER_FABRIC_CTL_MAX 512
 
 typedef struct {
     hier_fabric_ev_kind_t kind;
@@ -71,9 +91,21 @@ const char *hier_fabric_provider(const hier_fabric_t *fab);
 /* The largest message (RMA write) the provider takes in one operation. */
 size_t hier_fabric_max_msg(const hier_fabric_t *fab);
 
-/* This endpoint's address, to exchange with the peers. */
+/* This process's address (every rail's, with its NIC index), to exchange
+ * with the peers: at most HIER_FABRIC_ADDR_MAX bytes. */
 hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
+/* Learn a peer from its address: a handle for its first lane.
+ * HIER_ERR_INVALID_ARG for an address that is not one. */
 hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);
+/* Lanes to the peer (1 without striping), and the handle of lane k mod that. */
+unsigned hier_fabric_lanes(const hier_fabric_t *fab, hier_fabric_peer_t peer);
+hier_fabric_peer_t hier_fabric_lane(const hier_fabric_t *fab, hier_fabric_peer_t peer, uint64_t k);
+
+/* The rails this process drives, and for each its NIC's name, index in the
+ * node's list, whether it is near, and the bytes written through it. */
+unsigned hier_fabric_nrails(const hier_fabric_t *fab);
+void hier_fabric_rail_info(const hier_fabric_t *fab, unsigned rail, const char **name_p, int *nic_p, int *near_p,
+                           uint64_t *bytes_p);
 
 /* Whether memory of this fi_hmem_iface may be registered (FI_HMEM granted;
  * for CUDA, also without the provider calling CUDA where that was refused). */

@@ -1,5 +1,6 @@
 /* hier_fabric_ctl.c: control messages. The endpoint keeps
- * HIER_FABRIC_CTL_RECVS receives posted into buffers of its own; a message
+ * HIER_FABRIC_CTL_RECVS receives posted into buffers of its own (on its
+ * first rail, where every peer sends them); a message
  * that lands is copied into the event that reports it and its buffer posted
  * again at once, so the provider always has somewhere to put the next (and
  * buffers the rare one that comes while all are full, as every RDM provider
@@ -22,13 +23,13 @@ static int hier_fabric_ctl_in(const uint8_t *area, size_t n, const void *p)
 
 static void *hier_fabric_ctl_desc(const hier_fabric_t *fab)
 {
-    return fab->ctl_mr ? fab->ctl_mr->desc : NULL;
+    return fab->ctl_mr ? fab->ctl_mr->desc[0] : NULL;
 }
 
 static int hier_fabric_ctl_post(hier_fabric_t *fab, size_t i)
 {
     uint8_t *buf = fab->ctl_recv + i * HIER_FABRIC_CTL_MAX;
-    ssize_t ret = fi_recv(fab->ep, buf, HIER_FABRIC_CTL_MAX, hier_fabric_ctl_desc(fab), FI_ADDR_UNSPEC, buf);
+    ssize_t ret = fi_recv(fab->rail[0].ep, buf, HIER_FABRIC_CTL_MAX, hier_fabric_ctl_desc(fab), FI_ADDR_UNSPEC, buf);
     fab->ctl_unposted[i] = ret != 0;
     if (ret && ret != -FI_EAGAIN) HIER_LOG_ONCE(HIER_LOG_COMM, "fi_recv for control messages: %s", hier_fi_strerror((int)-ret));
     return ret == 0;
@@ -44,7 +45,7 @@ hier_status_t hier_fabric_ctl_open(hier_fabric_t *fab)
     fab->ctl_send = fab->ctl_recv + HIER_FABRIC_CTL_RECVS * HIER_FABRIC_CTL_MAX;
     struct iovec iov = {.iov_base = fab->ctl_recv, .iov_len = bytes};
     struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV, .iface = FI_HMEM_SYSTEM};
-    hier_status_t st = hier_fabric_regattr(fab, &attr, &fab->ctl_mr);
+    hier_status_t st = hier_fabric_regattr(fab, &attr, 1, &fab->ctl_mr);
     if (st != HIER_OK) return st;
     for (size_t i = 0; i < HIER_FABRIC_CTL_RECVS; i++)
         if (!hier_fabric_ctl_post(fab, i) && !fab->ctl_unposted[i]) return HIER_ERR_INTERNAL;
@@ -54,8 +55,7 @@ hier_status_t hier_fabric_ctl_open(hier_fabric_t *fab)
 void hier_fabric_ctl_close(hier_fabric_t *fab)
 {
     if (fab->ctl_mr) {
-        fi_close(&fab->ctl_mr->mr->fid);
-        free(fab->ctl_mr);
+        hier_fabric_mr_close(fab->ctl_mr);
         fab->ctl_mr = NULL;
     }
     free(fab->ctl_recv);
@@ -102,7 +102,8 @@ static hier_status_t hier_fabric_try_send_ctl_locked(hier_fabric_t *fab, hier_fa
     if (i == HIER_FABRIC_CTL_SENDS) return HIER_OK; /* all in flight: the caller polls */
     uint8_t *buf = fab->ctl_send + i * HIER_FABRIC_CTL_MAX;
     memcpy(buf, msg, len);
-    ssize_t ret = fi_send(fab->ep, buf, len, hier_fabric_ctl_desc(fab), peer, buf);
+    ssize_t ret = fi_send(fab->rail[0].ep, buf, len, hier_fabric_ctl_desc(fab),
+                          fab->remote[hier_fabric_remote_index(peer)].ctl, buf);
     if (ret == -FI_EAGAIN) return HIER_OK;
     if (ret) return hier_fabric_fail(fab, "fi_send", (int)ret);
     fab->ctl_send_busy[i] = 1;

@@ -14,17 +14,47 @@
 #define HIER_FABRIC_CTL_RECVS 64 /* control messages that may arrive before we poll */
 #define HIER_FABRIC_CTL_SENDS 32
 
-struct hier_fabric {
+/* One NIC this process drives: its own endpoint, completion queue and
+ * address vector (the peers' addresses as this rail reaches them). */
+typedef struct {
     struct fi_info *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_cq *cq;
     struct fid_av *av;
     struct fid_ep *ep;
+    uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
+    int nic;           /* its index in the node's NIC list (the same on every node) */
+    int near;          /* near this process (or either location unknown) */
+    uint64_t *bytes;   /* written through it: hier_stats_rails[its index] */
+} hier_fabric_rail_t;
+
+/* How this process reaches one peer: lanes pair a rail of ours with one of
+ * its rails (the same NIC index where both drive it), each with the peer's
+ * address in our rail's address vector; control messages go from our first
+ * rail to its first. */
+typedef struct {
+    uint8_t mine, theirs;
+    fi_addr_t addr;
+} hier_fabric_lane_t;
+
+typedef struct {
+    unsigned nlanes;
+    fi_addr_t ctl;
+    hier_fabric_lane_t lane[HIER_FABRIC_RAILS_MAX];
+} hier_fabric_remote_t;
+
+struct hier_fabric {
+    hier_fabric_rail_t rail[HIER_FABRIC_RAILS_MAX];
+    unsigned nrails;
+    int stripe;        /* messages spread over every lane (0: the first lane only) */
+    struct fi_info *list; /* what fi_getinfo offered (the rails' infos are copies) */
     uint64_t mr_mode;
     _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */
-    uint64_t next_key; /* without FI_MR_PROV_KEY keys are ours to choose, unique per domain */
-    /* control messages (hier_fabric_ctl.c): receives kept posted, and send buffers */
+    hier_fabric_remote_t *remote; /* peers inserted, by handle */
+    size_t nremote, remote_cap;
+    unsigned poll_next;           /* the rail whose completions are read first next time */
+    /* control messages (hier_fabric_ctl.c), on the first rail: receives kept posted, and send buffers */
     uint8_t *ctl_recv;                 /* HIER_FABRIC_CTL_RECVS buffers of HIER_FABRIC_CTL_MAX bytes */
     uint8_t *ctl_send;                 /* HIER_FABRIC_CTL_SENDS buffers */
     uint8_t ctl_send_busy[HIER_FABRIC_CTL_SENDS];
@@ -37,13 +67,24 @@ struct hier_fabric {
 
 struct hier_fabric_mr {
     hier_fabric_t *fab;
-    struct fid_mr *mr;
-    void *desc;
+    struct fid_mr *mr[HIER_FABRIC_RAILS_MAX]; /* one registration per rail */
+    void *desc[HIER_FABRIC_RAILS_MAX];
     hier_fabric_rkey_t rkey;
 };
 
+/* A peer handle: the remote's index, and a lane in the low bits. */
+#define HIER_FABRIC_LANE_BITS 8
+static inline size_t hier_fabric_remote_index(hier_fabric_peer_t peer) { return (size_t)(peer >> HIER_FABRIC_LANE_BITS); }
+static inline unsigned hier_fabric_lane_of(hier_fabric_peer_t peer) { return (unsigned)(peer & 0xff); }
+
 hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret);
-hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, hier_fabric_mr_t **mr_p);
+/* Register on every rail (or the first only: control buffers). */
+hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, unsigned nrails, hier_fabric_mr_t **mr_p);
+void hier_fabric_mr_close(hier_fabric_mr_t *mr);
+/* The rails (hier_fabric_rails.c): which NICs this process drives, opened
+ * into fab->rail[]; closed in reverse. */
+hier_status_t hier_fabric_rails_open(hier_fabric_t *fab, const hier_fabric_config_t *cfg);
+void hier_fabric_rails_close(hier_fabric_t *fab);
 /* Control messages: set up after the endpoint is enabled, torn down after it closes. */
 hier_status_t hier_fabric_ctl_open(hier_fabric_t *fab);
 void hier_fabric_ctl_close(hier_fabric_t *fab);

@@ -58,10 +58,17 @@ int run_pair(body_t body, const char *prov)
     return ok;
 }
 
+hier_fabric_config_t fab_config(const char *prov)
+{
+    if (!strcmp(prov, PAIR_RAILS)) /* every interface here, two rails per process, messages striped */
+        return (hier_fabric_config_t){.provider = "tcp", .iface = "*", .max_rails = 2, .stripe = 1};
+    return (hier_fabric_config_t){.provider = prov, .iface = strcmp(prov, "shm") ? "lo" : NULL};
+}
+
 hier_fabric_t *open_fab(const char *prov)
 {
     hier_fabric_t *fab;
-    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo"};
+    hier_fabric_config_t cfg = fab_config(prov);
     return hier_fabric_open(&cfg, &fab) == HIER_OK ? fab : NULL;
 }
 

@@ -24,6 +24,10 @@ double now(void);
 int wait_stage(xchg_t *x, int other, int v, hier_fabric_t *fab, double seconds);
 /* Fork both ranks running body; how many exited with 0. */
 int run_pair(body_t body, const char *prov);
+/* "tcp-rails": the tcp provider over every interface of the machine (lo
+ * and eth0, say), two rails per process, messages striped over both. */
+#define PAIR_RAILS "tcp-rails"
+hier_fabric_config_t fab_config(const char *prov);
 hier_fabric_t *open_fab(const char *prov);
 /* Both ranks: publish the address, learn the other's. */
 int connect_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_peer_t *peer);

@@ -17,7 +17,7 @@ passed=0 failed=0
 hier_mpirun() {
     local np=$1
     shift
-    timeout -k 10 "$TIMEOUT" mpirun --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
+    ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         --mca mca_base_component_path "$COMPONENT_PATH" --mca coll_hier_priority 100 \
         --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" "$@"
 }
@@ -208,6 +208,42 @@ if unshare --uts true 2>/dev/null; then
         $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else
     echo "SKIP: multi-node cases (unshare --uts not permitted here)"
+fi
+# A cluster of network namespaces (contrib/hier-netns-cluster): every node its
+# own network stack with two rails, Open MPI's own tcp traffic on the rails.
+# Every case runs the full correctness sweep, and hier must have used both
+# rails: by its own counters (coll:hier:nic lines of every rank), and by the
+# kernel's, which must have sent at least as much on each rail (the tcp BTL's
+# traffic comes on top).
+rails_agree() {
+    awk -v want="$RAILS" '
+        FNR == NR && /^coll:hier:nic / {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            hier[f["nic"]] += f["bytes"]; next }
+        FNR != NR { kernel[$2] += $3 }
+        END {
+            n = split(want, rail, ",")
+            for (i = 1; i <= n; i++) {
+                r = rail[i]
+                printf "rail %s: hier %d bytes, kernel %d bytes sent\n", r, hier[r], kernel[r] > "/dev/stderr"
+                if (hier[r] < 65536 || kernel[r] < hier[r]) exit 1
+            }
+        }' "$1" "$RAILS_STATS"
+}
+netns_case() { # netns_case NAME NODES SLOTS NP PROGRAM [args...]
+    local name=$1 nodes=$2 slots=$3 np=$4
+    shift 4
+    RAILS=rail0,rail1 RAILS_STATS=$LOG/$name.rails EXTRA_CHECK=rails_agree HIER_NETNS_SLOTS=$slots \
+        NETNS_RUN="$S/contrib/hier-netns-cluster run --nodes $nodes --rails 2 --rate none --stats $LOG/$name.rails --" \
+        case_run "$name" "$np" --mca coll_hier_fabric_provider tcp --mca coll_hier_fabric_iface rail0,rail1 \
+        --mca coll_hier_stats 2 --mca mpi_yield_when_idle 1 "$@"
+}
+if why=$("$S/contrib/hier-netns-cluster" check); then
+    netns_case netns_2x2_rails2 2 2 4 $TC --world-only
+    netns_case netns_2x1_rails2_striped 2 1 2 $TC --world-only
+    netns_case netns_3_uneven_rails2 3 2,1,1 4 $TC --quick --world-only
+else
+    echo "SKIP: namespace cluster cases ($why)"
 fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"

@@ -138,7 +138,7 @@ static int bad_key(int me, xchg_t *x, const char *prov)
         if (wait_stage(x, 1, 2, fab, 20)) return 20;
         memset(buf, 7, 4096);
         hier_fabric_rkey_t bad = x->rkey;
-        bad.key ^= 0x5a5a5a5aull;
+        bad.key[0] ^= 0x5a5a5a5aull;
         write_polling(fab, peer, buf, 4096, mr, bad, 0, 9, (void *)&offs[0], now() + 2, NULL); /* fails now or later */
         for (double end = now() + 2; now() < end;) hier_fabric_poll(fab, ev, 8, &n);
     }
@@ -209,6 +209,20 @@ static int stream(int me, xchg_t *x, const char *prov)
     atomic_store(&x->stage[me], 4);
     if (wait_stage(x, !me, 4, fab, 30)) return 30;
     if (me == 0 && x->waited == 0) return 31; /* the test must have exhausted the credits */
+    if (me == 0 && !strcmp(prov, PAIR_RAILS)) { /* striped: both rails carried about half */
+        uint64_t bytes[2] = {0, 0};
+        if (hier_fabric_nrails(fab) < 2) {
+            fprintf(stderr, "stream over %s: one network interface here, no striping to test\n", prov);
+        } else {
+            for (unsigned j = 0; j < 2; j++) {
+                const char *name;
+                int nic, near;
+                hier_fabric_rail_info(fab, j, &name, &nic, &near, &bytes[j]);
+            }
+            if (bytes[0] < 1000000 || bytes[1] < 1000000 || bytes[0] > 2 * bytes[1] || bytes[1] > 2 * bytes[0])
+                return 33;
+        }
+    }
     if (me == 1 && hier_chan_credit_writes(ch) == 0) return 32; /* one way: credit needs writes of its own */
     hier_chan_close(ch);
     hier_fabric_close(fab);
@@ -351,7 +365,8 @@ Test(fabric, message_numbers_past_14_bits_with_3_slots, .timeout = 120)
 #define DIRECT_BLOCKS 3
 static int direct(int me, xchg_t *x, const char *prov)
 {
-    hier_fabric_config_t cfg = {.provider = prov, .iface = "lo", .hmem = 1};
+    hier_fabric_config_t cfg = fab_config(prov);
+    cfg.hmem = 1;
     hier_fabric_t *fab;
     hier_fabric_peer_t peer;
     hier_chan_t *ch;
@@ -400,9 +415,9 @@ static int direct(int me, xchg_t *x, const char *prov)
 }
 
 /* Parameters cross into Criterion's worker processes by value: indexes, not pointers. */
-static const char *const providers[] = {"tcp", "tcp;ofi_rxm", "shm"};
-static int provider_ids[] = {0, 1, 2};
-#define NPROVIDERS 3
+static const char *const providers[] = {"tcp", "tcp;ofi_rxm", "shm", PAIR_RAILS};
+static int provider_ids[] = {0, 1, 2, 3};
+#define NPROVIDERS 4
 
 /* One test per scenario, run once per provider. */
 #define PAIR_TEST(name, body, seconds)                                                  \

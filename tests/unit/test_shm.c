@@ -513,7 +513,7 @@ static void nodes_setup(const char *provider)
 {
     setup();
     hier_params.fabric_provider = (char *)provider;
-    hier_params.fabric_iface = "lo";
+    hier_params.fabric_iface = strcmp(provider, "shm") ? "lo" : "";
     hier_params.net_chunk_size = 8192;
     hier_params.net_split_min = 1024;
     hier_params.fabric_slot_size = 4096;

@@ -38,11 +38,25 @@ int mca_coll_hier_register_pvars(void)
             }
         }
     }
+    for (int j = 0; j < HIER_STATS_RAILS; j++) { /* coll_hier_rail<j>_bytes */
+        char name[64], desc[160];
+        snprintf(name, sizeof(name), "rail%d_bytes", j);
+        snprintf(desc, sizeof(desc), "bytes this process wrote through its NIC number %d (rail %d; its name: "
+                 "coll_hier_stats)", j, j);
+        int rc = mca_base_pvar_register("ompi", "coll", "hier", name, desc, OPAL_INFO_LVL_4,
+                                        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                        MCA_BASE_VAR_BIND_NO_OBJECT,
+                                        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL,
+                                        NULL, &hier_stats_rails[j].bytes);
+        if (rc < 0) return rc;
+    }
     return OMPI_SUCCESS;
 }
 
+/* Rank 0's table and NICs; with coll_hier_stats 2, every rank's NICs. */
 void mca_coll_hier_stats_report(void)
 {
-    if (!hier_params.stats || mca_coll_hier_world_rank != 0) return;
-    hier_stats_print(stdout, hier_stats);
+    if (!hier_params.stats || (mca_coll_hier_world_rank != 0 && hier_params.stats < 2)) return;
+    if (mca_coll_hier_world_rank == 0) hier_stats_print(stdout, hier_stats);
+    hier_stats_print_rails(stdout, mca_coll_hier_world_rank, hier_stats_rails);
 }

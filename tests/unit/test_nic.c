@@ -1,0 +1,182 @@
+/* NIC assignment (base/hier_nic.c): balanced, nearest first, deterministic,
+ * for the shapes of the instances hier runs on (p4d/dl1 4 NICs, p5 32), and
+ * the NIC list filter. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hier_nic.h"
+
+static hier_nic_plan_t assign(int nnics, const int *nic_numa, int nranks, const int *rank_numa, int max)
+{
+    hier_nic_problem_t p = {.nnics = nnics, .nic_numa = nic_numa, .nranks = nranks, .rank_numa = rank_numa,
+                            .max_per_rank = max};
+    hier_nic_plan_t plan;
+    cr_assert_eq(hier_nic_assign(&p, &plan), HIER_OK);
+    return plan;
+}
+
+/* The properties every plan has: each rank its NICs, all different; every
+ * NIC serving as many ranks as any other, give or take one (none idle
+ * unless there are more NICs than ranks can use); near recorded truly. */
+static void check_plan(const hier_nic_plan_t *plan, int nnics, const int *nic_numa, int nranks, const int *rank_numa,
+                       int max)
+{
+    int k = nranks <= nnics ? (nnics / nranks < max ? nnics / nranks : max) : 1;
+    cr_assert_eq(plan->per_rank, k, "%d ranks, %d NICs, max %d: %d per rank", nranks, nnics, max, plan->per_rank);
+    int *load = calloc((size_t)nnics, sizeof(int));
+    for (int r = 0; r < nranks; r++)
+        for (int j = 0; j < k; j++) {
+            int n = plan->nic[r * k + j];
+            cr_assert(n >= 0 && n < nnics);
+            for (int i = 0; i < j; i++) cr_assert_neq(plan->nic[r * k + i], n, "rank %d has NIC %d twice", r, n);
+            int near = nic_numa[n] < 0 || rank_numa[r] < 0 || nic_numa[n] == rank_numa[r];
+            cr_assert_eq(plan->near[r * k + j], near);
+            load[n]++;
+        }
+    int lo = nranks, hi = 0, used = 0;
+    for (int n = 0; n < nnics; n++) {
+        if (load[n]) used++;
+        if (load[n] && load[n] < lo) lo = load[n];
+        if (load[n] > hi) hi = load[n];
+    }
+    if (nranks > nnics) {
+        cr_assert_eq(used, nnics, "%d ranks, %d NICs: a NIC idle", nranks, nnics);
+        cr_assert_leq(hi - lo, 1, "%d ranks, %d NICs: loads %d..%d", nranks, nnics, lo, hi);
+    } else {
+        cr_assert_eq(hi, 1, "%d ranks, %d NICs: a NIC serves %d ranks", nranks, nnics, hi);
+        cr_assert_eq(used, nranks * k);
+    }
+    free(load);
+}
+
+Test(nic, one_rank_drives_up_to_max_nics)
+{
+    int nic_numa[4] = {0, 0, 1, 1}, rank_numa[1] = {1};
+    hier_nic_plan_t plan = assign(4, nic_numa, 1, rank_numa, 4);
+    check_plan(&plan, 4, nic_numa, 1, rank_numa, 4);
+    /* nearest first: its own socket's NICs lead */
+    cr_assert_eq(plan.nic[0], 2);
+    cr_assert_eq(plan.nic[1], 3);
+    hier_nic_plan_free(&plan);
+    plan = assign(4, nic_numa, 1, rank_numa, 2);
+    cr_assert_eq(plan.per_rank, 2);
+    cr_assert(plan.near[0] && plan.near[1], "with 2 allowed the rank takes the 2 near NICs");
+    hier_nic_plan_free(&plan);
+}
+
+/* p4d / dl1: 8 ranks, 4 NICs, 2 sockets: two ranks per NIC, each on its own socket's. */
+Test(nic, eight_ranks_four_nics_two_sockets)
+{
+    int nic_numa[4] = {0, 0, 1, 1}, rank_numa[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    hier_nic_plan_t plan = assign(4, nic_numa, 8, rank_numa, 4);
+    check_plan(&plan, 4, nic_numa, 8, rank_numa, 4);
+    for (int r = 0; r < 8; r++) cr_assert(plan.near[r], "rank %d got a far NIC", r);
+    cr_assert_eq(plan.nic[0], 0);
+    cr_assert_eq(plan.nic[1], 1);
+    cr_assert_eq(plan.nic[2], 0);
+    cr_assert_eq(plan.nic[4], 2);
+    hier_nic_plan_free(&plan);
+}
+
+/* p5: 8 GPUs' ranks, 32 NICs (16 per socket): 4 NICs each, all near, none shared. */
+Test(nic, eight_ranks_thirty_two_nics)
+{
+    int nic_numa[32], rank_numa[8];
+    for (int n = 0; n < 32; n++) nic_numa[n] = n / 16;
+    for (int r = 0; r < 8; r++) rank_numa[r] = r / 4;
+    hier_nic_plan_t plan = assign(32, nic_numa, 8, rank_numa, 4);
+    check_plan(&plan, 32, nic_numa, 8, rank_numa, 4);
+    for (int i = 0; i < 32; i++) cr_assert(plan.near[i]);
+    cr_assert_eq(plan.nic[0], 0);
+    cr_assert_eq(plan.nic[3], 3);
+    cr_assert_eq(plan.nic[4 * 4], 16, "rank 4, the first of socket 1, starts at socket 1's first NIC");
+    hier_nic_plan_free(&plan);
+}
+
+/* More ranks than NICs, not a multiple: 3 ranks, 2 NICs: loads 2 and 1. */
+Test(nic, three_ranks_two_nics)
+{
+    int nic_numa[2] = {-1, -1}, rank_numa[3] = {-1, -1, -1};
+    hier_nic_plan_t plan = assign(2, nic_numa, 3, rank_numa, 4);
+    check_plan(&plan, 2, nic_numa, 3, rank_numa, 4);
+    cr_assert_eq(plan.nic[0], 0);
+    cr_assert_eq(plan.nic[1], 1);
+    cr_assert_eq(plan.nic[2], 0);
+    hier_nic_plan_free(&plan);
+}
+
+/* A NIC without a location is near everything; an unbound rank never takes
+ * a bound rank's near NIC from it (bound ranks choose first). */
+Test(nic, unknown_locations)
+{
+    int nic_numa[2] = {0, 1}, rank_numa[2] = {-1, 1};
+    hier_nic_plan_t plan = assign(2, nic_numa, 2, rank_numa, 4);
+    cr_assert_eq(plan.nic[1], 1, "the rank bound to NUMA 1 gets NIC 1");
+    cr_assert_eq(plan.nic[0], 0);
+    hier_nic_plan_free(&plan);
+    int unknown[4] = {-1, -1, -1, -1}, bound[4] = {0, 0, 1, 1};
+    plan = assign(4, unknown, 4, bound, 4);
+    check_plan(&plan, 4, unknown, 4, bound, 4);
+    hier_nic_plan_free(&plan);
+}
+
+/* Crowded on one socket: near NICs first while they have room, then the far ones. */
+Test(nic, far_nics_only_for_balance)
+{
+    int nic_numa[4] = {0, 0, 1, 1}, rank_numa[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    hier_nic_plan_t plan = assign(4, nic_numa, 8, rank_numa, 4);
+    check_plan(&plan, 4, nic_numa, 8, rank_numa, 4);
+    int near = 0;
+    for (int r = 0; r < 8; r++) near += plan.near[r];
+    cr_assert_eq(near, 4, "the two near NICs take two ranks each, the rest go far");
+    hier_nic_plan_free(&plan);
+}
+
+Test(nic, every_shape_is_balanced_and_deterministic)
+{
+    for (int nnics = 1; nnics <= 33; nnics++)
+        for (int nranks = 1; nranks <= 40; nranks++)
+            for (int max = 1; max <= 8; max *= 2) {
+                int *nn = malloc(sizeof(int) * (size_t)nnics), *rn = malloc(sizeof(int) * (size_t)nranks);
+                for (int n = 0; n < nnics; n++) nn[n] = n % 3 == 2 ? -1 : n * 2 / nnics;
+                for (int r = 0; r < nranks; r++) rn[r] = r % 5 == 4 ? -1 : r * 2 / nranks;
+                hier_nic_plan_t a = assign(nnics, nn, nranks, rn, max), b = assign(nnics, nn, nranks, rn, max);
+                check_plan(&a, nnics, nn, nranks, rn, max);
+                cr_assert(!memcmp(a.nic, b.nic, sizeof(int) * (size_t)(nranks * a.per_rank)), "not deterministic");
+                hier_nic_plan_free(&a);
+                hier_nic_plan_free(&b);
+                free(nn);
+                free(rn);
+            }
+}
+
+Test(nic, bad_problems_are_refused)
+{
+    int one[1] = {0};
+    hier_nic_problem_t p = {.nnics = 0, .nic_numa = one, .nranks = 1, .rank_numa = one, .max_per_rank = 1};
+    hier_nic_plan_t plan;
+    cr_assert_eq(hier_nic_assign(&p, &plan), HIER_ERR_INVALID_ARG);
+    p.nnics = 1;
+    p.nranks = 0;
+    cr_assert_eq(hier_nic_assign(&p, &plan), HIER_ERR_INVALID_ARG);
+    p.nranks = 1;
+    p.max_per_rank = 0;
+    cr_assert_eq(hier_nic_assign(&p, &plan), HIER_ERR_INVALID_ARG);
+}
+
+Test(nic, filter_lists_prefixes_and_exclusion)
+{
+    cr_assert(hier_nic_filter_pass(NULL, "eth0"));
+    cr_assert(hier_nic_filter_pass("", "eth0"));
+    cr_assert(hier_nic_filter_pass("rail0,rail1", "rail1"));
+    cr_assert(!hier_nic_filter_pass("rail0,rail1", "rail10"));
+    cr_assert(!hier_nic_filter_pass("rail0,rail1", "rail"));
+    cr_assert(hier_nic_filter_pass("rdmap*", "rdmap16s27-rdm"));
+    cr_assert(!hier_nic_filter_pass("rdmap*", "eth0"));
+    cr_assert(!hier_nic_filter_pass("^lo,docker*", "docker0"));
+    cr_assert(!hier_nic_filter_pass("^lo,docker*", "lo"));
+    cr_assert(hier_nic_filter_pass("^lo,docker*", "eth0"));
+    cr_assert(hier_nic_filter_pass("eth0", "eth0"));
+    cr_assert(!hier_nic_filter_pass("eth0,", "eth"));
+}
