@@ -46,6 +46,7 @@ void hier_comm_destroy(hier_comm_t *c)
     hier_node_free(c);
     hier_layout_free(&c->layout);
     free(c->rs_displs);
+    free(c->rs_slices);
     free(c);
 }
 

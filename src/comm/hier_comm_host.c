@@ -186,6 +186,9 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, total, sbuf == NULL);
         args.rcounts = rcounts;
         args.rdispls = displs;
+        if (c->layout.nnodes > 1 && !c->rs_slices) /* (none: chunks stay contiguous) */
+            c->rs_slices = hier_sched_slices_new(args.pieces, c->size, c->layout.nnodes);
+        args.rs_slices = c->rs_slices;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     }
     return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);

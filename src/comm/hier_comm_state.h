@@ -79,6 +79,7 @@ struct hier_comm {
     struct hier_stage *stage;
     int dev_possible;            /* some rank has a device backend (said at set-up) */
     size_t *rs_displs;           /* size: a reduce_scatter's prefix sums (made at set-up) */
+    struct hier_sched_slices *rs_slices; /* several nodes: a reduce_scatter's chunk layout (its first call) */
     uint64_t net_bytes;          /* the last call's */
     int staged;
 };

@@ -99,6 +99,19 @@ typedef struct {
     const uint32_t *members;  /* ranks, grouped */
 } hier_sched_groups_t;
 
+/* A sliced reduce_scatter's chunk (hier_sched_hier.c): virtual rank
+ * v = j x T + r (T ranks in all) is the j-th of `pieces` parts of rank r's
+ * slice, lo[v] elements into r's block, vc[v] long, at vd[v] in the chunk;
+ * node n's virtual ranks are node_ranks[node_first[n] ..). Made by
+ * hier_sched_slices_new for a communicator's shape, filled per chunk. */
+typedef struct hier_sched_slices {
+    size_t *vc, *vd, *lo;
+    uint32_t *node_first, *node_ranks;
+} hier_sched_slices_t;
+
+/* Room for pieces x total virtual ranks over nnodes (one allocation, free()). */
+hier_sched_slices_t *hier_sched_slices_new(int pieces, int total, int nnodes);
+
 /* The shape of one collective as seen by one rank. */
 typedef struct {
     hier_sched_kind_t kind;
@@ -109,6 +122,10 @@ typedef struct {
                             reduce_scatter: total elements (sum of rcounts) */
     const size_t *rcounts; /* reduce_scatter: elements each rank receives */
     const size_t *rdispls; /* reduce_scatter: prefix sums of rcounts */
+    /* reduce_scatter over several nodes: where chunk k's slices of the
+     * ranks' blocks go, worked out as it is built (see hier_sched_hier.c);
+     * NULL: chunk k is elements [k x units, ...) of the vector */
+    struct hier_sched_slices *rs_slices;
     bool in_place;
     size_t chunk_bytes;  /* capacity of one pipeline buffer; at least nranks x 64 */
     const uint32_t *order;  /* 0..nranks-1, the fold order of flat and rsag reductions */

@@ -32,6 +32,8 @@ size_t hier_sched_nchunks(const hier_sched_args_t *a)
 {
     size_t total = hier_sched_total(a);
     if (hier_sched_is_cma(a->kind)) return total ? 1 : 0; /* no slots: one step list per call */
+    if (hier_sched_hier_sliced(a)) /* each chunk at most units, with a rounding element per rank */
+        return hier_part_nchunks(total, hier_sched_chunk_units(a) - a->node_first[a->nnodes]);
     if (a->kind == HIER_SCHED_REDUCE_SCATTER) { /* the largest block sets the pace */
         total = 0;
         for (int r = 0; r < a->nranks; r++) total = a->rcounts[r] > total ? a->rcounts[r] : total;
@@ -55,6 +57,10 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     size_t units = hier_sched_chunk_units(a), total = hier_sched_total(a);
     size_t first = k * units, len = total - first < units ? total - first : units;
 
+    if (hier_sched_hier_sliced(a)) {
+        len = hier_sched_hier_slice(a, k);
+        first = 0;
+    }
     if (hier_sched_is_cma(a->kind))
         hier_sched_cma_build(a, &out);
     else if (hier_sched_is_hier(a->kind))

@@ -13,8 +13,12 @@
  * by communicator rank (args->node_ranks). */
 #include "sched/hier_sched_hier.h"
 
+#include <stdlib.h>
+
 #include "base/hier_part.h"
+#include "sched/hier_sched_build.h"
 #include "sched/hier_sched_net.h"
+#include "sched/hier_sched_pattern.h"
 
 static int hier_sched_hier_rank(const hier_sched_args_t *a, int node, int l)
 {
@@ -150,8 +154,15 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
     }
 }
 
-/* Reduce_scatter, one chunk: elements [first, first + len) of the whole vector.
- * 1. copy my input chunk into my slot, except my own piece;
+/* Reduce_scatter, one chunk: elements [first, first + len) of the whole
+ * vector, or, sliced, a slice of every rank's block. Contiguous chunks lie
+ * in one node's result (or a few): only the nodes sending to it work, and of
+ * them only the owners of the pieces that hold it, so at best half the
+ * links are busy. Sliced, chunk k holds the k-th part of every rank's
+ * block, and piece j (owner local index j) the j-th part of each such
+ * slice (virtual rank j x T + r, see hier_sched_slices_t): every piece has
+ * a share of every node's result, and every owner sends on every round.
+ * 1. copy my input chunk into my slot, except my own piece (only I read it);
  * 2. barrier (node);
  * 3. owners fold their piece over every local slot (theirs from their input)
  *    into their own slot, where nobody else reads;
@@ -161,28 +172,163 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
  *    messages, allreduce it (recursive doubling: fewer rounds, all complete);
  * 5. barrier (node);
  * 6. everyone copies what it receives of each piece from the owner's slot.
- * In place, results land at or below the elements they come from, which
- * every rank has consumed by the barrier. */
+ * In place (never sliced), results land at or below the elements they come
+ * from, which every rank has consumed by the barrier. */
+
+/* Sliced only where it pays: not in place (a chunk's result would land on
+ * input a later chunk reads), and every virtual rank's slice 32 elements
+ * on average (at thousands of ranks the copies would cost more than the
+ * links gain: issue 13's ground). */
+int hier_sched_hier_sliced(const hier_sched_args_t *a)
+{
+    size_t units = hier_sched_hier_units(a), total = (size_t)hier_sched_hier_total(a);
+    size_t pieces = a->pieces > 1 ? (size_t)a->pieces : 1;
+    return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && a->rs_slices && !a->in_place && a->nnodes > 1 &&
+           units >= 32 * pieces * total;
+}
+
+size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k)
+{
+    hier_sched_slices_t *sl = a->rs_slices;
+    size_t nt = (size_t)hier_sched_hier_total(a), len = 0, P = a->pieces > 1 ? (size_t)a->pieces : 1;
+    int nchunks = (int)hier_sched_nchunks(a);
+    for (size_t r = 0; r < nt; r++) { /* slice k of block r, cut in P: lo and vc first */
+        size_t slo, sc;
+        hier_part_range(a->rcounts[r], nchunks, (int)k, 1, &slo, &sc);
+        for (size_t j = 0; j < P; j++) {
+            size_t o, l;
+            hier_part_range(sc, (int)P, (int)j, 1, &o, &l);
+            sl->lo[j * nt + r] = slo + o;
+            sl->vc[j * nt + r] = l;
+        }
+    }
+    for (size_t v = 0; v < P * nt; v++) {
+        sl->vd[v] = len;
+        len += sl->vc[v];
+    }
+    for (int n = 0, i = 0; n <= a->nnodes; n++) {
+        sl->node_first[n] = (uint32_t)i;
+        for (size_t j = 0; n < a->nnodes && j < P; j++)
+            for (uint32_t q = a->node_first[n]; q < a->node_first[n + 1]; q++)
+                sl->node_ranks[i++] = (uint32_t)(j * nt + a->node_ranks[q]);
+    }
+    return len;
+}
+
+/* The chunk's layout: the virtual ranks (sliced), or none. */
+typedef struct {
+    const hier_sched_slices_t *sl;
+    size_t nt, nv, first, len;
+} hier_rs_map_t;
+
+static hier_rs_map_t hier_sched_hier_rs_map(const hier_sched_args_t *a, size_t first, size_t len)
+{
+    size_t nt = (size_t)hier_sched_hier_total(a), P = a->pieces > 1 ? (size_t)a->pieces : 1;
+    if (!hier_sched_hier_sliced(a)) return (hier_rs_map_t){.first = first, .len = len};
+    return (hier_rs_map_t){.sl = a->rs_slices, .nt = nt, .nv = P * nt, .first = 0, .len = len};
+}
+
+/* Piece j of the chunk: the j-th virtual ranks (sliced), or a near-equal cut. */
+static void hier_sched_hier_rs_piece(const hier_sched_args_t *a, const hier_rs_map_t *m, int j, size_t *off_p,
+                                     size_t *len_p)
+{
+    *off_p = *len_p = 0;
+    if (j >= a->pieces) return;
+    if (!m->sl) {
+        hier_part_range(m->len, a->pieces, j, hier_part_align(a->esize), off_p, len_p);
+        return;
+    }
+    size_t end = (size_t)(j + 1) * m->nt < m->nv ? m->sl->vd[(size_t)(j + 1) * m->nt] : m->len;
+    *off_p = m->sl->vd[(size_t)j * m->nt];
+    *len_p = end - *off_p;
+}
+
+/* Range i of chunk range [v, v + l) in my input: chunk offset, input element
+ * and length (one range unsliced, one per virtual rank sliced); the count. */
+static size_t hier_sched_hier_rs_input(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t v, size_t l,
+                                       size_t i, size_t *at_p, size_t *in_p, size_t *len_p)
+{
+    if (!m->sl) {
+        *at_p = v, *in_p = m->first + v, *len_p = i == 0 ? l : 0;
+        return 1;
+    }
+    hier_part_intersect(m->sl->vd[i], m->sl->vc[i], v, l, at_p, len_p);
+    *in_p = a->rdispls[i % m->nt] + m->sl->lo[i] + (*at_p - m->sl->vd[i]);
+    return m->nv;
+}
+
+static void hier_sched_hier_rs_copy_in(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t v, size_t l, int p,
+                                       hier_sched_out_t *out)
+{
+    size_t es = a->esize, at, in, got, n = hier_sched_hier_rs_input(a, m, v, l, 0, &at, &in, &got);
+    for (size_t i = 0; i < n; i++) {
+        if (i) hier_sched_hier_rs_input(a, m, v, l, i, &at, &in, &got);
+        hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, at * es), hier_sched_input(a, in * es, in * es),
+                        got * es);
+    }
+}
+
+/* Steps 1-3 (hier_sched_hier_fold_piece, through the layout). */
+static void hier_sched_hier_rs_fold(const hier_sched_args_t *a, const hier_rs_map_t *m, int p, hier_sched_out_t *out,
+                                    size_t *off_p, size_t *len_p)
+{
+    size_t es = a->esize, mo, ml, at, in, got;
+    hier_sched_hier_rs_piece(a, m, a->me, &mo, &ml);
+    hier_sched_hier_rs_copy_in(a, m, 0, ml ? mo : m->len, p, out);                                 /* 1 */
+    if (ml) hier_sched_hier_rs_copy_in(a, m, mo + ml, m->len - mo - ml, p, out);
+    hier_sched_barrier(out);                                                                       /* 2 */
+    size_t n = ml ? hier_sched_hier_rs_input(a, m, mo, ml, 0, &at, &in, &got) : 0;                 /* 3 */
+    for (size_t i = 0; i < n; i++) {
+        if (i) hier_sched_hier_rs_input(a, m, mo, ml, i, &at, &in, &got);
+        if (!got) continue;
+        hier_step_t *red = hier_sched_reduce(out, hier_ref(HIER_BUF_SLOT, a->me, p, at * es),
+                                             hier_ref(HIER_BUF_SLOT, 0, p, at * es), got, a->order, a->nranks);
+        hier_sched_reduce_self(red, a->me, hier_sched_input(a, in * es, in * es));
+    }
+    *off_p = mo;
+    *len_p = ml;
+}
+
 /* Step 4 of the reduce_scatter, ring form: node n's part of piece [mo, mo + ml)
- * of the chunk is one range per rank of n. */
-static void hier_sched_hier_rs_ring(const hier_sched_args_t *a, size_t first, size_t mo, size_t ml, int p,
+ * of the chunk is one range per rank of n (per virtual rank, sliced). */
+static void hier_sched_hier_rs_ring(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t mo, size_t ml, int p,
                                     hier_sched_out_t *out)
 {
     hier_net_args_t na = {.kind = HIER_NET_RING_REDUCE_SCATTER, .nparts = a->nnodes, .me = a->node,
                           .esize = a->esize, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = mo, .count = ml,
-                          .blocks = HIER_NET_BLOCKS_RANKS, .node_first = a->node_first,
-                          .node_ranks = a->node_ranks, .rcounts = a->rcounts, .rdispls = a->rdispls,
-                          .origin = first};
+                          .blocks = HIER_NET_BLOCKS_RANKS,
+                          .node_first = m->sl ? m->sl->node_first : a->node_first,
+                          .node_ranks = m->sl ? m->sl->node_ranks : a->node_ranks,
+                          .rcounts = m->sl ? m->sl->vc : a->rcounts, .rdispls = m->sl ? m->sl->vd : a->rdispls,
+                          .origin = m->first};
     out->n += hier_sched_net_build(&na, out->steps + out->n);
+}
+
+/* Step 6: what I receive of piece j, from its owner's slot. */
+static void hier_sched_hier_rs_out(const hier_sched_args_t *a, const hier_rs_map_t *m, int j, int p,
+                                   hier_sched_out_t *out)
+{
+    size_t es = a->esize, jo, jl, x, xl;
+    int me = hier_sched_hier_rank(a, a->node, a->me);
+    if (m->sl) { /* my virtual rank of piece j, whole */
+        size_t v = (size_t)j * m->nt + (size_t)me;
+        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, m->sl->lo[v] * es),
+                        hier_ref(HIER_BUF_SLOT, j, p, m->sl->vd[v] * es), m->sl->vc[v] * es);
+        return;
+    }
+    hier_sched_hier_rs_piece(a, m, j, &jo, &jl);
+    hier_part_intersect(a->rdispls[me], a->rcounts[me], m->first + jo, jl, &x, &xl);
+    hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (x - a->rdispls[me]) * es),
+                    hier_ref(HIER_BUF_SLOT, j, p, (x - m->first) * es), xl * es);
 }
 
 static void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t first, size_t len, int p,
                                     hier_sched_out_t *out)
 {
     size_t es = a->esize, mo, ml;
-    int me = hier_sched_hier_rank(a, a->node, a->me);
+    hier_rs_map_t m = hier_sched_hier_rs_map(a, first, len);
 
-    hier_sched_hier_fold_piece(a, first, len, p, out, &mo, &ml);                                  /* 1-3 */
+    hier_sched_hier_rs_fold(a, &m, p, out, &mo, &ml);                                              /* 1-3 */
     if (ml) {
         if (a->net_kind == HIER_NET_RD_ALLREDUCE) {                                               /* 4 */
             hier_net_args_t na = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = a->nnodes, .me = a->node, .esize = es,
@@ -190,17 +336,24 @@ static void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t fi
                                   .blocks = HIER_NET_BLOCKS_EVEN};
             out->n += hier_sched_net_build(&na, out->steps + out->n);
         } else {
-            hier_sched_hier_rs_ring(a, first, mo, ml, p, out);
+            hier_sched_hier_rs_ring(a, &m, mo, ml, p, out);
         }
     }
     hier_sched_barrier(out);                                                                      /* 5 */
-    for (int j = 0; j < a->pieces; j++) {                                                         /* 6 */
-        size_t jo, jl, x, xl;
-        hier_part_range(len, a->pieces, j, hier_part_align(es), &jo, &jl);
-        hier_part_intersect(a->rdispls[me], a->rcounts[me], first + jo, jl, &x, &xl);
-        hier_sched_copy(out, hier_ref(HIER_BUF_RECV, 0, 0, (x - a->rdispls[me]) * es),
-                        hier_ref(HIER_BUF_SLOT, j, p, (x - first) * es), xl * es);
-    }
+    for (int j = 0; j < a->pieces; j++) hier_sched_hier_rs_out(a, &m, j, p, out);                 /* 6 */
+}
+
+hier_sched_slices_t *hier_sched_slices_new(int pieces, int total, int nnodes)
+{
+    size_t nv = (size_t)(pieces > 1 ? pieces : 1) * (size_t)total;
+    hier_sched_slices_t *sl = malloc(sizeof(*sl) + 3 * nv * sizeof(size_t) + (nv + (size_t)nnodes + 1) * sizeof(uint32_t));
+    if (!sl) return NULL;
+    sl->vc = (size_t *)(sl + 1);
+    sl->vd = sl->vc + nv;
+    sl->lo = sl->vd + nv;
+    sl->node_first = (uint32_t *)(sl->lo + nv);
+    sl->node_ranks = sl->node_first + nnodes + 1;
+    return sl;
 }
 
 void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
@@ -213,16 +366,19 @@ void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len,
     }
 }
 
-/* Steps 1-3 and 5 take at most nranks + 8, step 6 pieces x (ranks in all)
+/* Steps 1-3 and 5 take at most nranks + 8 (sliced reduce_scatter: copies
+ * and folds per virtual rank, pieces x total, 4 x that at most), step 6 pieces x (ranks in all)
  * (allgather: one copy per piece and block), step 4 what its network
  * schedule takes. The same on every rank of the communicator (the ranks in
  * all, not this node's), so all grow their step arrays at the same call. */
 size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
 {
-    size_t total = (size_t)hier_sched_hier_total(a);
-    hier_net_args_t na = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = a->nnodes, .node_first = a->node_first,
+    size_t total = (size_t)hier_sched_hier_total(a), P = a->pieces > 1 ? (size_t)a->pieces : 1;
+    size_t virt = hier_sched_hier_sliced(a) ? P * total : total; /* (ranks, or virtual ranks) */
+    uint32_t nf[2] = {0, (uint32_t)virt};
+    hier_net_args_t na = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 1, .node_first = nf,
                           .blocks = a->kind == HIER_SCHED_HIER_REDUCE_SCATTER ? HIER_NET_BLOCKS_RANKS
                                                                               : HIER_NET_BLOCKS_EVEN};
-    return total + 8 + (size_t)(a->pieces > 0 ? a->pieces : 1) * (total + 1) +
-           hier_sched_net_max_steps(&na);
+    size_t net = hier_sched_net_max_steps(&na) + 4 * (size_t)a->nnodes + 4 * (size_t)hier_rd(a->nnodes).rounds;
+    return 4 * virt + 8 + P * (total + 1) + net;
 }

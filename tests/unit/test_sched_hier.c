@@ -33,6 +33,7 @@ typedef struct {
     hier_sched_args_t args;
     hier_step_t *steps;   /* the current chunk's program, or NULL (bursts: rebuilt on resume) */
     size_t n, pos, chunk, nchunks, cap;
+    hier_sched_slices_t *slices; /* its rs_slices */
     uint8_t *sb, *rb;
     msg_t *inbox, **inbox_tail; /* messages from any node, in arrival order */
 } rk_t;
@@ -44,6 +45,7 @@ typedef struct {
     size_t count;   /* allreduce: elements; allgather: bytes per block; reduce_scatter: elements in all */
     size_t chunk;
     int in_place, net_kind, dbl, round_robin;
+    int sliced; /* reduce_scatter: chunks as slices of every rank's block (rs_slices) */
     int pieces;     /* 0: the fewest ranks any node has (the split path); 1: one owner per node */
     int bursts;
 } layout_t;
@@ -271,12 +273,13 @@ static void set_up(sim_t *s, const layout_t *L)
                 if (L->dbl) *(double *)dst = 1.0 / (r + 3) + (double)i * 0.1;
                 else *(int64_t *)dst = val(r, i);
             }
+            q->slices = hier_sched_slices_new(pieces, g, nn);
             q->args = (hier_sched_args_t){.kind = L->kind, .nranks = L->nlocal[n], .me = l, .esize = s->es,
                                           .count = rs ? total : L->count, .rcounts = s->rcounts,
                                           .rdispls = s->rdispls, .in_place = L->in_place, .chunk_bytes = L->chunk,
                                           .order = s->order, .node = n, .nnodes = nn, .pieces = pieces,
                                           .net_kind = (hier_net_kind_t)L->net_kind, .node_first = s->node_first,
-                                          .node_ranks = s->node_ranks};
+                                          .node_ranks = s->node_ranks, .rs_slices = L->sliced ? q->slices : NULL};
             q->nchunks = hier_sched_nchunks(&q->args);
             q->cap = hier_sched_max_steps(&q->args);
             q->state = q->nchunks ? RK_RUN : RK_DONE;
@@ -297,6 +300,7 @@ static void tear_down(sim_t *s)
         drop_program(s, q);
         free(q->sb);
         free(q->rb);
+        free(q->slices);
         free(s->slots[q->node][q->local]);
     }
     for (int n = 0; n < s->L->nnodes; n++) free(s->slots[n]);
@@ -409,11 +413,12 @@ static void sweep(hier_sched_kind_t kind, const size_t *counts, size_t ncounts)
         for (size_t ci = 0; ci < ncounts; ci++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int ip = 0; ip < 2; ip++)
-                    for (int rr = 0; rr < 4; rr++) { /* by node / round-robin x ring / recursive doubling */
+                    for (int rr = 0; rr < (kind == HIER_SCHED_HIER_REDUCE_SCATTER ? 8 : 4); rr++) {
+                        /* by node / round-robin x ring / recursive doubling (x contiguous / sliced chunks) */
                         int rd = kind == HIER_SCHED_HIER_ALLGATHER ? HIER_NET_RD_ALLGATHER : HIER_NET_RD_ALLREDUCE;
                         layout_t L = {.kind = kind, .nnodes = sweep_layouts[li][0], .nlocal = &sweep_layouts[li][1],
                                       .count = counts[ci], .chunk = chunks[hi], .in_place = ip, .round_robin = rr & 1,
-                                      .net_kind = rr & 2 ? rd : 0, .pieces = (int)(ci % 2)};
+                                      .net_kind = rr & 2 ? rd : 0, .pieces = (int)(ci % 2), .sliced = rr >> 2};
                         unsigned seed = (unsigned)(li * 131 + ci * 17 + hi * 5 + (size_t)ip * 3 + (size_t)rr);
                         cr_assert_eq(run_layout(&L, seed), 0, "deadlock: kind %d layout %zu count %zu", (int)kind, li,
                                      counts[ci]);
@@ -447,7 +452,8 @@ static void big(hier_sched_kind_t kind, int nnodes, int per, int uneven, size_t 
 {
     int *nlocal = uniform(nnodes, per, uneven);
     layout_t L = {.kind = kind, .nnodes = nnodes, .nlocal = nlocal, .count = count, .chunk = 16384,
-                  .net_kind = net_kind, .pieces = pieces, .bursts = 1, .round_robin = nnodes % 2};
+                  .net_kind = net_kind, .pieces = pieces, .bursts = 1, .round_robin = nnodes % 2,
+                  .sliced = count >= 100000};
     cr_assert_eq(run_layout(&L, (unsigned)(nnodes * 7 + per)), 0, "deadlock: kind %d, %d nodes x %d", (int)kind,
                  nnodes, per);
     free(nlocal);
@@ -467,6 +473,7 @@ Test(sched_hier, reduce_scatter_on_1024_nodes_of_8, .timeout = 120)
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1024, 8, 0, 8192, HIER_NET_RD_ALLREDUCE, 1);
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1000, 8, 1, 4096, HIER_NET_RD_ALLREDUCE, 0);
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 130, 3, 0, 1000, HIER_NET_RING_REDUCE_SCATTER, 0);
+    big(HIER_SCHED_HIER_REDUCE_SCATTER, 130, 3, 1, 100000, HIER_NET_RING_REDUCE_SCATTER, 0); /* sliced chunks */
 }
 
 Test(sched_hier, allgather_on_1024_nodes_of_8, .timeout = 120)

@@ -158,8 +158,9 @@ Test(select, allgather_and_reduce_scatter_between_nodes)
     /* reduce_scatter: the rules see the send buffer per rank */
     expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
     expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12 + 12, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    /* two nodes: the ring's one round sends half of what recursive doubling's does */
     expect_net(&pair, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
-    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
     hier_params.net_algorithm = HIER_ALGO_RH; /* these have no Rabenseifner: the ring */
     expect_net(&two, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
     expect_net(&two, HIER_COLL_REDUCE_SCATTER, 64, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
