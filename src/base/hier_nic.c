@@ -1,6 +1,7 @@
 /* hier_nic.c: see hier_nic.h. */
 #include "base/hier_nic.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,20 @@ void hier_nic_plan_free(hier_nic_plan_t *plan)
     free(plan->near);
     plan->nic = NULL;
     plan->near = NULL;
+}
+
+void hier_nic_plan_describe(const hier_nic_plan_t *plan, const char *const *names, const int *nic_numa, int r,
+                            char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int j = 0; j < plan->per_rank && at < len; j++) {
+        int n = plan->nic[r * plan->per_rank + j];
+        int w = snprintf(buf + at, len - at, "%s%s (%s)", j ? ", " : "", names[n],
+                         nic_numa[n] < 0 ? "location unknown" : plan->near[r * plan->per_rank + j] ? "near"
+                                                                                                : "far: balance");
+        at += w > 0 ? (size_t)w : 0;
+    }
 }
 
 int hier_nic_filter_pass(const char *filter, const char *name)

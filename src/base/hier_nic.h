@@ -15,6 +15,8 @@
 #ifndef HIER_NIC_H
 #define HIER_NIC_H
 
+#include <stddef.h>
+
 #include "base/hier_status.h"
 
 typedef struct {
@@ -35,6 +37,11 @@ typedef struct {
  * hier_nic_plan_free. */
 hier_status_t hier_nic_assign(const hier_nic_problem_t *p, hier_nic_plan_t *plan_p);
 void hier_nic_plan_free(hier_nic_plan_t *plan);
+
+/* What rank r drives and why, for the logs: "rdmap16s27 (near), ..." ("far:
+ * balance" for a far NIC, "location unknown" for a NIC without one). */
+void hier_nic_plan_describe(const hier_nic_plan_t *plan, const char *const *names, const int *nic_numa, int r,
+                            char *buf, size_t len);
 
 /* Whether `name` passes `filter`: a comma list of names to use, or, after a
  * leading '^', to exclude; an entry ending in '*' is a prefix. NULL or ""

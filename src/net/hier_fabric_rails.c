@@ -80,22 +80,19 @@ static int hier_fabric_nic_numa(const hier_topo_t *topo, const struct fi_info *i
 }
 
 /* 3: the log says, per rank, which NICs and why */
-static void hier_fabric_plan_log(const hier_nic_plan_t *plan, struct fi_info **nics, const int *nic_numa,
-                                 const hier_fabric_config_t *cfg, int nlocal)
+static void hier_fabric_plan_log(const hier_nic_plan_t *plan, struct fi_info **nics, size_t nnics,
+                                 const int *nic_numa, const hier_fabric_config_t *cfg, int nlocal)
 {
     char line[512];
+    const char **names = malloc(sizeof(*names) * nnics);
+    if (!names) return;
+    for (size_t n = 0; n < nnics; n++) names[n] = nics[n]->domain_attr->name;
     for (int r = 0; r < nlocal; r++) {
-        int len = 0;
-        for (int j = 0; j < plan->per_rank && len < (int)sizeof(line); j++) {
-            int n = plan->nic[r * plan->per_rank + j];
-            len += snprintf(line + len, sizeof(line) - (size_t)len, "%s%s (%s)", j ? ", " : "",
-                            nics[n]->domain_attr->name,
-                            nic_numa[n] < 0 ? "location unknown" : plan->near[r * plan->per_rank + j] ? "near" :
-                            "far: balance");
-        }
+        hier_nic_plan_describe(plan, names, nic_numa, r, line, sizeof(line));
         HIER_LOG(HIER_LOG_COMM, "fabric: local rank %d (NUMA %d) drives %s", r,
                  cfg->rank_numa ? cfg->rank_numa[r] : -1, line);
     }
+    free(names);
 }
 
 static hier_status_t hier_fabric_plan(const hier_fabric_config_t *cfg, struct fi_info **nics, size_t nnics,
@@ -118,7 +115,7 @@ static hier_status_t hier_fabric_plan(const hier_fabric_config_t *cfg, struct fi
             near[j] = plan.near[me * plan.per_rank + j];
         }
         *nmine_p = (unsigned)plan.per_rank;
-        if (me == 0 && nnics > 1) hier_fabric_plan_log(&plan, nics, nic_numa, cfg, nlocal);
+        if (me == 0 && nnics > 1) hier_fabric_plan_log(&plan, nics, nnics, nic_numa, cfg, nlocal);
         hier_nic_plan_free(&plan);
     }
     free(nic_numa);

@@ -180,3 +180,28 @@ Test(nic, filter_lists_prefixes_and_exclusion)
     cr_assert(hier_nic_filter_pass("eth0", "eth0"));
     cr_assert(!hier_nic_filter_pass("eth0,", "eth"));
 }
+
+/* What coll_hier_verbose 1 says on a p4d-like node (4 EFA NICs, 2 sockets,
+ * 8 ranks), the lines the README quotes: each rank its socket's NIC. */
+Test(nic, verbose_lines_of_a_four_nic_two_socket_node)
+{
+    static const char *const names[] = {"rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"};
+    int nic_numa[4] = {0, 0, 1, 1}, rank_numa[8] = {0, 0, 0, 0, 1, 1, 1, 1}, crowded[2] = {0, 0};
+    char line[256];
+    hier_nic_plan_t plan = assign(4, nic_numa, 8, rank_numa, 4);
+    static const char *const want[] = {"rdmap16s27 (near)", "rdmap32s27 (near)", "rdmap16s27 (near)",
+                                       "rdmap32s27 (near)", "rdmap144s27 (near)", "rdmap160s27 (near)",
+                                       "rdmap144s27 (near)", "rdmap160s27 (near)"};
+    for (int r = 0; r < 8; r++) {
+        hier_nic_plan_describe(&plan, names, nic_numa, r, line, sizeof(line));
+        cr_expect_str_eq(line, want[r], "rank %d", r);
+    }
+    hier_nic_plan_free(&plan);
+    /* 2 ranks, both on socket 0: 2 NICs each, the second rank's far (balance) */
+    plan = assign(4, nic_numa, 2, crowded, 4);
+    hier_nic_plan_describe(&plan, names, nic_numa, 0, line, sizeof(line));
+    cr_expect_str_eq(line, "rdmap16s27 (near), rdmap32s27 (near)");
+    hier_nic_plan_describe(&plan, names, nic_numa, 1, line, sizeof(line));
+    cr_expect_str_eq(line, "rdmap144s27 (far: balance), rdmap160s27 (far: balance)");
+    hier_nic_plan_free(&plan);
+}

@@ -394,3 +394,68 @@ Test(topo, groups_bad_arguments)
     cr_expect_arr_eq(&g, &before, sizeof(g), "output touched on failure");
     cr_expect_eq(n_errors, 5);
 }
+
+/* ------------------------------------------------------------ NIC locality */
+
+/* A 2-socket node with 4 NICs, 2 on each socket (the p4d / dl1 shape), as an
+ * exported XML topology: synthetic descriptions carry no PCI devices, so
+ * they are written into the XML, under each package. */
+static void write_four_nic_node(const char *path)
+{
+    hwloc_topology_t t;
+    char *xml;
+    int len;
+    cr_assert_eq(hwloc_topology_init(&t), 0);
+    cr_assert_eq(hwloc_topology_set_synthetic(t, "pack:2 numa:1 core:2 pu:1"), 0);
+    cr_assert_eq(hwloc_topology_load(t), 0);
+    cr_assert_eq(hwloc_topology_export_xmlbuffer(t, &xml, &len, 0), 0);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    const char *at = xml;
+    for (int pack = 0; pack < 2; pack++) {
+        const char *open = strstr(at, "<object type=\"Package\"");
+        cr_assert(open, "no package %d in hwloc's XML", pack);
+        const char *end = strchr(open, '>') + 1;
+        fwrite(at, 1, (size_t)(end - at), f);
+        for (int k = 0; k < 2; k++)
+            fprintf(f, "<object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"0000:%02x:00.0\" "
+                       "pci_type=\"0200 [1d0f:efa1] [1d0f:0000] 00\" pci_link_speed=\"0.000000\"/>\n",
+                    1000 + 2 * pack + k, 0x10 * (1 + 2 * pack + k));
+        at = end;
+    }
+    fputs(at, f);
+    fclose(f);
+    hwloc_free_xmlbuffer(t, xml);
+    hwloc_topology_destroy(t);
+}
+
+Test(topo, nics_are_placed_by_their_pci_bus_ids, .init = setup)
+{
+    char path[] = "/tmp/hier-topo-XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    write_four_nic_node(path);
+    hier_topo_t *topo;
+    hier_locality_t loc = {.numa = 7};
+    cr_assert_eq(hier_topo_open(path, &topo), HIER_OK);
+    static const char *const busid[] = {"0000:10:00.0", "0000:20:00.0", "0000:30:00.0", "0000:40:00.0"};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(hier_topo_pci_locality(topo, busid[k], &loc), HIER_OK, "%s", busid[k]);
+        cr_expect_eq(loc.numa, k / 2, "NIC %s: NUMA %d, expected %d", busid[k], loc.numa, k / 2);
+    }
+    loc.numa = 7;
+    cr_expect_eq(hier_topo_pci_locality(topo, "0000:99:00.0", &loc), HIER_ERR_NOT_SUPPORTED);
+    cr_expect_eq(loc.numa, 7, "output touched");
+    hier_topo_close(topo);
+    unlink(path);
+    cr_expect_eq(n_errors, 0);
+}
+
+Test(topo, virtual_interfaces_have_no_bus_id)
+{
+    char busid[16];
+    cr_expect_eq(hier_topo_netdev_busid("lo", busid, sizeof(busid)), HIER_ERR_NOT_SUPPORTED);
+    cr_expect_eq(hier_topo_netdev_busid("no-such-interface", busid, sizeof(busid)), HIER_ERR_NOT_SUPPORTED);
+    cr_expect_eq(hier_topo_netdev_busid("../etc", busid, sizeof(busid)), HIER_ERR_INVALID_ARG);
+}
