@@ -60,6 +60,15 @@ int hier_accel_has_backend(void)
     return atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire) > 0;
 }
 
+hier_status_t hier_accel_device_busid(char *busid, size_t len)
+{
+    int n = atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (hier_accel_backends[i]->device_busid && hier_accel_backends[i]->device_busid(busid, len) == HIER_OK)
+            return HIER_OK;
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
 /* Runtimes with no pointer query in their public API (Gaudi's SynapseAI,
  * AWS Neuron): their device addresses are not host pointers, and nothing
  * says which is which. Looked for among the objects the application has

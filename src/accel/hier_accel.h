@@ -64,6 +64,10 @@ typedef struct {
     hier_status_t (*flush_rdma)(int device);
     /* the address the NIC is given for device address p (else p) */
     void *(*nic_addr)(const void *p);
+    /* the PCI bus id ("dddd:bb:dd.f") of the device the calling thread
+     * works on (its current context's): NICs are placed near it;
+     * HIER_ERR_NOT_SUPPORTED when none is current */
+    hier_status_t (*device_busid)(char *busid, size_t len);
 } hier_accel_backend_t;
 
 /* One buffer of a collective as the core sees it. */
@@ -82,6 +86,9 @@ HIER_EXPORT hier_status_t hier_accel_register(const hier_accel_backend_t *backen
 void hier_accel_reset(void);
 /* Whether any backend is registered (device buffers may come). */
 int hier_accel_has_backend(void);
+/* The PCI bus id of the device this thread works on, from the first
+ * backend that knows; HIER_ERR_NOT_SUPPORTED when none does. */
+hier_status_t hier_accel_device_busid(char *busid, size_t len);
 /* Load the runtimes present on this machine (CUDA), once. */
 void hier_accel_init(void);
 

@@ -53,6 +53,8 @@ static struct {
     CUresult (*mem_host_unregister)(void *);
     CUresult (*stream_synchronize)(CUstream);
     CUresult (*flush_rdma_writes)(int, int); /* CUDA >= 11.3 */
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*device_get_pci_bus_id)(char *, int, CUdevice);
 } hier_cu;
 
 /* One stream per device, in its primary context, for staging copies; the
@@ -254,6 +256,17 @@ static hier_status_t hier_cu_flush_rdma(int device)
     return HIER_OK;
 }
 
+/* The current context's device: where this rank's GPU sits on the PCI tree. */
+static hier_status_t hier_cu_device_busid(char *busid, size_t len)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    if (hier_cu.ctx_get_current(&ctx) != 0 || !ctx || hier_cu.ctx_get_device(&dev) != 0 ||
+        hier_cu.device_get_pci_bus_id(busid, (int)len, dev) != 0)
+        return HIER_ERR_NOT_SUPPORTED;
+    return HIER_OK;
+}
+
 static hier_accel_backend_t hier_cu_backend = {
     .name = "cuda", .fi_iface = FI_HMEM_CUDA, .stable_ranges = 1, .query = hier_cu_query, .to_host = hier_cu_copy,
     .from_host = hier_cu_copy, .copy = hier_cu_copy,
@@ -303,6 +316,9 @@ static void hier_cu_load(void)
     }
     *(void **)&hier_cu.flush_rdma_writes = dlsym(lib, "cuFlushGPUDirectRDMAWrites");
     if (hier_cu.flush_rdma_writes) hier_cu_backend.flush_rdma = hier_cu_flush_rdma;
+    *(void **)&hier_cu.ctx_get_device = dlsym(lib, "cuCtxGetDevice");
+    *(void **)&hier_cu.device_get_pci_bus_id = dlsym(lib, "cuDeviceGetPCIBusId");
+    if (hier_cu.ctx_get_device && hier_cu.device_get_pci_bus_id) hier_cu_backend.device_busid = hier_cu_device_busid;
     if (hier_cu.mem_host_register && hier_cu.mem_host_unregister) {
         hier_cu_backend.host_pin = hier_cu_host_pin;
         hier_cu_backend.host_unpin = hier_cu_host_unpin;

@@ -187,7 +187,7 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         args.rcounts = rcounts;
         args.rdispls = displs;
         if (c->layout.nnodes > 1 && !c->rs_slices) /* (none: chunks stay contiguous) */
-            c->rs_slices = hier_sched_slices_new(args.pieces, c->size, c->layout.nnodes);
+            c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes); /* (the most) */
         args.rs_slices = c->rs_slices;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     }

@@ -5,8 +5,8 @@
  *    process's identity): my node's name (its lowest rank) and its
  *    processes in local order; the local leader (that lowest rank) offers a
  *    node segment: a recycled one of these processes, or a fresh one;
- * 2. allgather one record per rank: node name, NUMA domain, parameter
- *    digest, box, whether a device backend is here, whether this rank sees
+ * 2. allgather one record per rank: node name, NUMA domain (and where its
+ *    NICs should be: its accelerator's, or the same), parameter digest, box, whether a device backend is here, whether this rank sees
  *    its node crowded, and (leaders) the segment offered;
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
@@ -44,6 +44,7 @@ enum { /* statuses, least first: the agreement takes the least */
 typedef struct {
     int32_t node;     /* my node's lowest rank; -1 when every rank shares my node */
     int32_t numa;     /* my NUMA domain, -1 unknown */
+    int32_t nic_numa; /* where my NICs should be: my accelerator's domain, or numa */
     uint32_t digest;  /* of the parameters that shape what ranks do */
     uint32_t box;     /* where this communicator's messages land for me */
     uint32_t flags;
@@ -111,15 +112,16 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
  * ranks; crowded if any of them says so (all of the node decide alike). */
 static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all)
 {
-    int32_t *numa = malloc((size_t)c->layout.nranks * sizeof(*numa));
+    int32_t *numa = malloc(2 * (size_t)c->layout.nranks * sizeof(*numa)), *nic_numa = numa + c->layout.nranks;
     int crowded = 0;
     if (!numa) return HIER_ERR_NO_MEMORY;
     for (int i = 0; i < c->layout.nranks; i++) {
         const hier_setup_rec_t *r = &all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i];
         numa[i] = r->numa;
+        nic_numa[i] = r->nic_numa;
         crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
     }
-    if (c->layout.nnodes > 1) hier_core_fabric_place(numa, c->layout.nranks, c->layout.me);
+    if (c->layout.nnodes > 1) hier_core_fabric_place(nic_numa, c->layout.nranks, c->layout.me);
     hier_status_t st = hier_node_make(c, offer, numa, crowded);
     free(numa);
     return st;
@@ -130,6 +132,7 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
                           hier_node_offer_t *offer)
 {
     hier_setup_rec_t mine = {.node = loc->node, .numa = hier_core_my_numa(loc->me),
+                             .nic_numa = hier_core_nic_numa(loc->me),
                              .digest = hier_params_digest(&hier_params), .box = box,
                              .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
                                       (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0)};

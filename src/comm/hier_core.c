@@ -110,6 +110,22 @@ int hier_core_my_numa(int local_index)
     return hier_core_numa;
 }
 
+/* Where this rank wants its NICs: near the accelerator this thread works
+ * on when a device backend says which (and hwloc finds it on the PCI tree),
+ * else near its binding. */
+int hier_core_nic_numa(int local_index)
+{
+    char busid[32];
+    hier_locality_t loc;
+    pthread_once(&hier_core_topo_once, hier_core_topo_load);
+    if (hier_accel_has_backend() && hier_core_topo && hier_accel_device_busid(busid, sizeof(busid)) == HIER_OK &&
+        hier_topo_pci_locality(hier_core_topo, busid, &loc) == HIER_OK) {
+        HIER_LOG_ONCE(HIER_LOG_COMM, "NICs are placed near this rank's accelerator %s (NUMA %d)", busid, loc.numa);
+        return loc.numa;
+    }
+    return hier_core_my_numa(local_index);
+}
+
 long hier_core_cpus(void)
 {
     pthread_once(&hier_core_topo_once, hier_core_topo_load);

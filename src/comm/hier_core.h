@@ -17,6 +17,9 @@ hier_fabric_t *hier_core_fabric(void);
 void hier_core_fabric_place(const int32_t *numa, int nlocal, int me);
 /* This rank's NUMA domain (hwloc and its binding at the first call, or the simulation parameter), -1 unknown. */
 int hier_core_my_numa(int local_index);
+/* Where this rank's NICs should be: its accelerator's NUMA domain when a
+ * device backend names the device in use, else hier_core_my_numa. */
+int hier_core_nic_numa(int local_index);
 /* The machine's online CPUs (not this process's affinity), <= 0 unknown. */
 long hier_core_cpus(void);
 /* The segment budget: bytes of segments this process keeps mapped at most. */

@@ -89,7 +89,7 @@ static void hier_fabric_plan_log(const hier_nic_plan_t *plan, struct fi_info **n
     for (size_t n = 0; n < nnics; n++) names[n] = nics[n]->domain_attr->name;
     for (int r = 0; r < nlocal; r++) {
         hier_nic_plan_describe(plan, names, nic_numa, r, line, sizeof(line));
-        HIER_LOG(HIER_LOG_COMM, "fabric: local rank %d (NUMA %d) drives %s", r,
+        HIER_LOG(HIER_LOG_COMM, "fabric: local rank %d (near NUMA %d) drives %s", r,
                  cfg->rank_numa ? cfg->rank_numa[r] : -1, line);
     }
     free(names);

@@ -107,6 +107,7 @@ typedef struct {
 typedef struct hier_sched_slices {
     size_t *vc, *vd, *lo;
     uint32_t *node_first, *node_ranks;
+    int pieces, total, nnodes; /* the room made: a call with more pieces is not sliced */
 } hier_sched_slices_t;
 
 /* Room for pieces x total virtual ranks over nnodes (one allocation, free()). */

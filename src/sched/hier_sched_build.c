@@ -28,27 +28,11 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *a)
     return hier_sched_is_hier(a->kind) ? hier_sched_hier_units(a) : hier_sched_intra_units(a);
 }
 
-/* Sliced reduce_scatter: the fewest chunks whose slices (each rank's block
- * cut in as many near-equal parts, the larger ones a rounding element up)
- * fit in a chunk: one more than the even split needs at most. */
-static size_t hier_sched_sliced_nchunks(const hier_sched_args_t *a, size_t total)
-{
-    size_t units = hier_sched_chunk_units(a), nt = a->node_first[a->nnodes];
-    size_t n = hier_part_nchunks(total, units);
-    for (int fits = 0; !fits && n;) {
-        size_t most = 0;
-        for (size_t r = 0; r < nt; r++) most += (a->rcounts[r] + n - 1) / n;
-        fits = most <= units;
-        n += !fits;
-    }
-    return n;
-}
-
 size_t hier_sched_nchunks(const hier_sched_args_t *a)
 {
     size_t total = hier_sched_total(a);
     if (hier_sched_is_cma(a->kind)) return total ? 1 : 0; /* no slots: one step list per call */
-    if (hier_sched_hier_sliced(a)) return hier_sched_sliced_nchunks(a, total);
+    if (hier_sched_hier_sliced(a)) return hier_sched_hier_sliced_nchunks(a);
     if (a->kind == HIER_SCHED_REDUCE_SCATTER) { /* the largest block sets the pace */
         total = 0;
         for (int r = 0; r < a->nranks; r++) total = a->rcounts[r] > total ? a->rcounts[r] : total;
@@ -73,7 +57,7 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     size_t first = k * units, len = total - first < units ? total - first : units;
 
     if (hier_sched_hier_sliced(a)) {
-        len = hier_sched_hier_slice(a, k);
+        len = hier_sched_hier_slice(a, k, hier_sched_nchunks(a));
         first = 0;
     }
     if (hier_sched_is_cma(a->kind))

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 
 #include "base/hier_part.h"
-#include "sched/hier_sched_build.h"
 #include "sched/hier_sched_net.h"
 #include "sched/hier_sched_pattern.h"
 
@@ -184,17 +183,33 @@ int hier_sched_hier_sliced(const hier_sched_args_t *a)
     size_t units = hier_sched_hier_units(a), total = (size_t)hier_sched_hier_total(a);
     size_t pieces = a->pieces > 1 ? (size_t)a->pieces : 1;
     return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && a->rs_slices && !a->in_place && a->nnodes > 1 &&
-           units >= 32 * pieces * total;
+           units >= 32 * pieces * total && (int)pieces <= a->rs_slices->pieces &&
+           (int)total == a->rs_slices->total && a->nnodes == a->rs_slices->nnodes;
 }
 
-size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k)
+/* The fewest chunks whose slices (each rank's block cut in as many
+ * near-equal parts, the larger a rounding element up) fit in a chunk: one
+ * more than the even split needs at most. */
+size_t hier_sched_hier_sliced_nchunks(const hier_sched_args_t *a)
+{
+    size_t units = hier_sched_hier_units(a), nt = (size_t)hier_sched_hier_total(a);
+    size_t n = hier_part_nchunks(a->count, units);
+    for (int fits = 0; !fits && n;) {
+        size_t most = 0;
+        for (size_t r = 0; r < nt; r++) most += (a->rcounts[r] + n - 1) / n;
+        fits = most <= units;
+        n += !fits;
+    }
+    return n;
+}
+
+size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k, size_t nchunks)
 {
     hier_sched_slices_t *sl = a->rs_slices;
     size_t nt = (size_t)hier_sched_hier_total(a), len = 0, P = a->pieces > 1 ? (size_t)a->pieces : 1;
-    int nchunks = (int)hier_sched_nchunks(a);
     for (size_t r = 0; r < nt; r++) { /* slice k of block r, cut in P: lo and vc first */
         size_t slo, sc;
-        hier_part_range(a->rcounts[r], nchunks, (int)k, 1, &slo, &sc);
+        hier_part_range(a->rcounts[r], (int)nchunks, (int)k, 1, &slo, &sc);
         for (size_t j = 0; j < P; j++) {
             size_t o, l;
             hier_part_range(sc, (int)P, (int)j, 1, &o, &l);
@@ -353,6 +368,9 @@ hier_sched_slices_t *hier_sched_slices_new(int pieces, int total, int nnodes)
     sl->lo = sl->vd + nv;
     sl->node_first = (uint32_t *)(sl->lo + nv);
     sl->node_ranks = sl->node_first + nnodes + 1;
+    sl->pieces = pieces > 1 ? pieces : 1;
+    sl->total = total;
+    sl->nnodes = nnodes;
     return sl;
 }
 

@@ -10,8 +10,10 @@ size_t hier_sched_hier_units(const hier_sched_args_t *a);
  * hier_sched_hier.c): with a->rs_slices, not in place, and room in a
  * chunk for one rounding element per rank. */
 int hier_sched_hier_sliced(const hier_sched_args_t *a);
-/* Fill a->rs_slices for chunk k; its length. */
-size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k);
+/* Its chunks: the fewest whose slices fit. */
+size_t hier_sched_hier_sliced_nchunks(const hier_sched_args_t *a);
+/* Fill a->rs_slices for chunk k of nchunks; its length. */
+size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k, size_t nchunks);
 /* At most this many steps per chunk. */
 size_t hier_sched_hier_max_steps(const hier_sched_args_t *a);
 /* The units [first, first + len) in pipeline buffer p. */

@@ -156,6 +156,27 @@ FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
     return OK;
 }
 
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
+{
+    CUcontext ctx = fake_current();
+    if (!ctx) return ERR_INVALID_CONTEXT;
+    *dev = ctx->device;
+    return OK;
+}
+
+/* Device d sits at bus 0x10 x (d + 1), as "dddd:bb:dd.f", the driver's
+ * format; HIER_FAKE_CUDA_BUSID names every device's instead (tests: a
+ * device this machine has, to be found by hwloc). */
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice dev)
+{
+    const char *all = getenv("HIER_FAKE_CUDA_BUSID");
+    if (!initialised) return ERR_NOT_INITIALIZED;
+    if (dev < 0 || dev >= ndevices || len < 13) return ERR_INVALID_VALUE;
+    if (all) snprintf(busid, (size_t)len, "%s", all);
+    else snprintf(busid, (size_t)len, "0000:%02x:00.0", (0x10u * (unsigned)(dev + 1)) & 0xff);
+    return OK;
+}
+
 FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     if (!ctx) {

@@ -188,7 +188,13 @@ if unshare --uts true 2>/dev/null; then
         $TC $NET --direct-min 4096
     case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV \
         --mca coll_hier_fabric_provider tcp $TC $NET
-    case_run nodes2x2_cuda_fake_driver_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $FC -x HIER_FAKE_CUDA_DEVICES=2 \
+    # the fake GPU sits where this machine has a PCI NIC: NICs are placed near it
+    gpu_bus=$(for d in /sys/class/net/*/device; do readlink -f "$d"; done 2>/dev/null |
+        grep -o '[0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-9a-f]' | tail -n 1)
+    near_gpu() { [ -z "$gpu_bus" ] || grep -q "NICs are placed near this rank's accelerator $gpu_bus" "$1"; }
+    [ -n "$gpu_bus" ] || echo "note: no PCI network device here: the accelerator's placement is not checked"
+    EXTRA_CHECK=near_gpu case_run nodes2x2_cuda_fake_driver_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $FC \
+        -x HIER_FAKE_CUDA_DEVICES=2 -x HIER_FAKE_CUDA_BUSID="$gpu_bus" --mca coll_hier_verbose 1 \
         --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \

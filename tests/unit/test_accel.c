@@ -192,3 +192,35 @@ Test(accel, unknown_device_memory_is_refused_when_guarded)
     hier_accel_guard_set(0);
     tdev_free(dev);
 }
+
+/* Where the device in use sits: the first backend that knows says; none
+ * that knows, none registered: not supported (NICs go by the binding). */
+static hier_status_t gpu_at_42(char *busid, size_t len)
+{
+    snprintf(busid, len, "0000:42:00.0");
+    return HIER_OK;
+}
+
+static hier_status_t no_current_device(char *busid, size_t len)
+{
+    (void)busid, (void)len;
+    return HIER_ERR_NOT_SUPPORTED;
+}
+
+Test(accel, the_device_in_use_is_located_by_its_backend)
+{
+    char busid[32] = "untouched";
+    hier_accel_backend_t idle = *tdev_backend(), busy = *tdev_backend();
+    idle.name = "idle";
+    idle.device_busid = no_current_device;
+    busy.name = "busy";
+    busy.device_busid = gpu_at_42;
+    cr_assert_eq(hier_accel_device_busid(busid, sizeof(busid)), HIER_ERR_NOT_SUPPORTED);
+    cr_assert_eq(hier_accel_register(tdev_backend()), HIER_OK); /* (no device_busid) */
+    cr_assert_eq(hier_accel_register(&idle), HIER_OK);
+    cr_assert_eq(hier_accel_device_busid(busid, sizeof(busid)), HIER_ERR_NOT_SUPPORTED);
+    cr_assert_eq(hier_accel_register(&busy), HIER_OK);
+    cr_assert_eq(hier_accel_device_busid(busid, sizeof(busid)), HIER_OK);
+    cr_assert_str_eq(busid, "0000:42:00.0");
+    hier_accel_reset();
+}
