@@ -196,6 +196,10 @@ if unshare --uts true 2>/dev/null; then
     EXTRA_CHECK=near_gpu case_run nodes2x2_cuda_fake_driver_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $FC \
         -x HIER_FAKE_CUDA_DEVICES=2 -x HIER_FAKE_CUDA_BUSID="$gpu_bus" --mca coll_hier_verbose 1 \
         --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
+    # the default staging chunk: reduce_scatter's first calls unsplit, later ones split
+    case_run nodes2x2_cuda_fake_driver_default_chunk 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+        -x LD_LIBRARY_PATH="$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x HIER_FAKE_CUDA_DEVICES=2 \
+        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
         $TC --quick --world-only $NET --allreduce-path net_ring
