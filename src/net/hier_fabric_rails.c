@@ -18,6 +18,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,8 +200,8 @@ hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p)
     hier_status_t st = HIER_OK;
     hier_lock_take();
     for (unsigned j = 0; j < fab->nrails && st == HIER_OK; j++) {
-        size_t len = HIER_FABRIC_ADDR_MAX - off - 3;
-        int ret = fi_getname(&fab->rail[j].ep->fid, out + off + 3, &len);
+        size_t len = off + 3 < HIER_FABRIC_ADDR_MAX ? HIER_FABRIC_ADDR_MAX - off - 3 : 0;
+        int ret = len ? fi_getname(&fab->rail[j].ep->fid, out + off + 3, &len) : -FI_ETOOSMALL;
         if (ret == -FI_ETOOSMALL || len > 255) {
             HIER_ERROR("the addresses of %u rails do not fit in %d bytes: use fewer (coll_hier_fabric_rails_max)",
                        fab->nrails, HIER_FABRIC_ADDR_MAX);
