@@ -8,6 +8,7 @@
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_setup.h"
 #include "exec/hier_exec_ll.h"
+#include "sched/hier_sched_hier.h"
 #include "select/hier_select.h"
 
 /* Common entry: the set-up at the first call, a forced fallback, or one rank. */
@@ -186,7 +187,7 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, total, sbuf == NULL);
         args.rcounts = rcounts;
         args.rdispls = displs;
-        if (c->layout.nnodes > 1 && !c->rs_slices) /* (none: chunks stay contiguous) */
+        if (!c->rs_slices && hier_sched_hier_slicing_pays(&args)) /* (none: chunks stay contiguous) */
             c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes); /* (the most) */
         args.rs_slices = c->rs_slices;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);

@@ -178,13 +178,18 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
  * input a later chunk reads), and every virtual rank's slice 32 elements
  * on average (at thousands of ranks the copies would cost more than the
  * links gain: issue 13's ground). */
-int hier_sched_hier_sliced(const hier_sched_args_t *a)
+int hier_sched_hier_slicing_pays(const hier_sched_args_t *a)
 {
     size_t units = hier_sched_hier_units(a), total = (size_t)hier_sched_hier_total(a);
     size_t pieces = a->pieces > 1 ? (size_t)a->pieces : 1;
-    return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && a->rs_slices && !a->in_place && a->nnodes > 1 &&
-           units >= 32 * pieces * total && (int)pieces <= a->rs_slices->pieces &&
-           (int)total == a->rs_slices->total && a->nnodes == a->rs_slices->nnodes;
+    return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && !a->in_place && a->nnodes > 1 &&
+           units >= 32 * pieces * total;
+}
+
+int hier_sched_hier_sliced(const hier_sched_args_t *a)
+{
+    return a->rs_slices && hier_sched_hier_slicing_pays(a) && a->pieces <= a->rs_slices->pieces &&
+           hier_sched_hier_total(a) == a->rs_slices->total && a->nnodes == a->rs_slices->nnodes;
 }
 
 /* The fewest chunks whose slices (each rank's block cut in as many
