@@ -103,14 +103,16 @@ static const hier_param_desc_t hier_param_table[] = {
      "every NIC serving as many ranks; with fewer ranks than NICs each drives several (at most 8)",
      HIER_PARAM_OFF(fabric_rails_max), 0, 1, 3},
     {"fabric_stripe", HIER_PARAM_INT, "1",
-     "Spread the messages to a peer over every rail the two processes share (consecutive segments on "
-     "different NICs); 0 = the first shared rail only",
-     HIER_PARAM_OFF(fabric_stripe), 0, 1, 3},
+     "Spread the messages to a peer over every rail the two processes share (a message cut in a segment per "
+     "rail, from 16 KiB; consecutive segments on different NICs); 0 = the first shared rail only. Ranks must agree "
+     "(both ends cut a message alike)",
+     HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
      HIER_PARAM_OFF(fabric_slot_size), 0, 0, 5},
     {"fabric_slots", HIER_PARAM_INT, "4",
-     "Slots per inter-node channel: messages a sender may have in flight before the receiver returns credit",
+     "Slots per inter-node channel and rail (lane) it uses: messages a sender may have in flight before the "
+     "receiver returns credit",
      HIER_PARAM_OFF(fabric_slots), 0, 0, 5},
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
      "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "

@@ -30,8 +30,9 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
         if (st != HIER_OK || !s->ch) return st; /* (connecting: later) */
     }
     uint32_t box = x->boxes ? x->boxes[s->to] : 0;
+    if (!s->seg) s->seg = hier_chan_segment(s->ch, s->len);
     while (s->done < s->len) {
-        size_t seg = s->len - s->done, max = hier_chan_slot_bytes(s->ch);
+        size_t seg = s->len - s->done, max = s->seg;
         int sent;
         uint64_t msg;
         if (seg > max) seg = max;
@@ -48,12 +49,12 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
 }
 
 /* Sent in place, segments free their bytes as their writes complete, in
- * order (a receive may land on them only then; segments are whole slots but
- * the last). Returns whether the send is over: every byte freed. */
+ * order (a receive may land on them only then; segments are all s->seg
+ * but the last). Returns whether the send is over: every byte freed. */
 static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
 {
-    if (!s->ch) return s->len == 0;
-    size_t slot = hier_chan_slot_bytes(s->ch);
+    if (!s->ch || !s->seg) return s->len == 0;
+    size_t slot = s->seg;
     while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot)) {
         s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
         x->moved++;
@@ -120,7 +121,8 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
         hier_status_t st = hier_net_link(x, r->from, 0, &r->ch);
         if (st != HIER_OK || !r->ch) return st; /* (the sender has not connected yet) */
     }
-    size_t seg = hier_chan_slot_bytes(r->ch);
+    if (!r->seg) r->seg = hier_chan_segment(r->ch, r->len);
+    size_t seg = r->seg;
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
     hier_status_t st = hier_chan_try_recv(r->ch, x->box, &m, &got);

@@ -23,6 +23,7 @@ typedef struct {
     hier_chan_t *ch;       /* once connected */
     hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
     uint64_t first;        /* in place: the channel's number of the first segment */
+    size_t seg;            /* its segments' size (hier_chan_segment), once connected */
 } hier_net_send_t;
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
     int reduce;
     uint32_t from, tag;
     hier_chan_t *ch;  /* once the sender has connected */
+    size_t seg;       /* its segments' size, as the sender cuts them */
 } hier_net_recv_t;
 
 /* Sends not yet handed over in full, oldest first, in a ring the caller

@@ -83,6 +83,12 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, co
  * source may be reused. */
 int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);
+/* The segments a message of len bytes is cut into (the last may be
+ * shorter): whole slots, or, where the channel has several lanes (rails), a
+ * share of the message per lane (HIER_CHAN_STRIPE_MIN at least), so even a
+ * message of one slot leaves on every rail at once. The same at both ends. */
+#define HIER_CHAN_STRIPE_MIN 16384
+size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
 
 /* The next message of `box` if it is there (*got_p = 1), without waiting. */
 hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p);

@@ -238,7 +238,10 @@ static hier_status_t hier_peer_chan_locked(hier_fabric_t *fab, hier_peer_t *p, h
         HIER_ERROR("no address for process %#llx: the set-up should have exchanged it", (unsigned long long)p->proc);
         return HIER_ERR_INTERNAL;
     }
-    if (hier_peer_open(fab, p, hier_peers.slots, hier_peers.slot_bytes) != HIER_OK) return p->error;
+    /* a ring of slots per lane: cut a message across rails and each still has as many in flight */
+    size_t slots = hier_peers.slots * hier_fabric_lanes(fab, p->addr);
+    if (slots > HIER_CHAN_MAX_SLOTS) slots = HIER_CHAN_MAX_SLOTS;
+    if (hier_peer_open(fab, p, slots, hier_peers.slot_bytes) != HIER_OK) return p->error;
     p->state = HIER_PEER_REQUESTED;
     hier_peer_say(fab, p, HIER_PEER_MSG_REQUEST);
     return p->state == HIER_PEER_FAILED ? p->error : HIER_OK;
