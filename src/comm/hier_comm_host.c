@@ -8,7 +8,6 @@
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_setup.h"
 #include "exec/hier_exec_ll.h"
-#include "sched/hier_sched_hier.h"
 #include "select/hier_select.h"
 
 /* Common entry: the set-up at the first call, a forced fallback, or one rank. */
@@ -187,8 +186,12 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, total, sbuf == NULL);
         args.rcounts = rcounts;
         args.rdispls = displs;
-        if (!c->rs_slices && hier_sched_hier_slicing_pays(&args)) /* (none: chunks stay contiguous) */
-            c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes); /* (the most) */
+        /* the slice layout, made for the most pieces, when a call with the largest chunk would be
+         * sliced (hier_sched_hier_sliced; none: chunks stay contiguous). (The node fills in the rest
+         * of args, and the chunk, as the call runs.) */
+        if (!c->rs_slices && c->layout.nnodes > 1 && !args.in_place &&
+            hier_params.net_chunk_size / esize >= (size_t)32 * (size_t)c->layout.pieces * (size_t)c->size)
+            c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
         args.rs_slices = c->rs_slices;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
     }

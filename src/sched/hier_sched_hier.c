@@ -178,7 +178,7 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
  * input a later chunk reads), and every virtual rank's slice 32 elements
  * on average (at thousands of ranks the copies would cost more than the
  * links gain: issue 13's ground). */
-int hier_sched_hier_slicing_pays(const hier_sched_args_t *a)
+static int hier_sched_hier_slicing_pays(const hier_sched_args_t *a)
 {
     size_t units = hier_sched_hier_units(a), total = (size_t)hier_sched_hier_total(a);
     size_t pieces = a->pieces > 1 ? (size_t)a->pieces : 1;

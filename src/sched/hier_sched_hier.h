@@ -10,9 +10,6 @@ size_t hier_sched_hier_units(const hier_sched_args_t *a);
  * hier_sched_hier.c): with a->rs_slices, not in place, and room in a
  * chunk for one rounding element per rank. */
 int hier_sched_hier_sliced(const hier_sched_args_t *a);
-/* The same but for the room: whether a call like this one would be sliced
- * (its caller makes a->rs_slices only then). */
-int hier_sched_hier_slicing_pays(const hier_sched_args_t *a);
 /* Its chunks: the fewest whose slices fit. */
 size_t hier_sched_hier_sliced_nchunks(const hier_sched_args_t *a);
 /* Fill a->rs_slices for chunk k of nchunks; its length. */
