@@ -341,7 +341,9 @@ size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
     hier_lock_take();
     size_t lanes = hier_fabric_lanes(ch->fab, ch->peer);
     hier_lock_drop();
-    if (lanes < 2 || len <= HIER_CHAN_STRIPE_MIN) return ch->slot_bytes;
+    /* (a message under half a slot is not cut: many small ones alternate lanes anyway, and
+     * cutting them only multiplies segments, credits and completions) */
+    if (lanes < 2 || len < ch->slot_bytes / 2 || len <= HIER_CHAN_STRIPE_MIN) return ch->slot_bytes;
     size_t share = ((len + lanes - 1) / lanes + 63) & ~(size_t)63; /* (whole elements: slots are 64-byte multiples) */
     if (share < HIER_CHAN_STRIPE_MIN) share = HIER_CHAN_STRIPE_MIN;
     return share < ch->slot_bytes ? share : ch->slot_bytes;

@@ -84,9 +84,10 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, co
 int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 /* The segments a message of len bytes is cut into (the last may be
- * shorter): whole slots, or, where the channel has several lanes (rails), a
- * share of the message per lane (HIER_CHAN_STRIPE_MIN at least), so even a
- * message of one slot leaves on every rail at once. The same at both ends. */
+ * shorter): whole slots, or, where the channel has several lanes (rails)
+ * and the message is half a slot or more, a share of it per lane
+ * (HIER_CHAN_STRIPE_MIN at least), so even a message of one slot leaves on
+ * every rail at once. The same at both ends. */
 #define HIER_CHAN_STRIPE_MIN 16384
 size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
 

@@ -17,6 +17,7 @@
 #include "fabric_reap.h"
 #include "accel/hier_accel.h"
 #include "comm/hier_comm.h"
+#include "comm/hier_comm_state.h" /* (white box: the reduce_scatter slice layout) */
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "shm/hier_shm.h"
@@ -496,6 +497,9 @@ static int across_nodes(hier_comm_t *comm, int me, int n, fork_world_t *w, int o
         }
         if (hier_comm_staged(comm) != on_device) return 40;
     }
+    /* reduce_scatter chunks were slices of every rank's block (else every
+     * node's result went one after another: correct, at half the link) */
+    if (!comm->rs_slices) return 45;
     return 0;
 }
 
