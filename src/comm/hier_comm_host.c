@@ -189,8 +189,8 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         /* the slice layout, made for the most pieces, when a call with the largest chunk would be
          * sliced (hier_sched_hier_sliced; none: chunks stay contiguous). (The node fills in the rest
          * of args, and the chunk, as the call runs.) */
-        if (!c->rs_slices && c->layout.nnodes > 1 && !args.in_place &&
-            hier_params.net_chunk_size / esize >= (size_t)32 * (size_t)c->layout.pieces * (size_t)c->size)
+        if (!c->rs_slices && hier_sched_slices_pay(hier_params.net_chunk_size / esize, c->layout.pieces, c->size,
+                                                   c->layout.nnodes, args.in_place))
             c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
         args.rs_slices = c->rs_slices;
         st = hier_comm_run(c, &args, sbuf, rbuf, kernel);

@@ -6,8 +6,9 @@
  *    processes in local order; the local leader (that lowest rank) offers a
  *    node segment: a recycled one of these processes, or a fresh one;
  * 2. allgather one record per rank: node name, NUMA domain (and where its
- *    NICs should be: its accelerator's, or the same), parameter digest, box, whether a device backend is here, whether this rank sees
- *    its node crowded, and (leaders) the segment offered;
+ *    NICs should be: its accelerator's, or the same), parameter digest,
+ *    box, whether a device backend is here, whether this rank sees its
+ *    node crowded, and (leaders) the segment offered;
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
  *    segment (recycled: from its own pool; fresh: attached), makes its node

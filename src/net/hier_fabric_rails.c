@@ -124,7 +124,7 @@ static hier_status_t hier_fabric_plan(const hier_fabric_config_t *cfg, struct fi
 }
 
 /* 4 */
-static hier_status_t hier_fabric_rail_open(hier_fabric_t *fab, hier_fabric_rail_t *r)
+static hier_status_t hier_fabric_rail_open(hier_fabric_rail_t *r)
 {
     int ret;
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
@@ -139,7 +139,6 @@ static hier_status_t hier_fabric_rail_open(hier_fabric_t *fab, hier_fabric_rail_
 fail: /* (what was opened goes in hier_fabric_rails_close) */
     HIER_ERROR("opening NIC %s on provider %s failed: %s (%d)", r->info->domain_attr->name,
                r->info->fabric_attr->prov_name, hier_fi_strerror(-ret), ret);
-    (void)fab;
     return ret == -FI_ENOMEM ? HIER_ERR_NO_MEMORY : HIER_ERR_NOT_SUPPORTED;
 }
 
@@ -167,7 +166,7 @@ hier_status_t hier_fabric_rails_open(hier_fabric_t *fab, const hier_fabric_confi
         r->near = near[j];
         r->bytes = &hier_stats_rails[j].bytes;
         snprintf(hier_stats_rails[j].nic, sizeof(hier_stats_rails[j].nic), "%s", r->info->domain_attr->name);
-        st = hier_fabric_rail_open(fab, r);
+        st = hier_fabric_rail_open(r);
     }
     free(nics);
     return st;

@@ -174,21 +174,19 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
  * In place (never sliced), results land at or below the elements they come
  * from, which every rank has consumed by the barrier. */
 
-/* Sliced only where it pays: not in place (a chunk's result would land on
- * input a later chunk reads), and every virtual rank's slice 32 elements
- * on average (at thousands of ranks the copies would cost more than the
- * links gain: issue 13's ground). */
-static int hier_sched_hier_slicing_pays(const hier_sched_args_t *a)
+/* (see hier_sched.h; at thousands of ranks: issue 13's ground) */
+int hier_sched_slices_pay(size_t units, int pieces, int total, int nnodes, int in_place)
 {
-    size_t units = hier_sched_hier_units(a), total = (size_t)hier_sched_hier_total(a);
-    size_t pieces = a->pieces > 1 ? (size_t)a->pieces : 1;
-    return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && !a->in_place && a->nnodes > 1 &&
-           units >= 32 * pieces * total;
+    size_t p = pieces > 1 ? (size_t)pieces : 1;
+    return nnodes > 1 && !in_place && units >= 32 * p * (size_t)total;
 }
 
 int hier_sched_hier_sliced(const hier_sched_args_t *a)
 {
-    return a->rs_slices && hier_sched_hier_slicing_pays(a) && a->pieces <= a->rs_slices->pieces &&
+    return a->kind == HIER_SCHED_HIER_REDUCE_SCATTER && a->rs_slices &&
+           hier_sched_slices_pay(hier_sched_hier_units(a), a->pieces, hier_sched_hier_total(a), a->nnodes,
+                                 a->in_place) &&
+           a->pieces <= a->rs_slices->pieces &&
            hier_sched_hier_total(a) == a->rs_slices->total && a->nnodes == a->rs_slices->nnodes;
 }
 
