@@ -341,8 +341,12 @@ size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
     hier_lock_take();
     size_t lanes = hier_fabric_lanes(ch->fab, ch->peer);
     hier_lock_drop();
-    /* (a message under half a slot is not cut: many small ones alternate lanes anyway, and
-     * cutting them only multiplies segments, credits and completions) */
+    /* (a message under half a slot is not cut: many small ones alternate lanes anyway, and the
+     * ring's credit counts messages, not bytes: 32 KiB segments in 16 slots are 512 KiB in
+     * flight, about 1 ms on 4 rails, less than a write's round trip under load. Measured on
+     * the namespace bed, 2 x 2, 4 rails, 16 MiB reduce_scatter_block: 55 ms cut against 18
+     * not; credit returned at every release 65 ms (the return's timing is not it); 16 slots
+     * per lane 32 ms. Cutting them needs credit by bytes.) */
     if (lanes < 2 || len < ch->slot_bytes / 2 || len <= HIER_CHAN_STRIPE_MIN) return ch->slot_bytes;
     size_t share = ((len + lanes - 1) / lanes + 63) & ~(size_t)63; /* (whole elements: slots are 64-byte multiples) */
     if (share < HIER_CHAN_STRIPE_MIN) share = HIER_CHAN_STRIPE_MIN;
