@@ -28,7 +28,7 @@ static size_t hier_node_round64(size_t v)
 
 /* A node segment's small buffers: room for a 64-byte piece per rank
  * (reduce_scatter's blocks), 8 KiB at least. */
-static size_t hier_node_small_chunk(int nranks)
+size_t hier_node_small_chunk(int nranks)
 {
     size_t least = hier_node_round64((size_t)nranks * 64);
     return least > HIER_NODE_SMALL_CHUNK ? least : HIER_NODE_SMALL_CHUNK;
@@ -228,9 +228,8 @@ void hier_node_free(hier_comm_t *c)
  * none does. */
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 {
-    size_t want = c->layout.nnodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size;
+    size_t want = hier_node_pipe_chunk_wanted(c->layout.nnodes);
     size_t budget = hier_core_shm_budget();
-    if (want > HIER_NODE_MAX_CHUNK) want = HIER_NODE_MAX_CHUNK;
     want = hier_node_round64(want < least ? least : want);
     for (size_t chunk = want; chunk >= least; chunk = hier_node_round64(chunk / 2)) {
         hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
@@ -337,6 +336,26 @@ static int hier_node_fits(const hier_sched_args_t *args, size_t chunk)
     return hier_sched_chunk_units(&a) > 0;
 }
 
+size_t hier_node_pipe_chunk_wanted(int nnodes)
+{
+    size_t want = nnodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size;
+    return hier_node_round64(want > HIER_NODE_MAX_CHUNK ? HIER_NODE_MAX_CHUNK : want);
+}
+
+int hier_node_small_serves(const hier_sched_args_t *args, size_t small)
+{
+    hier_sched_args_t a = *args;
+    a.chunk_bytes = small;
+    return hier_node_fits(&a, small) && hier_sched_nchunks(&a) <= 1;
+}
+
+size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe)
+{
+    if (hier_node_small_serves(args, small)) return small;
+    if (pipe && hier_node_fits(args, pipe)) return pipe;
+    return hier_node_fits(args, small) ? small : 0; /* (0: a huge allgather without the budget) */
+}
+
 /* The small slots serve every call they hold in one chunk; larger ones
  * the pipeline segment, made when first needed (every rank comes to the
  * same decision: it depends on the call's shape only). */
@@ -344,19 +363,11 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
 {
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c);
-    args->chunk_bytes = small;
-    if (hier_node_fits(args, small) && hier_sched_nchunks(args) <= 1) {
-        *tier_p = &nd->small;
-        return HIER_OK;
-    }
-    if (nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
-    if (nd->pipe_state == HIER_PIPE_READY && hier_node_fits(args, nd->pipe_chunk)) {
-        args->chunk_bytes = nd->pipe_chunk;
-        *tier_p = &nd->pipe;
-        return HIER_OK;
-    }
-    if (!hier_node_fits(args, small)) return HIER_ERR_NOT_SUPPORTED; /* (a huge allgather without the budget) */
-    *tier_p = &nd->small;
+    if (!hier_node_small_serves(args, small) && nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
+    size_t chunk = hier_node_chunk_choice(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    if (!chunk) return HIER_ERR_NOT_SUPPORTED;
+    args->chunk_bytes = chunk;
+    *tier_p = chunk == small ? &nd->small : &nd->pipe;
     return HIER_OK;
 }
 

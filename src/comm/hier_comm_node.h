@@ -30,6 +30,15 @@ void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 void hier_node_free(hier_comm_t *c);
 /* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed). */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
+/* The chunk choice hier_node_tier makes, pure (the model asks it too): the
+ * small slots' chunk for a node of `nranks` ranks (the fewest any node has,
+ * between nodes), the pipeline chunk the parameters ask for, whether the
+ * small slots carry a call in one chunk, and the chunk a call runs with
+ * given both (pipe 0: no pipeline segment; 0: neither carries it). */
+size_t hier_node_small_chunk(int nranks);
+size_t hier_node_pipe_chunk_wanted(int nnodes);
+int hier_node_small_serves(const hier_sched_args_t *args, size_t small);
+size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe);
 /* Single copy: probed (collectively) at the first call that asks. */
 int hier_node_cma(hier_comm_t *c);
 /* Run a schedule over the node (and the network, several nodes). */

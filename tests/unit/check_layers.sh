@@ -2,7 +2,7 @@
 # check_layers.sh: dependencies in src/ point one way. Each folder is a
 # layer, and a file includes headers of its own layer or of layers below:
 #
-#   base < accel < sched < shm, net < exec < select < comm
+#   base < accel < sched < shm, net < exec < select < comm < model
 #
 # (shm and net are siblings: neither includes the other). Inside a layer,
 # no two modules (foo.c, foo.h and its private foo_impl.h) include each
@@ -17,7 +17,7 @@ fail=0
 rank() {
     case $1 in
     base) echo 0 ;; accel) echo 1 ;; sched) echo 2 ;; shm | net) echo 3 ;; exec) echo 4 ;; select) echo 5 ;;
-    comm) echo 6 ;; *) echo 99 ;;
+    comm) echo 6 ;; model) echo 7 ;; *) echo 99 ;;
     esac
 }
 

@@ -1,0 +1,448 @@
+/* hier_model.c: the discrete-event simulation behind hier_model_predict.
+ *
+ * Every rank has two threads of time: its main one (copies, reductions,
+ * barriers: the steps outside a chunk's network run) and its network run's
+ * (sends and receives, one chunk at a time). The main thread follows
+ * hier_run's order:
+ * 1. chunk 0 up to its network run, which starts;
+ * 2. for each chunk k: chunk k+1's copy in;
+ * 3. k's run finished, then k's copy out (chunk k is done);
+ * 4. chunk k+1 from its first barrier up to its run, which starts.
+ * The thread with the earliest clock moves next (a heap), so NICs serve
+ * shares in the order they were posted. A chunk's steps are built when its
+ * rank reaches it and compacted: runs of local steps become one piece of
+ * work, consecutive messages to one peer under one tag one message, so a
+ * thousand-node ring fits in memory. After max_chunks chunks the rest are
+ * extrapolated from the last chunk's increment (the pipeline's steady state). */
+#include "model/hier_model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hier_log.h"
+#include "base/hier_nic.h"
+#include "base/hier_params.h"
+#include "comm/hier_comm_node.h"
+#include "model/hier_model_impl.h"
+#include "sched/hier_sched_build.h"
+
+/* Compacts steps [from, to) onto the chunk's record list. */
+static hier_status_t hier_model_compact(hier_model_sim_t *s, hier_model_chunk_t *c, const hier_step_t *st,
+                                        size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const hier_step_t *x = &st[i];
+        hier_model_rec_t r = {0};
+        switch (x->op) {
+        case HIER_STEP_COPY: r = (hier_model_rec_t){.kind = HIER_MODEL_WORK, .cost = x->len / s->copy_Bus}; break;
+        case HIER_STEP_REDUCE:
+            r = (hier_model_rec_t){.kind = HIER_MODEL_WORK,
+                                   .cost = (double)x->len * s->esize * x->nranks / s->reduce_Bus};
+            break;
+        case HIER_STEP_BARRIER: r.kind = HIER_MODEL_BARRIER; break;
+        case HIER_STEP_NET_SEND:
+        case HIER_STEP_NET_RECV:
+            r = (hier_model_rec_t){.kind = x->op == HIER_STEP_NET_SEND ? HIER_MODEL_SEND : HIER_MODEL_RECV,
+                                   .peer = x->peer, .tag = x->tag, .reduce = x->net_reduce,
+                                   .bytes = x->net_reduce ? x->len * s->esize : x->len};
+            break;
+        }
+        hier_model_rec_t *last = c->n ? &c->rec[c->n - 1] : NULL;
+        if (last && last->kind == r.kind && r.kind == HIER_MODEL_WORK && c->n > c->range_start) {
+            last->cost += r.cost;
+            continue;
+        }
+        if (last && c->n > c->range_start && last->kind == r.kind && r.kind >= HIER_MODEL_SEND &&
+            last->peer == r.peer && last->tag == r.tag && last->reduce == r.reduce) {
+            last->bytes += r.bytes;
+            continue;
+        }
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? 2 * c->cap : 64;
+            hier_model_rec_t *n = realloc(c->rec, cap * sizeof(*n));
+            if (!n) return HIER_ERR_NO_MEMORY;
+            c->rec = n;
+            c->cap = cap;
+        }
+        c->rec[c->n++] = r;
+    }
+    c->range_start = c->n;
+    return HIER_OK;
+}
+
+/* Chunk k of rank q, built and cut as hier_run cuts it: [0, b1) copy in,
+ * [b1, net) up to the network run, [net, tail) the run, [tail, n) copy out. */
+static hier_status_t hier_model_build(hier_model_sim_t *s, hier_model_rank_t *q, size_t k)
+{
+    hier_model_chunk_t *c = &q->chunk[k & 1];
+    hier_sched_args_t a = s->args;
+    a.node = q->node;
+    a.me = q->local;
+    size_t n = hier_sched_build(&a, k, (int)(k & 1), s->steps), b1, net, tail = n;
+    while (tail > 0 && s->steps[tail - 1].op != HIER_STEP_BARRIER) tail--;
+    if (tail) tail--;
+    for (net = tail; net > 0 && s->steps[net - 1].op >= HIER_STEP_NET_SEND;) net--;
+    for (b1 = 0; b1 < net && s->steps[b1].op != HIER_STEP_BARRIER;) b1++;
+    c->n = c->range_start = 0;
+    size_t cut[5] = {0, b1, net, tail, n};
+    for (int i = 0; i < 4; i++) {
+        hier_status_t st = hier_model_compact(s, c, s->steps, cut[i], cut[i + 1]);
+        if (st != HIER_OK) return st;
+        c->at[i + 1] = c->n;
+    }
+    return HIER_OK;
+}
+
+/* ---- the network: shares on NICs ---- */
+
+/* A message of `bytes` from q to participant `peer`, posted at t: cut in a
+ * share per lane from half a slot (hier_chan_segment), else on the next
+ * lane; each share takes the sender's NIC, then the link, then the
+ * receiver's NIC. Returns when its last byte is there. */
+static double hier_model_wire(hier_model_sim_t *s, hier_model_rank_t *q, int to_node, double t, size_t bytes)
+{
+    int lanes = s->plan.per_rank, cut = lanes > 1 && bytes >= s->slot / 2;
+    int shares = cut ? lanes : 1;
+    double done = t;
+    for (int j = 0; j < shares; j++) {
+        int lane = cut ? j : (int)(q->next_lane++ % (unsigned)lanes);
+        int rail = s->plan.nic[q->local * lanes + lane];
+        double *tx = &s->tx_free[q->node * s->rails + rail], *rx = &s->rx_free[to_node * s->rails + rail];
+        double wire = (double)(bytes / shares) / s->rail_Bus;
+        double start = t > *tx ? t : *tx, tx_end = start + wire;
+        double rx_start = start + s->m.latency_us > *rx ? start + s->m.latency_us : *rx;
+        double rx_end = rx_start + wire > tx_end + s->m.latency_us ? rx_start + wire : tx_end + s->m.latency_us;
+        *tx = tx_end;
+        *rx = rx_end;
+        if (rx_end > done) done = rx_end;
+    }
+    s->node_sent[q->node] += (double)bytes;
+    return done;
+}
+
+/* ---- threads ---- */
+
+static void hier_model_wake(hier_model_sim_t *s, int id, double t)
+{
+    if (hier_model_heap_push(&s->heap, t, id) != HIER_OK) s->oom = 1;
+}
+
+/* The node barrier: the last rank to arrive lets every one go. */
+static void hier_model_barrier(hier_model_sim_t *s, hier_model_rank_t *q)
+{
+    hier_model_node_t *nd = &s->nodes[q->node];
+    if (q->t > nd->bar_t) nd->bar_t = q->t;
+    q->blocked = 1;
+    if (++nd->bar_n < s->ppn) return;
+    double t = nd->bar_t + s->m.barrier_us;
+    for (int l = 0; l < s->ppn; l++) {
+        hier_model_rank_t *r = &s->ranks[q->node * s->ppn + l];
+        r->t = t;
+        r->blocked = 0;
+        hier_model_wake(s, 2 * (q->node * s->ppn + l), t);
+    }
+    nd->bar_n = 0;
+    nd->bar_t = 0;
+}
+
+/* One record of the network run; 0 when the run waits for a message. */
+static int hier_model_net_step(hier_model_sim_t *s, hier_model_rank_t *q, int qi)
+{
+    hier_model_chunk_t *c = &q->chunk[q->net_k & 1];
+    const hier_model_rec_t *r = &c->rec[q->net_pos];
+    int peer_rank = (int)r->peer * s->ppn + q->local;
+    if (r->kind == HIER_MODEL_SEND) {
+        double at = hier_model_wire(s, q, (int)r->peer, q->nt, r->bytes);
+        int waiter;
+        if (hier_model_msgs_post(&s->msgs, peer_rank, qi, q->net_k, r->tag, at, &waiter) != HIER_OK) return -1;
+        if (waiter) {
+            hier_model_rank_t *w = &s->ranks[peer_rank];
+            w->nt = (w->nt > at ? w->nt : at);
+            hier_model_wake(s, 2 * peer_rank + 1, w->nt);
+        }
+        q->nt += s->m.msg_us;
+    } else {
+        double at;
+        int got = hier_model_msgs_take(&s->msgs, qi, peer_rank, q->net_k, r->tag, &at);
+        if (got <= 0) return got;
+        if (at > q->nt) q->nt = at;
+        q->nt += s->m.msg_us + (r->reduce ? 2.0 * r->bytes / s->reduce_Bus : r->bytes / s->copy_Bus);
+    }
+    q->net_pos++;
+    return 1;
+}
+
+/* The network thread's turn. */
+static hier_status_t hier_model_net_turn(hier_model_sim_t *s, int qi)
+{
+    hier_model_rank_t *q = &s->ranks[qi];
+    const hier_model_chunk_t *c = &q->chunk[q->net_k & 1];
+    if (q->net_pos < c->at[3]) {
+        int moved = hier_model_net_step(s, q, qi);
+        if (moved < 0) return HIER_ERR_NO_MEMORY;
+        if (moved) hier_model_wake(s, 2 * qi + 1, q->nt);
+        return HIER_OK;
+    }
+    q->net_active = 0;
+    if (q->main_waits_net) {
+        q->main_waits_net = 0;
+        if (q->nt > q->t) q->t = q->nt;
+        hier_model_wake(s, 2 * qi, q->t);
+    }
+    return HIER_OK;
+}
+
+static void hier_model_net_start(hier_model_sim_t *s, hier_model_rank_t *q, int qi, size_t k)
+{
+    q->net_k = k;
+    q->net_pos = q->chunk[k & 1].at[2];
+    q->net_active = 1;
+    q->nt = q->t;
+    hier_model_wake(s, 2 * qi + 1, q->nt);
+}
+
+/* ---- the main thread ---- */
+
+static void hier_model_range(hier_model_rank_t *q, size_t k, int from, int to)
+{
+    q->buf = (int)(k & 1);
+    q->pos = q->chunk[q->buf].at[from];
+    q->end = q->chunk[q->buf].at[to];
+}
+
+/* The next part of hier_run's order (the numbers of the file's comment);
+ * 0 when the thread waits (for its network run) or is done. */
+static hier_status_t hier_model_advance(hier_model_sim_t *s, hier_model_rank_t *q, int qi, int *go_p)
+{
+    hier_status_t st = HIER_OK;
+    *go_p = 1;
+    switch (q->stage) {
+    case 0: /* 1 */
+        st = hier_model_build(s, q, 0);
+        hier_model_range(q, 0, 0, 2);
+        q->stage = 1;
+        break;
+    case 1:
+        hier_model_net_start(s, q, qi, q->k);
+        q->stage = 2;
+        break;
+    case 2: /* 2 */
+        if (q->k + 1 < s->simulate) {
+            st = hier_model_build(s, q, q->k + 1);
+            hier_model_range(q, q->k + 1, 0, 1);
+        }
+        q->stage = 3;
+        break;
+    case 3: /* 3 */
+        if (q->net_active) {
+            q->main_waits_net = 1;
+            *go_p = 0;
+            break;
+        }
+        if (q->nt > q->t) q->t = q->nt;
+        hier_model_range(q, q->k, 3, 4);
+        q->stage = 4;
+        break;
+    case 4:
+        if (q->t > s->chunk_done[q->k]) s->chunk_done[q->k] = q->t;
+        if (q->k + 1 == s->simulate) {
+            q->finished = 1;
+            *go_p = 0;
+            break;
+        }
+        hier_model_range(q, q->k + 1, 1, 2); /* 4 */
+        q->stage = 5;
+        break;
+    default:
+        q->k++;
+        hier_model_net_start(s, q, qi, q->k);
+        q->stage = 2;
+    }
+    return st;
+}
+
+/* The main thread runs until it waits: its steps touch no NIC, so no other
+ * thread's order depends on it. */
+static hier_status_t hier_model_main_turn(hier_model_sim_t *s, int qi)
+{
+    hier_model_rank_t *q = &s->ranks[qi];
+    for (int go = 1; go && !q->blocked;) {
+        if (q->pos < q->end) {
+            const hier_model_rec_t *r = &q->chunk[q->buf].rec[q->pos++];
+            if (r->kind == HIER_MODEL_WORK) {
+                q->t += r->cost;
+                continue;
+            }
+            hier_model_barrier(s, q); /* (the heap wakes this thread when it lets it go) */
+            return HIER_OK;
+        }
+        hier_status_t st = hier_model_advance(s, q, qi, &go);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
+}
+
+/* ---- set-up ---- */
+
+/* The call as the communicator would make it (hier_comm_host.c); the chunk
+ * comes once the arrays are there (hier_model_predict, hier_node_tier's rule). */
+static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call_t *call, hier_model_result_t *out)
+{
+    int size = call->nodes * call->ppn;
+    size_t elems = call->bytes / call->esize, block = elems / (size_t)size;
+    hier_select_shape_t shape = {.size = (uint32_t)size, .nnodes = (uint32_t)call->nodes};
+    size_t sel_bytes = call->coll == HIER_COLL_ALLGATHER ? block * call->esize : call->bytes;
+    hier_select(&shape, call->coll, sel_bytes, &out->choice);
+    out->pieces = out->choice.split ? call->ppn : 1;
+    hier_sched_args_t *a = &s->args;
+    *a = (hier_sched_args_t){.kind = out->choice.kind, .net_kind = out->choice.net_kind, .nranks = call->ppn,
+                             .esize = call->esize, .count = elems, .pieces = out->pieces, .nnodes = call->nodes};
+    if (call->coll == HIER_COLL_ALLGATHER) {
+        a->esize = 1;
+        a->count = block * call->esize;
+    } else if (call->coll == HIER_COLL_REDUCE_SCATTER) {
+        a->count = block * (size_t)size;
+    }
+    return a->count ? HIER_OK : HIER_ERR_INVALID_ARG;
+}
+
+/* The arrays the shape refers to: fold order, node ranks, reduce_scatter's counts and slices. */
+static hier_status_t hier_model_arrays(hier_model_sim_t *s, int size, void **mem_p)
+{
+    hier_sched_args_t *a = &s->args;
+    size_t P = (size_t)s->ppn, N = (size_t)s->nnodes, T = (size_t)size;
+    size_t bytes = P * 4 + (N + 1) * 4 + T * 4 + 2 * T * sizeof(size_t);
+    uint8_t *mem = calloc(1, bytes);
+    if (!mem) return HIER_ERR_NO_MEMORY;
+    uint32_t *order = (uint32_t *)mem, *first = order + P, *ranks = first + N + 1;
+    size_t *rcounts = (size_t *)(void *)(ranks + T), *rdispls = rcounts + T;
+    for (size_t i = 0; i < P; i++) order[i] = (uint32_t)i;
+    for (size_t n = 0; n <= N; n++) first[n] = (uint32_t)(n * P);
+    for (size_t r = 0; r < T; r++) {
+        ranks[r] = (uint32_t)r;
+        rcounts[r] = a->count / T;
+        rdispls[r] = r * (a->count / T);
+    }
+    a->order = order, a->node_first = first, a->node_ranks = ranks, a->rcounts = rcounts, a->rdispls = rdispls;
+    if (a->kind == HIER_SCHED_HIER_REDUCE_SCATTER &&
+        hier_sched_slices_pay(hier_params.net_chunk_size / a->esize, s->ppn, size, s->nnodes, 0) &&
+        !(a->rs_slices = hier_sched_slices_new(s->ppn, size, s->nnodes))) {
+        free(mem);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *mem_p = mem;
+    return HIER_OK;
+}
+
+static hier_status_t hier_model_alloc(hier_model_sim_t *s, int size)
+{
+    size_t nr = (size_t)s->nnodes * (size_t)s->rails;
+    s->ranks = calloc((size_t)size, sizeof(*s->ranks));
+    s->nodes = calloc((size_t)s->nnodes, sizeof(*s->nodes));
+    s->tx_free = calloc(nr, sizeof(double));
+    s->rx_free = calloc(nr, sizeof(double));
+    s->node_sent = calloc((size_t)s->nnodes, sizeof(double));
+    s->chunk_done = calloc(s->simulate, sizeof(double));
+    s->steps = malloc(hier_sched_max_steps(&s->args) * sizeof(hier_step_t));
+    if (!s->ranks || !s->nodes || !s->tx_free || !s->rx_free || !s->node_sent || !s->chunk_done || !s->steps)
+        return HIER_ERR_NO_MEMORY;
+    hier_nic_problem_t p = {.nnics = s->rails, .nranks = s->ppn, .max_per_rank = (int)hier_params.fabric_rails_max};
+    int *numa = malloc(((size_t)s->rails + (size_t)s->ppn) * sizeof(int));
+    if (!numa) return HIER_ERR_NO_MEMORY;
+    for (int i = 0; i < s->rails + s->ppn; i++) numa[i] = -1;
+    p.nic_numa = numa;
+    p.rank_numa = numa + s->rails;
+    hier_status_t st = hier_nic_assign(&p, &s->plan);
+    free(numa);
+    for (int r = 0; r < size; r++) s->ranks[r] = (hier_model_rank_t){.node = r / s->ppn, .local = r % s->ppn};
+    return st;
+}
+
+static void hier_model_free(hier_model_sim_t *s, int size)
+{
+    for (int r = 0; s->ranks && r < size; r++) {
+        free(s->ranks[r].chunk[0].rec);
+        free(s->ranks[r].chunk[1].rec);
+    }
+    free(s->ranks);
+    free(s->nodes);
+    free(s->tx_free);
+    free(s->rx_free);
+    free(s->node_sent);
+    free(s->chunk_done);
+    free(s->steps);
+    free(s->args.rs_slices);
+    if (s->plan.nic) hier_nic_plan_free(&s->plan);
+    hier_model_heap_free(&s->heap);
+    hier_model_msgs_free(&s->msgs);
+}
+
+/* Every thread until none can move; a rank left unfinished is a schedule
+ * whose messages do not match (a bug of a builder, reported). */
+static hier_status_t hier_model_run(hier_model_sim_t *s, int size)
+{
+    hier_status_t st = HIER_OK;
+    for (int r = 0; r < size && st == HIER_OK; r++) st = hier_model_heap_push(&s->heap, 0.0, 2 * r);
+    double t;
+    int id;
+    while (st == HIER_OK && hier_model_heap_pop(&s->heap, &t, &id)) {
+        st = id & 1 ? hier_model_net_turn(s, id / 2) : hier_model_main_turn(s, id / 2);
+        if (s->oom) st = HIER_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < size && st == HIER_OK; r++)
+        if (!s->ranks[r].finished) {
+            HIER_ERROR("model: rank %d stopped in chunk %zu (stage %d): its schedule waits for a message "
+                       "nobody sends", r, s->ranks[r].k, s->ranks[r].stage);
+            st = HIER_ERR_INTERNAL;
+        }
+    return st;
+}
+
+hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model_call_t *call,
+                                 hier_model_result_t *out_p)
+{
+    hier_model_result_t out = {0};
+    hier_model_sim_t s = {.m = *m, .nnodes = call->nodes, .ppn = call->ppn, .rails = m->rails};
+    int size = call->nodes * call->ppn;
+    if (call->nodes < 2 || call->ppn < 1 || call->esize == 0 || size > HIER_MODEL_MAX_RANKS ||
+        2 * call->nodes + 2 > HIER_MODEL_MAX_TAG || m->rails < 1)
+        return HIER_ERR_INVALID_ARG;
+    hier_status_t st = hier_model_shape(&s, call, &out);
+    if (st != HIER_OK) return st;
+    void *arrays = NULL;
+    if ((st = hier_model_arrays(&s, size, &arrays)) != HIER_OK) return st;
+    s.args.chunk_bytes = hier_node_chunk_choice(&s.args, hier_node_small_chunk(call->ppn),
+                                                hier_node_pipe_chunk_wanted(call->nodes));
+    if (!s.args.chunk_bytes) {
+        free(s.args.rs_slices);
+        free(arrays);
+        return HIER_ERR_INVALID_ARG;
+    }
+    /* a rank's share of the node's memory bandwidth, and of a core when crowded */
+    double core = call->ppn > m->cores ? (double)m->cores / call->ppn : 1.0;
+    double node = m->node_copy_gbs / call->ppn;
+    s.copy_Bus = 1e3 * fmin(m->copy_gbs * core, node);
+    s.reduce_Bus = 1e3 * fmin(m->reduce_gbs * core, node);
+    s.rail_Bus = m->rail_gbps * 1e3 / 8.0;
+    s.esize = s.args.esize;
+    s.slot = hier_params.fabric_slot_size;
+    out.chunk_bytes = s.args.chunk_bytes;
+    out.nchunks = hier_sched_nchunks(&s.args);
+    s.simulate = out.nchunks < (size_t)(call->max_chunks > 0 ? call->max_chunks : 4)
+                     ? out.nchunks : (size_t)(call->max_chunks > 0 ? call->max_chunks : 4);
+    if ((st = hier_model_alloc(&s, size)) == HIER_OK && (st = hier_model_run(&s, size)) == HIER_OK) {
+        size_t S = s.simulate;
+        double last = s.chunk_done[S - 1], step = S > 1 ? last - s.chunk_done[S - 2] : last;
+        for (int r = 0; r < size; r++) last = fmax(last, s.ranks[r].t);
+        out.time_us = last + (double)(out.nchunks - S) * step;
+        out.simulated = S;
+        for (int n = 0; n < s.nnodes; n++) out.net_bytes_node = fmax(out.net_bytes_node, s.node_sent[n]);
+        out.net_bytes_node *= (double)out.nchunks / (double)S;
+    }
+    hier_model_free(&s, size);
+    free(arrays);
+    if (st == HIER_OK) *out_p = out;
+    return st;
+}

@@ -1,0 +1,70 @@
+/* hier_model.h: predicted time of a collective on N nodes x P ranks x R
+ * rails, from the schedules production runs (issue 13's cost model).
+ *
+ * The communicator's own decisions make the call: the selection table
+ * (hier_select), the pieces, the chunk (hier_node_chunk_choice), the NIC
+ * plan (hier_nic_assign); the builders (hier_sched_build) then give every
+ * rank its steps, chunk by chunk, and a discrete-event simulation times
+ * them on a machine description: copies and reductions at a core's rate
+ * (shared by the node's ranks when they outnumber its memory bandwidth),
+ * node barriers, and each message's shares on the NICs of both ends (a
+ * NIC sends and receives one share at a time at the rail's rate, after
+ * the link's latency). The executor's overlap is kept: chunk k's network
+ * run is in flight while chunk k+1 copies in (hier_run.c). Not modelled:
+ * the channels' credit (rings are taken as deep enough), the provider's
+ * progress (a receive is served as soon as the bytes are there) and the
+ * low-latency one-node paths (between nodes every call takes a schedule). */
+#ifndef HIER_MODEL_H
+#define HIER_MODEL_H
+
+#include <stddef.h>
+
+#include "base/hier_stats.h"
+#include "base/hier_status.h"
+#include "select/hier_select.h"
+
+/* A machine: one node's resources and its links. Text form: "key = value"
+ * lines, '#' comments (hier_model_machine_parse). */
+typedef struct {
+    char name[64];
+    int rails;              /* NICs per node */
+    double rail_gbps;       /* Gbit/s per NIC, each way */
+    double latency_us;      /* one message, NIC to NIC, beyond its bytes */
+    double msg_us;          /* software cost of posting or taking one message */
+    double copy_gbs;        /* memcpy, one core, GB/s */
+    double node_copy_gbs;   /* memcpy, all cores of a node at once, GB/s */
+    double reduce_gbs;      /* operand bytes one core folds per second, GB/s */
+    double barrier_us;      /* a node barrier */
+    int cores;              /* per node */
+} hier_model_machine_t;
+
+/* Defaults (the namespace cluster's node on this machine), then the text's keys. */
+void hier_model_machine_default(hier_model_machine_t *m);
+/* Keys: name, rails, rail_gbps, latency_us, msg_us, copy_gbs, node_copy_gbs,
+ * reduce_gbs, barrier_us, cores. An unknown key or a bad value is an error
+ * naming its line (HIER_ERR_INVALID_ARG). */
+hier_status_t hier_model_machine_parse(const char *text, hier_model_machine_t *m);
+
+typedef struct {
+    hier_coll_t coll;  /* ALLREDUCE, ALLGATHER, REDUCE_SCATTER (block sizes) */
+    int nodes, ppn;
+    size_t bytes;      /* as hier_bench: allreduce the vector, allgather the result, reduce_scatter the send buffer */
+    size_t esize;      /* bytes per element */
+    int max_chunks;    /* chunks simulated before the rest are extrapolated (0: 4) */
+} hier_model_call_t;
+
+typedef struct {
+    double time_us;
+    hier_select_t choice;
+    int pieces;
+    size_t chunk_bytes, nchunks, simulated;
+    double net_bytes_node; /* bytes a node sends (its busiest) */
+} hier_model_result_t;
+
+/* N >= 2 nodes (one node has no network to model). HIER_ERR_INVALID_ARG
+ * for a shape hier would not run (fewer than 2 nodes, an empty call),
+ * HIER_ERR_NO_MEMORY. */
+hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model_call_t *call,
+                                 hier_model_result_t *out);
+
+#endif

@@ -1,0 +1,91 @@
+/* hier_model_impl.h: the simulation's state (hier_model.c) and its two
+ * containers, a heap of thread clocks and a table of messages in flight
+ * (hier_model_queue.c). */
+#ifndef HIER_MODEL_IMPL_H
+#define HIER_MODEL_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/hier_nic.h"
+#include "model/hier_model.h"
+#include "sched/hier_sched.h"
+
+/* The most ranks and network tags the message table's keys hold. */
+#define HIER_MODEL_MAX_RANKS (1 << 20)
+#define HIER_MODEL_MAX_TAG (1 << 16)
+
+enum { HIER_MODEL_WORK, HIER_MODEL_BARRIER, HIER_MODEL_SEND, HIER_MODEL_RECV };
+
+/* A compacted step: local work (cost in us), a barrier, or one message. */
+typedef struct {
+    uint8_t kind, reduce;
+    uint32_t peer, tag;
+    size_t bytes;
+    double cost;
+} hier_model_rec_t;
+
+/* One chunk of one rank: records, cut at[0..4] as hier_run cuts steps. */
+typedef struct {
+    hier_model_rec_t *rec;
+    size_t n, cap, range_start;
+    size_t at[5];
+} hier_model_chunk_t;
+
+typedef struct {
+    int node, local;
+    hier_model_chunk_t chunk[2];
+    double t, nt;          /* the main thread's clock, the network run's */
+    int stage, blocked, finished, net_active, main_waits_net;
+    size_t k, pos, end, net_k, net_pos;
+    int buf;
+    unsigned next_lane;
+} hier_model_rank_t;
+
+typedef struct {
+    int bar_n;
+    double bar_t;
+} hier_model_node_t;
+
+typedef struct {
+    double *t;
+    int *id;
+    size_t n, cap;
+} hier_model_heap_t;
+
+typedef struct {
+    uint64_t *key; /* 0: empty */
+    double *at;    /* < 0: a receiver waits for it */
+    size_t cap, n;
+} hier_model_msgs_t;
+
+typedef struct {
+    hier_model_machine_t m;
+    hier_sched_args_t args;
+    hier_step_t *steps;
+    hier_nic_plan_t plan;
+    int nnodes, ppn, rails;
+    size_t esize, slot, simulate;
+    double copy_Bus, reduce_Bus, rail_Bus; /* bytes per microsecond */
+    hier_model_rank_t *ranks;
+    hier_model_node_t *nodes;
+    double *tx_free, *rx_free, *node_sent, *chunk_done;
+    hier_model_heap_t heap;
+    hier_model_msgs_t msgs;
+    int oom;
+} hier_model_sim_t;
+
+hier_status_t hier_model_heap_push(hier_model_heap_t *h, double t, int id);
+int hier_model_heap_pop(hier_model_heap_t *h, double *t_p, int *id_p);
+void hier_model_heap_free(hier_model_heap_t *h);
+
+/* A message from src to dst (chunk k, tag) lands at `at`; *waiter_p: dst's
+ * run already waits for it. */
+hier_status_t hier_model_msgs_post(hier_model_msgs_t *m, int dst, int src, size_t k, uint32_t tag, double at,
+                                   int *waiter_p);
+/* 1 and its time when it has landed (it is gone from the table then); 0:
+ * not yet, and dst now waits for it. */
+int hier_model_msgs_take(hier_model_msgs_t *m, int dst, int src, size_t k, uint32_t tag, double *at_p);
+void hier_model_msgs_free(hier_model_msgs_t *m);
+
+#endif

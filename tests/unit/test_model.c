@@ -1,0 +1,102 @@
+/* test_model.c: the cost model against figures worked out by hand: the
+ * link's time for bandwidth-bound calls, rounds x latency for small ones,
+ * and the machine description's parser. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "base/hier_params.h"
+#include "model/hier_model.h"
+
+static hier_model_machine_t fast_node(int rails, double gbps)
+{
+    hier_model_machine_t m;
+    hier_model_machine_default(&m);
+    m.rails = rails;
+    m.rail_gbps = gbps;
+    m.copy_gbs = m.node_copy_gbs = m.reduce_gbs = 1000; /* the network alone */
+    m.cores = 64;
+    return m;
+}
+
+static double predict(const hier_model_machine_t *m, hier_coll_t coll, int nodes, int ppn, size_t bytes)
+{
+    hier_model_call_t call = {.coll = coll, .nodes = nodes, .ppn = ppn, .bytes = bytes, .esize = 8};
+    hier_model_result_t r;
+    cr_assert_eq(hier_model_predict(m, &call, &r), HIER_OK, "%d nodes x %d, %zu bytes", nodes, ppn, bytes);
+    return r.time_us;
+}
+
+static void setup(void)
+{
+    hier_params_defaults(&hier_params);
+}
+
+TestSuite(model, .init = setup);
+
+Test(model, machine_parse)
+{
+    hier_model_machine_t m;
+    hier_model_machine_default(&m);
+    cr_assert_eq(hier_model_machine_parse("# p4d\nname = p4d.24xlarge\n\nrails = 4 # EFA\nrail_gbps=100\n", &m),
+                 HIER_OK);
+    cr_assert_str_eq(m.name, "p4d.24xlarge");
+    cr_assert_eq(m.rails, 4);
+    cr_assert_float_eq(m.rail_gbps, 100.0, 1e-9);
+    hier_model_machine_t before = m;
+    cr_assert_eq(hier_model_machine_parse("rails = 4\nbogus = 1\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(hier_model_machine_parse("rails = 2.5\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(hier_model_machine_parse("latency_us = -1\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(hier_model_machine_parse("rails 4\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(memcmp(&m, &before, sizeof(m)), 0, "a failed parse leaves the machine alone");
+}
+
+/* Large calls on one rail take the bytes a node must send over the rate. */
+Test(model, bandwidth_bound)
+{
+    hier_model_machine_t m = fast_node(1, 1.0);
+    size_t bytes = 64u << 20;
+    double bound_ag = bytes / 2.0 * 8 / 1e3; /* us: half the result leaves each of 2 nodes */
+    double ag = predict(&m, HIER_COLL_ALLGATHER, 2, 1, bytes);
+    cr_assert(ag >= bound_ag * 0.99 && ag <= bound_ag * 1.1, "allgather %.0f us, bound %.0f", ag, bound_ag);
+    double ar = predict(&m, HIER_COLL_ALLREDUCE, 2, 1, bytes), bound_ar = 2 * bound_ag;
+    cr_assert(ar >= bound_ar * 0.99 && ar <= bound_ar * 1.1, "allreduce %.0f us, bound %.0f", ar, bound_ar);
+    double rs = predict(&m, HIER_COLL_REDUCE_SCATTER, 4, 1, bytes), bound_rs = bytes * 3.0 / 4 * 8 / 1e3;
+    cr_assert(rs >= bound_rs * 0.99 && rs <= bound_rs * 1.15, "reduce_scatter %.0f us, bound %.0f", rs, bound_rs);
+}
+
+/* Twice the rails, half the time, for a call large enough to be cut per lane. */
+Test(model, rails_scale)
+{
+    hier_model_machine_t one = fast_node(1, 1.0), two = fast_node(2, 1.0);
+    double t1 = predict(&one, HIER_COLL_ALLREDUCE, 2, 1, 64u << 20);
+    double t2 = predict(&two, HIER_COLL_ALLREDUCE, 2, 1, 64u << 20);
+    cr_assert(t2 / t1 > 0.45 && t2 / t1 < 0.6, "1 rail %.0f us, 2 rails %.0f", t1, t2);
+}
+
+/* Eight bytes on many nodes: recursive doubling's log2 rounds (+ the fold),
+ * each a latency and two message costs, not a ring's N. */
+Test(model, latency_rounds)
+{
+    hier_model_machine_t m = fast_node(1, 100.0);
+    double per_round = m.latency_us + 2 * m.msg_us;
+    double t2 = predict(&m, HIER_COLL_ALLREDUCE, 2, 1, 8);
+    double t1024 = predict(&m, HIER_COLL_ALLREDUCE, 1024, 1, 8);
+    double t1000 = predict(&m, HIER_COLL_ALLREDUCE, 1000, 1, 8);
+    cr_assert(t2 >= per_round * 0.9 && t2 <= per_round * 1.5, "2 nodes %.1f us, a round %.1f", t2, per_round);
+    cr_assert(t1024 >= 10 * per_round * 0.9 && t1024 <= 10 * per_round * 1.5, "1024 nodes %.1f us", t1024);
+    cr_assert(t1000 >= t1024 && t1000 <= 12 * per_round * 1.5, "1000 nodes (folded) %.1f us", t1000);
+}
+
+Test(model, deterministic_and_refuses)
+{
+    hier_model_machine_t m = fast_node(4, 100.0);
+    double a = predict(&m, HIER_COLL_REDUCE_SCATTER, 16, 8, 32u << 20);
+    double b = predict(&m, HIER_COLL_REDUCE_SCATTER, 16, 8, 32u << 20);
+    cr_assert_eq(a, b);
+    hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 1, .ppn = 8, .bytes = 1024, .esize = 8};
+    hier_model_result_t r;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG, "one node has no network");
+    call.nodes = 2;
+    call.bytes = 0;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG);
+}
