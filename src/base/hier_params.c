@@ -103,9 +103,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "every NIC serving as many ranks; with fewer ranks than NICs each drives several (at most 8)",
      HIER_PARAM_OFF(fabric_rails_max), 0, 1, 3},
     {"fabric_stripe", HIER_PARAM_INT, "1",
-     "Spread the messages to a peer over every rail the two processes share (a message cut in a segment per "
-     "rail, from 16 KiB; consecutive segments on different NICs); 0 = the first shared rail only. Ranks must agree "
-     "(both ends cut a message alike)",
+     "Spread the messages to a peer over every rail the two processes share (a message of half a slot or more "
+     "cut in a segment per rail; consecutive messages and segments on different NICs); 0 = the first shared "
+     "rail only. Ranks must agree (both ends cut a message alike)",
      HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
@@ -120,7 +120,7 @@ static const hier_param_desc_t hier_param_table[] = {
      "log2 rounds). Auto: rd up to net_rd_max (net_rd_max_two_nodes on two nodes), rabenseifner on a power-of-two "
      "node count, ring otherwise. Allgather and reduce_scatter have rd and ring only: forced rd is kept, any other "
      "forced algorithm is the ring; auto: rd up to net_rd_max, except on two nodes (allgather: always rd; "
-     "reduce_scatter with one rank per node: always ring)",
+     "reduce_scatter: always ring)",
      HIER_PARAM_OFF(net_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
          HIER_ALGO_BIT(HIER_ALGO_RH), 0, 4},
