@@ -158,6 +158,7 @@ int main(int argc, char **argv)
     printf("# hier_model: machine=%s rails=%d x %g Gbit/s latency=%g us copy=%g GB/s/core reduce=%g GB/s/core\n",
            m.name, m.rails, m.rail_gbps, m.latency_us, m.copy_gbs, m.reduce_gbs);
     char *nl = strdup(nodes_list);
+    if (!nl) return 1;
     for (char *save = NULL, *tok = strtok_r(nl, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int nodes = atoi(tok);
         if (nodes < 2) {
@@ -165,8 +166,7 @@ int main(int argc, char **argv)
             return 2;
         }
         for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++)
-            if (strstr(coll_list, colls[i].name) &&
-                (colls[i].coll != HIER_COLL_ALLREDUCE || strstr(coll_list, "allreduce")))
+            if (strstr(coll_list, colls[i].name))
                 table(&m, &colls[i], nodes, ppn, esize, lo, hi, f, label, max_chunks);
     }
     free(nl);

@@ -110,7 +110,7 @@ static double hier_model_wire(hier_model_sim_t *s, hier_model_rank_t *q, int to_
         int lane = cut ? j : (int)(q->next_lane++ % (unsigned)lanes);
         int rail = s->plan.nic[q->local * lanes + lane];
         double *tx = &s->tx_free[q->node * s->rails + rail], *rx = &s->rx_free[to_node * s->rails + rail];
-        double wire = (double)(bytes / shares) / s->rail_Bus;
+        double wire = (double)bytes / shares / s->rail_Bus;
         double start = t > *tx ? t : *tx, tx_end = start + wire;
         double rx_start = start + s->m.latency_us > *rx ? start + s->m.latency_us : *rx;
         double rx_end = rx_start + wire > tx_end + s->m.latency_us ? rx_start + wire : tx_end + s->m.latency_us;
@@ -118,7 +118,6 @@ static double hier_model_wire(hier_model_sim_t *s, hier_model_rank_t *q, int to_
         *rx = rx_end;
         if (rx_end > done) done = rx_end;
     }
-    s->node_sent[q->node] += (double)bytes;
     return done;
 }
 
@@ -343,10 +342,9 @@ static hier_status_t hier_model_alloc(hier_model_sim_t *s, int size)
     s->nodes = calloc((size_t)s->nnodes, sizeof(*s->nodes));
     s->tx_free = calloc(nr, sizeof(double));
     s->rx_free = calloc(nr, sizeof(double));
-    s->node_sent = calloc((size_t)s->nnodes, sizeof(double));
     s->chunk_done = calloc(s->simulate, sizeof(double));
     s->steps = malloc(hier_sched_max_steps(&s->args) * sizeof(hier_step_t));
-    if (!s->ranks || !s->nodes || !s->tx_free || !s->rx_free || !s->node_sent || !s->chunk_done || !s->steps)
+    if (!s->ranks || !s->nodes || !s->tx_free || !s->rx_free || !s->chunk_done || !s->steps)
         return HIER_ERR_NO_MEMORY;
     hier_nic_problem_t p = {.nnics = s->rails, .nranks = s->ppn, .max_per_rank = (int)hier_params.fabric_rails_max};
     int *numa = malloc(((size_t)s->rails + (size_t)s->ppn) * sizeof(int));
@@ -370,7 +368,6 @@ static void hier_model_free(hier_model_sim_t *s, int size)
     free(s->nodes);
     free(s->tx_free);
     free(s->rx_free);
-    free(s->node_sent);
     free(s->chunk_done);
     free(s->steps);
     free(s->args.rs_slices);
@@ -430,16 +427,14 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     s.slot = hier_params.fabric_slot_size;
     out.chunk_bytes = s.args.chunk_bytes;
     out.nchunks = hier_sched_nchunks(&s.args);
-    s.simulate = out.nchunks < (size_t)(call->max_chunks > 0 ? call->max_chunks : 4)
-                     ? out.nchunks : (size_t)(call->max_chunks > 0 ? call->max_chunks : 4);
+    size_t most = call->max_chunks > 0 ? (size_t)call->max_chunks : 4;
+    s.simulate = out.nchunks < most ? out.nchunks : most;
     if ((st = hier_model_alloc(&s, size)) == HIER_OK && (st = hier_model_run(&s, size)) == HIER_OK) {
         size_t S = s.simulate;
         double last = s.chunk_done[S - 1], step = S > 1 ? last - s.chunk_done[S - 2] : last;
         for (int r = 0; r < size; r++) last = fmax(last, s.ranks[r].t);
         out.time_us = last + (double)(out.nchunks - S) * step;
         out.simulated = S;
-        for (int n = 0; n < s.nnodes; n++) out.net_bytes_node = fmax(out.net_bytes_node, s.node_sent[n]);
-        out.net_bytes_node *= (double)out.nchunks / (double)S;
     }
     hier_model_free(&s, size);
     free(arrays);

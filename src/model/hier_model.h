@@ -58,7 +58,6 @@ typedef struct {
     hier_select_t choice;
     int pieces;
     size_t chunk_bytes, nchunks, simulated;
-    double net_bytes_node; /* bytes a node sends (its busiest) */
 } hier_model_result_t;
 
 /* N >= 2 nodes (one node has no network to model). HIER_ERR_INVALID_ARG

@@ -69,7 +69,7 @@ typedef struct {
     double copy_Bus, reduce_Bus, rail_Bus; /* bytes per microsecond */
     hier_model_rank_t *ranks;
     hier_model_node_t *nodes;
-    double *tx_free, *rx_free, *node_sent, *chunk_done;
+    double *tx_free, *rx_free, *chunk_done;
     hier_model_heap_t heap;
     hier_model_msgs_t msgs;
     int oom;

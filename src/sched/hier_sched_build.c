@@ -64,8 +64,8 @@ static void hier_sched_chunk_range(const hier_sched_args_t *a, size_t k, size_t 
         *len_p = total - *first_p < units ? total - *first_p : units;
         return;
     }
-    size_t bytes = a->kind == HIER_SCHED_HIER_ALLGATHER ? 1 : a->esize;
-    size_t align = bytes >= 64 ? 1 : 64 / bytes, grains = (total + align - 1) / align;
+    size_t align = hier_part_align(a->kind == HIER_SCHED_HIER_ALLGATHER ? 1 : a->esize);
+    size_t grains = (total + align - 1) / align;
     if ((grains + n - 1) / n * align > units) align = 1;
     hier_part_range(total, (int)n, (int)k, align, first_p, len_p);
 }
@@ -73,14 +73,12 @@ static void hier_sched_chunk_range(const hier_sched_args_t *a, size_t k, size_t 
 size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)
 {
     hier_sched_out_t out = {.steps = steps, .n = 0};
-    size_t first, len;
+    size_t first = 0, len;
 
-    hier_sched_chunk_range(a, k, &first, &len);
-
-    if (hier_sched_hier_sliced(a)) {
+    if (hier_sched_hier_sliced(a))
         len = hier_sched_hier_slice(a, k, hier_sched_nchunks(a));
-        first = 0;
-    }
+    else
+        hier_sched_chunk_range(a, k, &first, &len);
     if (hier_sched_is_cma(a->kind))
         hier_sched_cma_build(a, &out);
     else if (hier_sched_is_hier(a->kind))
