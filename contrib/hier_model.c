@@ -5,12 +5,14 @@
  *
  *   hier-model [--coll LIST] [--nodes LIST] [--ppn P] [--rails R] [--rate GBIT]
  *              [--machine FILE] [-b MIN] [-e MAX] [-f F] [-d float|double|int32]
- *              [--label NAME] [--max-chunks C]
+ *              [--label NAME] [--max-chunks C] [--param NAME=VALUE]...
  *
  * --nodes takes a comma list (one table per count); --rails and --rate
  * override the machine file's rails and rail_gbps. Sizes as hier_bench:
  * allreduce the vector, allgather the result, reduce_scatter the send
- * buffer; busbw with nccl-tests' factors over the N x P ranks. */
+ * buffer; busbw with nccl-tests' factors over the N x P ranks. --param sets
+ * one of hier's parameters as coll_hier_NAME would (net_algorithm=ring
+ * forces the ring), so forced algorithms can be compared. */
 #include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -25,7 +27,7 @@ static void usage(int rc)
     fprintf(rc ? stderr : stdout,
             "usage: hier-model [--coll allreduce,allgather,reduce_scatter] [--nodes 2,16,128] [--ppn P]\n"
             "                  [--rails R] [--rate GBIT_PER_RAIL] [--machine FILE] [-b MIN] [-e MAX] [-f F]\n"
-            "                  [-d float|double|int32] [--label NAME] [--max-chunks C]\n");
+            "                  [-d float|double|int32] [--label NAME] [--max-chunks C] [--param NAME=VALUE]...\n");
     exit(rc);
 }
 
@@ -78,7 +80,7 @@ static const coll_name_t colls[] = {
 
 static const char *algo_name(const hier_model_result_t *r)
 {
-    static const char *net[] = {"ring", "ring", "ring", "rd", "rd", "rabenseifner"};
+    static const char *net[] = {"ring", "ring", "ring", "rd", "rd", "rabenseifner", "rabenseifner", "rabenseifner"};
     return (size_t)r->choice.net_kind < sizeof(net) / sizeof(net[0]) ? net[r->choice.net_kind] : "?";
 }
 
@@ -120,7 +122,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"coll", 1, 0, 'c'},  {"nodes", 1, 0, 'N'}, {"ppn", 1, 0, 'P'},     {"rails", 1, 0, 'R'},
         {"rate", 1, 0, 'r'},  {"machine", 1, 0, 'm'}, {"label", 1, 0, 'l'}, {"max-chunks", 1, 0, 'C'},
-        {"datatype", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"datatype", 1, 0, 'd'}, {"param", 1, 0, 'p'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     hier_params_defaults(&hier_params);
     for (int o; (o = getopt_long(argc, argv, "c:b:e:f:d:h", opts, NULL)) != -1;) {
         switch (o) {
@@ -146,6 +148,15 @@ int main(int argc, char **argv)
             hier_status_t st = hier_model_machine_parse(text, &m);
             free(text);
             if (st != HIER_OK) return 2;
+            break;
+        }
+        case 'p': {
+            char *eq = strchr(optarg, '=');
+            if (eq) *eq = '\0';
+            if (!eq || hier_params_set(&hier_params, optarg, eq + 1) != 0) {
+                fprintf(stderr, "hier-model: --param %s: unknown parameter or value\n", optarg);
+                return 2;
+            }
             break;
         }
         case 'h': usage(0); break;

@@ -1,6 +1,7 @@
 #include "base/hier_params.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,28 +116,45 @@ static const hier_param_desc_t hier_param_table[] = {
      "receiver returns credit",
      HIER_PARAM_OFF(fabric_slots), 0, 0, 5},
     {"net_algorithm", HIER_PARAM_ALGO, "auto",
-     "Inter-node allreduce between the ranks of one local index: auto, ring (least data per step), rd "
-     "(recursive doubling, fewest rounds) or rabenseifner (recursive halving + doubling: the ring's data in "
-     "log2 rounds). Auto: rd up to net_rd_max (net_rd_max_two_nodes on two nodes), rabenseifner on a power-of-two "
-     "node count, ring otherwise. Allgather and reduce_scatter have rd and ring only: forced rd is kept, any other "
-     "forced algorithm is the ring; auto: rd up to net_rd_max, except on two nodes (allgather: always rd; "
-     "reduce_scatter: always ring)",
+     "Inter-node algorithm between the ranks of one local index: auto, ring (least data per round, 2 (nodes - 1) "
+     "rounds), rd (recursive doubling: fewest rounds, the whole vector each) or rabenseifner (the ring's data "
+     "in 2 log(nodes)/log(net_radix_max) rounds, any node count). Auto: allreduce takes rd up to net_rd_max "
+     "(net_rd_max_two_nodes on two nodes), allgather on two nodes and, up to net_rd_max, on a power of two; "
+     "reduce_scatter on two nodes takes the ring; otherwise rabenseifner when no node need be folded "
+     "(net_radix_max), else rabenseifner while small (net_rd_max), the ring up to net_ring_max_nodes and the "
+     "folded rabenseifner beyond",
      HIER_PARAM_OFF(net_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_RING) | HIER_ALGO_BIT(HIER_ALGO_RD) |
          HIER_ALGO_BIT(HIER_ALGO_RH), 0, 4},
-    {"net_rd_max", HIER_PARAM_SIZE, "64K",
-     "Under auto, multi-node collectives up to this many bytes per rank use recursive doubling between nodes "
-     "(fewest rounds, but log2(nodes) times the data); rabenseifner or ring above (allreduce on two nodes: "
+    {"net_rd_max", HIER_PARAM_SIZE, "16K",
+     "Under auto, multi-node calls that move up to this many bytes between nodes (as net_split_min) are small: "
+     "allreduce takes recursive doubling "
+     "between nodes (fewest rounds, but log2(nodes) times the data; measured on three and four namespace nodes "
+     "it wins at 16K and loses 1.5-4x at 64K), so does allgather on a power-of-two node count, and a node count "
+     "that rabenseifner must fold takes it folded rather than the ring (allreduce on two nodes: "
      "net_rd_max_two_nodes)",
      HIER_PARAM_OFF(net_rd_max), 0, 0, 5},
     {"net_rd_max_two_nodes", HIER_PARAM_SIZE, "256K",
      "The same on two nodes, where recursive doubling moves no more data than rabenseifner, in one round instead "
      "of two, but each node reduces the whole vector instead of half; rabenseifner above",
      HIER_PARAM_OFF(net_rd_max_two_nodes), 0, 0, 5},
+    {"net_radix_max", HIER_PARAM_INT, "8",
+     "Rabenseifner's levels between nodes exchange with up to this many - 1 nodes at once (radix): nodes are "
+     "numbered in mixed radix, each radix at most this, so a level costs one latency and log(nodes)/log(radix) "
+     "levels do it all; a node count with a prime factor above it has its extra nodes folded in first (their "
+     "data crosses the network twice). 2 is classic recursive halving and doubling",
+     HIER_PARAM_OFF(net_radix_max), 0, 0, 5},
+    {"net_ring_max_nodes", HIER_PARAM_INT, "16",
+     "Under auto, above net_rd_max, node counts up to this one that rabenseifner could serve only by folding "
+     "extra nodes (a prime factor above net_radix_max) take the ring, whose latency grows with the nodes but "
+     "whose data crosses each link once; more nodes take the folded rabenseifner",
+     HIER_PARAM_OFF(net_ring_max_nodes), 0, 0, 5},
     {"net_split_min", HIER_PARAM_SIZE, "16K",
-     "Multi-node collectives from this many bytes per rank (allreduce: the vector; allgather: a block; "
-     "reduce_scatter: the send buffer over the ranks) are split so every local rank drives the network with its "
-     "own piece; smaller ones go through one rank per node",
+     "Multi-node collectives that move this many bytes between nodes (the vector: allreduce's, allgather's "
+     "result, reduce_scatter's send buffer) are split so every local rank drives the network with its own "
+     "piece; smaller ones go through one rank per node. The vector, not the bytes per rank: at 1,000 nodes x 8 a "
+     "64 MiB reduce_scatter is 8 KiB per rank, and served by one rank per node it is predicted 5.6 times "
+     "slower (docs/model.md)",
      HIER_PARAM_OFF(net_split_min), 0, 0, 5},
     {"net_chunk_size", HIER_PARAM_SIZE, "1M",
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
@@ -204,20 +222,45 @@ static int hier_params_parse_algo(const char *text)
     return -1;
 }
 
+/* One parameter from its text, checked the way the glue's registration
+ * checks it (an algorithm outside the parameter's mask is refused). */
+static int hier_params_set_desc(hier_params_t *params, const hier_param_desc_t *d, const char *text)
+{
+    char *field = (char *)params + d->offset, *end;
+    long v;
+    switch (d->type) {
+    case HIER_PARAM_INT:
+        errno = 0;
+        v = strtol(text, &end, 10);
+        if (errno || end == text || *end || v < INT_MIN || v > INT_MAX) return -1;
+        *(int *)field = (int)v;
+        return 0;
+    case HIER_PARAM_SIZE: return hier_params_parse_size(text, (size_t *)field);
+    case HIER_PARAM_ALGO:
+        v = hier_params_parse_algo(text);
+        if (v < 0 || !(d->algo_mask & (1u << v))) return -1;
+        *(int *)field = (int)v;
+        return 0;
+    case HIER_PARAM_STRING: *(const char **)field = text; return 0;
+    }
+    return -1;
+}
+
 void hier_params_defaults(hier_params_t *params)
 {
     size_t n;
     const hier_param_desc_t *t = hier_params_table(&n);
     memset(params, 0, sizeof(*params));
-    for (size_t i = 0; i < n; i++) {
-        char *field = (char *)params + t[i].offset;
-        switch (t[i].type) {
-        case HIER_PARAM_INT: *(int *)field = atoi(t[i].defval); break;
-        case HIER_PARAM_SIZE: hier_params_parse_size(t[i].defval, (size_t *)field); break;
-        case HIER_PARAM_ALGO: *(int *)field = hier_params_parse_algo(t[i].defval); break;
-        case HIER_PARAM_STRING: *(const char **)field = t[i].defval; break;
-        }
-    }
+    for (size_t i = 0; i < n; i++) hier_params_set_desc(params, &t[i], t[i].defval);
+}
+
+int hier_params_set(hier_params_t *params, const char *name, const char *text)
+{
+    size_t n;
+    const hier_param_desc_t *t = hier_params_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(t[i].name, name)) return hier_params_set_desc(params, &t[i], text);
+    return -1;
 }
 
 void hier_params_print_markdown(FILE *out)

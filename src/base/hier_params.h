@@ -51,9 +51,11 @@ typedef struct {
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
     int net_algorithm;            /* between nodes: AUTO, RING, RD or RH */
-    size_t net_rd_max;            /* bytes per rank: recursive doubling up to here under auto */
+    size_t net_rd_max;            /* bytes between nodes: recursive doubling up to here under auto */
     size_t net_rd_max_two_nodes;  /* the same on two nodes */
-    size_t net_split_min;         /* bytes per rank: from here every local rank drives the network */
+    size_t net_split_min;         /* bytes between nodes: from here every local rank drives the network */
+    int net_radix_max;            /* rabenseifner: the largest radix of a level */
+    int net_ring_max_nodes;       /* auto: the ring, not a folded rabenseifner, for large messages up to here */
     size_t net_chunk_size;        /* shm_chunk_size of communicators that span nodes */
     int device_peer_direct;       /* device allgathers go NIC to NIC when the provider takes device memory */
     size_t device_peer_direct_min; /* ... with blocks of this many bytes or more */
@@ -79,6 +81,10 @@ extern hier_params_t hier_params;
 
 const hier_param_desc_t *hier_params_table(size_t *count_p);
 void hier_params_defaults(hier_params_t *params);
+/* Set parameter `name` (without coll_hier_) from text as a user writes it
+ * ("64K", "ring"); -1 for an unknown name or a value it does not take. A
+ * string value is kept by pointer. For tools outside Open MPI (hier-model). */
+int hier_params_set(hier_params_t *params, const char *name, const char *text);
 const char *hier_algo_name(hier_algo_t algo);
 /* A digest of every value that must be the same on all ranks (not `local`). */
 uint32_t hier_params_digest(const hier_params_t *params);

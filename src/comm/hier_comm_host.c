@@ -83,7 +83,8 @@ static hier_select_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t b
 static hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
                                         int in_place)
 {
-    return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .esize = esize, .count = count,
+    return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,
+                               .esize = esize, .count = count,
                                .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1};
 }
 

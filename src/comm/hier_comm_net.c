@@ -49,7 +49,7 @@ hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int *known_p)
     c->ops.peer(c->rank, &self, c->ops.arg);
     hier_net_configure(fab, self);
     hier_net_t *net = calloc(1, sizeof(*net));
-    int *talk = malloc(sizeof(int) * (size_t)hier_sched_net_max_peers(l->nnodes));
+    int *talk = malloc(sizeof(int) * (size_t)hier_sched_net_max_peers(l->nnodes, hier_params.net_radix_max));
     if (!net || !talk || !(net->peers = calloc((size_t)l->nnodes, sizeof(*net->peers))) ||
         !(net->boxes = calloc((size_t)l->nnodes, sizeof(*net->boxes)))) {
         free(talk);
@@ -60,7 +60,7 @@ hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int *known_p)
     net->box = box;
     c->net = net;
     /* ranks of a local index past the fewest any node has own no piece: they never talk */
-    size_t n = l->me < l->pieces ? hier_sched_net_peers(l->nnodes, l->node, talk) : 0;
+    size_t n = l->me < l->pieces ? hier_sched_net_peers(l->nnodes, l->node, hier_params.net_radix_max, talk) : 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t proc;
         c->ops.peer(hier_layout_rank(l, talk[i], l->me), &proc, c->ops.arg);

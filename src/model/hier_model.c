@@ -296,7 +296,8 @@ static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call
     hier_select(&shape, call->coll, sel_bytes, &out->choice);
     out->pieces = out->choice.split ? call->ppn : 1;
     hier_sched_args_t *a = &s->args;
-    *a = (hier_sched_args_t){.kind = out->choice.kind, .net_kind = out->choice.net_kind, .nranks = call->ppn,
+    *a = (hier_sched_args_t){.kind = out->choice.kind, .net_kind = out->choice.net_kind,
+                             .net_radix = out->choice.net_radix, .nranks = call->ppn,
                              .esize = call->esize, .count = elems, .pieces = out->pieces, .nnodes = call->nodes};
     if (call->coll == HIER_COLL_ALLGATHER) {
         a->esize = 1;

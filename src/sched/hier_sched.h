@@ -85,7 +85,9 @@ typedef enum {
     HIER_NET_RING_ALLGATHER,      /* block `me` is this participant's contribution */
     HIER_NET_RD_ALLREDUCE,        /* latency-optimal recursive doubling, any nparts */
     HIER_NET_RD_ALLGATHER,        /* recursive doubling, any nparts; blocks in participant order, contiguous */
-    HIER_NET_RH_ALLREDUCE,        /* Rabenseifner: recursive halving reduce-scatter + doubling allgather, any nparts */
+    HIER_NET_RH_ALLREDUCE,        /* Rabenseifner in mixed radix: reduce-scatter + allgather, any nparts */
+    HIER_NET_RH_REDUCE_SCATTER,   /* its first half: afterwards block `me` is complete here */
+    HIER_NET_RH_ALLGATHER,        /* its second half: block `me` is this participant's contribution */
 } hier_net_kind_t;
 
 /* Local ranks grouped by NUMA domain (base/hier_topo.h makes them): group g
@@ -144,6 +146,7 @@ typedef struct {
     int nnodes;
     int pieces;
     hier_net_kind_t net_kind;
+    int net_radix;          /* RH kinds: hier_net_args_t's radix_max */
     /* several nodes: the communicator's ranks grouped by node, each node's in
      * local order: node n holds node_ranks[node_first[n] .. node_first[n + 1] - 1]
      * (allgather blocks and reduce_scatter results are by communicator rank) */
@@ -177,6 +180,7 @@ typedef struct {
     const size_t *rdispls;  /* RANKS */
     size_t origin;          /* RANKS: the rdispls coordinate of base's element 0 */
     uint32_t tag_base;      /* tags used: from tag_base, fewer than 2 nparts + 2 */
+    int radix_max;          /* RH kinds: the largest radix (hier_radix; below 2 means 2) */
 } hier_net_args_t;
 
 #endif

@@ -87,7 +87,7 @@ static void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, 
     if (plen) {                                                                                   /* 4 */
         hier_net_args_t na = {.kind = a->net_kind, .nparts = a->nnodes, .me = a->node, .esize = es,
                               .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = poff, .count = plen,
-                              .blocks = HIER_NET_BLOCKS_EVEN};
+                              .blocks = HIER_NET_BLOCKS_EVEN, .radix_max = a->net_radix};
         out->n += hier_sched_net_build(&na, out->steps + out->n);
     }
     hier_sched_barrier(out);                                                                      /* 5 */
@@ -107,8 +107,8 @@ static void hier_sched_hier_allreduce(const hier_sched_args_t *a, size_t first, 
  * 1. copy my block's chunk into my slot, except my own piece;
  * 2. barrier (node);
  * 3. owners copy their piece of every local block into their slot, in node order;
- * 4. the owners of a piece allgather it over the nodes (ring, or recursive
- *    doubling for small messages; one range per node);
+ * 4. the owners of a piece allgather it over the nodes (ring, recursive
+ *    doubling or Rabenseifner's allgather half; one range per node);
  * 5. barrier (node);
  * 6. everyone copies every owner's piece of every block into place. */
 static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out)
@@ -132,11 +132,9 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
             }
             hier_sched_copy(out, hier_ref(HIER_BUF_SLOT, a->me, p, u + (size_t)(mine + l) * ml), src, ml);
         }
-        hier_net_args_t na = {.kind = a->net_kind == HIER_NET_RD_ALLGATHER ? HIER_NET_RD_ALLGATHER    /* 4 */
-                                                                           : HIER_NET_RING_ALLGATHER,
-                              .nparts = a->nnodes, .me = a->node, .esize = 1,
+        hier_net_args_t na = {.kind = a->net_kind, .nparts = a->nnodes, .me = a->node, .esize = 1,    /* 4 */
                               .base = hier_ref(HIER_BUF_SLOT, a->me, p, u), .blocks = HIER_NET_BLOCKS_NODES,
-                              .unit = ml, .node_first = a->node_first};
+                              .unit = ml, .node_first = a->node_first, .radix_max = a->net_radix};
         out->n += hier_sched_net_build(&na, out->steps + out->n);
     }
     hier_sched_barrier(out);                                                                      /* 5 */
@@ -165,10 +163,11 @@ static void hier_sched_hier_allgather(const hier_sched_args_t *a, size_t first, 
  * 2. barrier (node);
  * 3. owners fold their piece over every local slot (theirs from their input)
  *    into their own slot, where nobody else reads;
- * 4. the owners of a piece reduce-scatter it over the nodes (ring: a node's
- *    part is what its ranks receive of the piece, one range per rank, and
- *    afterwards my node's part is complete in my slot), or, for small
- *    messages, allreduce it (recursive doubling: fewer rounds, all complete);
+ * 4. the owners of a piece reduce-scatter it over the nodes (ring or
+ *    Rabenseifner's first half: a node's part is what its ranks receive of
+ *    the piece, one range per rank, and afterwards my node's part is
+ *    complete in my slot), or, for small messages, allreduce it (recursive
+ *    doubling: fewer rounds, all complete);
  * 5. barrier (node);
  * 6. everyone copies what it receives of each piece from the owner's slot.
  * In place (never sliced), results land at or below the elements they come
@@ -307,12 +306,12 @@ static void hier_sched_hier_rs_fold(const hier_sched_args_t *a, const hier_rs_ma
     *len_p = ml;
 }
 
-/* Step 4 of the reduce_scatter, ring form: node n's part of piece [mo, mo + ml)
- * of the chunk is one range per rank of n (per virtual rank, sliced). */
+/* Step 4 of the reduce_scatter, ring or Rabenseifner: node n's part of piece
+ * [mo, mo + ml) of the chunk is one range per rank of n (per virtual rank, sliced). */
 static void hier_sched_hier_rs_ring(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t mo, size_t ml, int p,
                                     hier_sched_out_t *out)
 {
-    hier_net_args_t na = {.kind = HIER_NET_RING_REDUCE_SCATTER, .nparts = a->nnodes, .me = a->node,
+    hier_net_args_t na = {.kind = a->net_kind, .nparts = a->nnodes, .me = a->node, .radix_max = a->net_radix,
                           .esize = a->esize, .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = mo, .count = ml,
                           .blocks = HIER_NET_BLOCKS_RANKS,
                           .node_first = m->sl ? m->sl->node_first : a->node_first,
@@ -349,7 +348,7 @@ static void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t fi
     hier_sched_hier_rs_fold(a, &m, p, out, &mo, &ml);                                              /* 1-3 */
     if (ml) {
         if (a->net_kind == HIER_NET_RD_ALLREDUCE) {                                               /* 4 */
-            hier_net_args_t na = {.kind = HIER_NET_RD_ALLREDUCE, .nparts = a->nnodes, .me = a->node, .esize = es,
+            hier_net_args_t na = {.kind = a->net_kind, .nparts = a->nnodes, .me = a->node, .esize = es,
                                   .base = hier_ref(HIER_BUF_SLOT, a->me, p, 0), .off = mo, .count = ml,
                                   .blocks = HIER_NET_BLOCKS_EVEN};
             out->n += hier_sched_net_build(&na, out->steps + out->n);
@@ -395,11 +394,15 @@ void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len,
 size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
 {
     size_t total = (size_t)hier_sched_hier_total(a), P = a->pieces > 1 ? (size_t)a->pieces : 1;
-    size_t virt = hier_sched_hier_sliced(a) ? P * total : total; /* (ranks, or virtual ranks) */
-    uint32_t nf[2] = {0, (uint32_t)virt};
-    hier_net_args_t na = {.kind = HIER_NET_RING_ALLREDUCE, .nparts = 1, .node_first = nf,
-                          .blocks = a->kind == HIER_SCHED_HIER_REDUCE_SCATTER ? HIER_NET_BLOCKS_RANKS
-                                                                              : HIER_NET_BLOCKS_EVEN};
-    size_t net = hier_sched_net_max_steps(&na) + 4 * (size_t)a->nnodes + 4 * (size_t)hier_rd(a->nnodes).rounds;
+    int sliced = hier_sched_hier_sliced(a);
+    size_t virt = sliced ? P * total : total, segs = a->nnodes, smax = 1; /* (ranks, or virtual ranks) */
+    if (a->kind == HIER_SCHED_HIER_REDUCE_SCATTER) {
+        segs = virt;
+        for (int n = 0; n < a->nnodes; n++) {
+            size_t here = (size_t)(a->node_first[n + 1] - a->node_first[n]) * (sliced ? P : 1);
+            smax = here > smax ? here : smax;
+        }
+    }
+    size_t net = hier_sched_net_max_steps_for(a->nnodes, segs, smax, a->net_radix);
     return 4 * virt + 8 + P * (total + 1) + net;
 }

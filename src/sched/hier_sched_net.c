@@ -166,65 +166,100 @@ static void hier_sched_net_rd_allgather(const hier_net_args_t *a, hier_sched_out
         hier_sched_net(out, HIER_STEP_NET_SEND, fold, last, hier_sched_net_at(a, all_off), all_len * a->esize, 0);
 }
 
-/* Elements [*off_p, + *len_p) of blocks [lo, hi) of the vector cut into p2 even blocks. */
-static void hier_sched_net_even_span(const hier_net_args_t *a, int p2, int lo, int hi, size_t *off_p, size_t *len_p)
+/* Send (or receive) the ranges of participants [lo, hi], adjacent ones
+ * joined into one message and empty ones left out: both ends compute the
+ * same list from the same arguments, so the messages match one to one. */
+static void hier_sched_net_range(const hier_net_args_t *a, hier_step_op_t op, int peer, unsigned tag, int lo,
+                                 int hi, int reduce, hier_sched_out_t *out)
 {
-    size_t o, l, align = hier_part_align(a->esize);
-    hier_part_range(a->count, p2, lo, align, off_p, &l);
-    hier_part_range(a->count, p2, hi - 1, align, &o, &l);
-    *len_p = o + l - *off_p;
+    size_t run_off = 0, run_len = 0, o, l;
+    for (int b = lo; b <= hi + 1; b++) {
+        size_t nsegs = b <= hi ? hier_sched_net_nsegs(a, b) : 1;
+        for (size_t i = 0; i < nsegs; i++) {
+            if (b <= hi) hier_sched_net_seg(a, b, i, &o, &l);
+            else o = SIZE_MAX, l = 0; /* (past the end: flush) */
+            if (b <= hi && !l) continue;
+            if (run_len && run_off + run_len == o) {
+                run_len += l;
+                continue;
+            }
+            if (run_len)
+                hier_sched_net(out, op, peer, tag, hier_sched_net_at(a, run_off),
+                               reduce ? run_len : run_len * a->esize, reduce);
+            run_off = o, run_len = l;
+        }
+    }
 }
 
-/* Rabenseifner's allreduce for any number of participants: the bandwidth of
- * the ring in 2 log2(p2) rounds.
- * 1. fold in as recursive doubling does (the extras hand their vector over);
- * 2. recursive halving: with the vector cut into p2 blocks, at distance
- *    p2/2, p2/4, ..., 1 each stand-in keeps the half of its current blocks on
- *    its side, sends the other half to its partner and folds in the partner's
- *    copy of its own half; afterwards stand-in v holds block v complete;
- * 3. recursive doubling at distance 1, 2, ..., p2/2: partners swap what they
- *    hold, so the ranges grow back to the whole vector;
- * 4. fold out to the extras.
- * Each element is reduced at one stand-in and copied to the rest, so every
- * participant ends with the same bits. */
-static void hier_sched_net_rh_allreduce(const hier_net_args_t *a, hier_sched_out_t *out)
+/* The same for virtual ranks [vlo, vhi): the participants they speak for. */
+static void hier_sched_net_vrange(const hier_net_args_t *a, const hier_radix_t *x, hier_step_op_t op, int peer,
+                                  unsigned tag, int vlo, int vhi, int reduce, hier_sched_out_t *out)
 {
-    hier_rd_t rd = hier_rd(a->nparts);
-    int me = a->me, fold = hier_rd_folded(&rd, me), lo = 0, hi = rd.p2;
-    size_t bytes = a->count * a->esize, o, l;
-    unsigned t = a->tag_base, last = t + 1 + 2 * (unsigned)rd.rounds;
+    hier_sched_net_range(a, op, peer, tag, hier_rd_real_lo(&x->fold, vlo), hier_rd_real_hi(&x->fold, vhi - 1),
+                         reduce, out);
+}
 
-    if (hier_rd_is_extra(&rd, me)) { /* 1, and 4 for the ones that hand over */
-        hier_sched_net(out, HIER_STEP_NET_SEND, me + 1, t, hier_sched_net_at(a, 0), bytes, 0);
-        hier_sched_net(out, HIER_STEP_NET_RECV, me + 1, last, hier_sched_net_at(a, 0), bytes, 0);
+/* Rabenseifner's allreduce in mixed radix (hier_radix_t), for any number of
+ * participants: the ring's data, in 2 x levels rounds (2 log2 p with radix 2).
+ * 1. fold in: each extra hands its vector (reduce-scatter: all of it; allgather:
+ *    its block) to the stand-in above it;
+ * 2. reduce-scatter, levels 0, 1, ...: my range of virtual ranks, cut into
+ *    radix[i] parts of weight[i], goes part j to the member with digit j,
+ *    and each member's copy of my part is folded into mine; afterwards
+ *    virtual rank v holds the blocks of the participants it speaks for;
+ * 3. allgather, levels ..., 1, 0: the members of a level swap what they hold
+ *    until every range is whole again;
+ * 4. fold out: the stand-in hands the extra its block (reduce-scatter) or the
+ *    whole vector.
+ * Sends go to the members in rotated order (digit d + 1 first) and receives
+ * come from d - 1 first, so a level starts as a ring step would. Blocks are
+ * the participants' (even, by node, by rank), so a reduce_scatter ends with
+ * each node's own; each element is reduced at one stand-in and copied to the
+ * rest, so every participant ends with the same bits. */
+static void hier_sched_net_rh(const hier_net_args_t *a, int rs, int ag, hier_sched_out_t *out)
+{
+    hier_radix_t x = hier_radix(a->nparts, a->radix_max);
+    int me = a->me, fold = hier_rd_folded(&x.fold, me), n = a->nparts, base[HIER_RADIX_MAX_LEVELS];
+    unsigned t = a->tag_base, last = t + 1 + 2 * (unsigned)x.levels;
+
+    if (hier_rd_is_extra(&x.fold, me)) { /* 1, and 4 for the ones that hand over */
+        hier_sched_net_range(a, HIER_STEP_NET_SEND, me + 1, t, rs ? 0 : me, rs ? n - 1 : me, 0, out);
+        hier_sched_net_range(a, HIER_STEP_NET_RECV, me + 1, last, ag ? 0 : me, ag ? n - 1 : me, 0, out);
         return;
     }
-    if (fold >= 0) hier_sched_net(out, HIER_STEP_NET_RECV, fold, t, hier_sched_net_at(a, 0), a->count, 1);
-    int v = hier_rd_vrank(&rd, me);
-    for (int i = 0, d = rd.p2 / 2; d >= 1; i++, d /= 2) { /* 2 */
-        int pv = v ^ d, peer = hier_rd_partner(&rd, v, d), mid = lo + (hi - lo) / 2;
-        int keep_lo = v < pv ? lo : mid, keep_hi = v < pv ? mid : hi;
-        int give_lo = v < pv ? mid : lo, give_hi = v < pv ? hi : mid;
-        hier_sched_net_even_span(a, rd.p2, give_lo, give_hi, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l * a->esize, 0);
-        hier_sched_net_even_span(a, rd.p2, keep_lo, keep_hi, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)i, hier_sched_net_at(a, o), l, 1);
-        lo = keep_lo;
-        hi = keep_hi;
+    if (fold >= 0) hier_sched_net_range(a, HIER_STEP_NET_RECV, fold, t, rs ? 0 : fold, rs ? n - 1 : fold, rs, out);
+    int v = hier_rd_vrank(&x.fold, me);
+    for (int i = 0, lo = 0; i < x.levels; i++) { /* 2 (the ranges only, without rs) */
+        int f = x.radix[i], w = x.weight[i], d = (v - lo) / w;
+        base[i] = lo;
+        for (int s = 1; rs && s < f; s++) {
+            int j = (d + s) % f;
+            hier_sched_net_vrange(a, &x, HIER_STEP_NET_SEND, hier_rd_real_hi(&x.fold, v + (j - d) * w),
+                                  t + 1 + (unsigned)i, lo + j * w, lo + (j + 1) * w, 0, out);
+        }
+        for (int s = 1; rs && s < f; s++) {
+            int j = (d - s + f) % f;
+            hier_sched_net_vrange(a, &x, HIER_STEP_NET_RECV, hier_rd_real_hi(&x.fold, v + (j - d) * w),
+                                  t + 1 + (unsigned)i, lo + d * w, lo + (d + 1) * w, 1, out);
+        }
+        lo += d * w;
     }
-    for (int i = 0, d = 1; d < rd.p2; i++, d *= 2) { /* 3 */
-        int pv = v ^ d, peer = hier_rd_partner(&rd, v, d);
-        int plo = v < pv ? hi : lo - (hi - lo), phi = v < pv ? hi + (hi - lo) : lo;
-        hier_sched_net_even_span(a, rd.p2, lo, hi, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_SEND, peer, t + 1 + (unsigned)(rd.rounds + i), hier_sched_net_at(a, o),
-                       l * a->esize, 0);
-        hier_sched_net_even_span(a, rd.p2, plo, phi, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_RECV, peer, t + 1 + (unsigned)(rd.rounds + i), hier_sched_net_at(a, o),
-                       l * a->esize, 0);
-        lo = v < pv ? lo : plo;
-        hi = v < pv ? phi : hi;
+    for (int i = x.levels - 1; ag && i >= 0; i--) { /* 3 */
+        int f = x.radix[i], w = x.weight[i], lo = base[i], d = (v - lo) / w;
+        unsigned tag = t + 1 + (unsigned)(2 * x.levels - 1 - i);
+        for (int s = 1; s < f; s++) {
+            int j = (d + s) % f;
+            hier_sched_net_vrange(a, &x, HIER_STEP_NET_SEND, hier_rd_real_hi(&x.fold, v + (j - d) * w), tag,
+                                  lo + d * w, lo + (d + 1) * w, 0, out);
+        }
+        for (int s = 1; s < f; s++) {
+            int j = (d - s + f) % f;
+            hier_sched_net_vrange(a, &x, HIER_STEP_NET_RECV, hier_rd_real_hi(&x.fold, v + (j - d) * w), tag,
+                                  lo + j * w, lo + (j + 1) * w, 0, out);
+        }
     }
-    if (fold >= 0) hier_sched_net(out, HIER_STEP_NET_SEND, fold, last, hier_sched_net_at(a, 0), bytes, 0); /* 4 */
+    if (fold >= 0) /* 4 */
+        hier_sched_net_range(a, HIER_STEP_NET_SEND, fold, last, ag ? 0 : fold, ag ? n - 1 : fold, 0, out);
 }
 
 size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
@@ -240,20 +275,52 @@ size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps)
     case HIER_NET_RING_ALLGATHER: hier_sched_net_ring_ag(a, a->tag_base, &out); break;
     case HIER_NET_RD_ALLREDUCE: hier_sched_net_rd_allreduce(a, &out); break;
     case HIER_NET_RD_ALLGATHER: hier_sched_net_rd_allgather(a, &out); break;
-    case HIER_NET_RH_ALLREDUCE: hier_sched_net_rh_allreduce(a, &out); break;
+    case HIER_NET_RH_ALLREDUCE: hier_sched_net_rh(a, 1, 1, &out); break;
+    case HIER_NET_RH_REDUCE_SCATTER: hier_sched_net_rh(a, 1, 0, &out); break;
+    case HIER_NET_RH_ALLGATHER: hier_sched_net_rh(a, 0, 1, &out); break;
     }
     return out.n;
 }
 
-size_t hier_sched_net_max_steps(const hier_net_args_t *a)
+/* Ranges of [lo, hi] participants at most: smax each, segs in all. */
+static size_t hier_sched_net_cap(size_t segs, size_t smax, size_t parts)
 {
-    size_t segs = a->blocks == HIER_NET_BLOCKS_RANKS ? a->node_first[a->nparts] : (size_t)a->nparts;
-    return 4 * segs + 4 * (size_t)a->nparts + 4 * (size_t)hier_rd(a->nparts).rounds + 8;
+    return smax * parts < segs ? smax * parts : segs;
 }
 
-int hier_sched_net_max_peers(int nparts)
+/* Ring and recursive doubling: a send and a receive per range of two blocks
+ * a step, and the folds. Rabenseifner: at level i, the current range (f x w
+ * virtual ranks, twice as many participants at most) goes out but for my
+ * part, and my part (w) comes in f - 1 times; twice (reduce-scatter and
+ * allgather), plus the folds (everything each way). */
+size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int radix_max)
 {
-    return 3 + hier_rd(nparts).rounds;
+    hier_radix_t x = hier_radix(nparts, radix_max);
+    size_t ring = 4 * segs + 4 * (size_t)nparts + 4 * (size_t)hier_rd(nparts).rounds + 8, rh = 4 * segs + 8;
+    for (int i = 0; i < x.levels; i++) {
+        size_t f = (size_t)x.radix[i], w = (size_t)x.weight[i];
+        rh += 2 * (hier_sched_net_cap(segs, smax, 2 * f * w) + (f - 1) * hier_sched_net_cap(segs, smax, 2 * w));
+    }
+    return ring > rh ? ring : rh;
+}
+
+size_t hier_sched_net_max_steps(const hier_net_args_t *a)
+{
+    size_t segs = (size_t)a->nparts, smax = 1;
+    if (a->blocks == HIER_NET_BLOCKS_RANKS) {
+        segs = a->node_first[a->nparts];
+        for (int b = 0; b < a->nparts; b++)
+            if (a->node_first[b + 1] - a->node_first[b] > smax) smax = a->node_first[b + 1] - a->node_first[b];
+    }
+    return hier_sched_net_max_steps_for(a->nparts, segs, smax, a->radix_max);
+}
+
+int hier_sched_net_max_peers(int nparts, int radix_max)
+{
+    hier_radix_t x = hier_radix(nparts, radix_max);
+    int n = 4 + hier_rd(nparts).rounds;
+    for (int i = 0; i < x.levels; i++) n += x.radix[i] - 1;
+    return n;
 }
 
 static size_t hier_sched_net_add_peer(int *peers, size_t n, int p)
@@ -264,18 +331,35 @@ static size_t hier_sched_net_add_peer(int *peers, size_t n, int p)
     return n + 1;
 }
 
-/* Ring neighbours, the fold partner, and the partners at every distance of
- * recursive doubling and halving: every participant any schedule above has
- * `me` talk to. Symmetric: p is in me's list when me is in p's. */
-size_t hier_sched_net_peers(int nparts, int me, int *peers)
+/* The fold partner and the partners at every distance of a pattern. */
+static size_t hier_sched_net_add_fold(const hier_rd_t *rd, int me, int *peers, size_t n)
+{
+    if (hier_rd_is_extra(rd, me)) return hier_sched_net_add_peer(peers, n, me + 1);
+    if (hier_rd_folded(rd, me) >= 0) n = hier_sched_net_add_peer(peers, n, me - 1);
+    return n;
+}
+
+/* Ring neighbours, and for recursive doubling and Rabenseifner the fold
+ * partner and every partner at every level: every participant any schedule
+ * above has `me` talk to. Symmetric: p is in me's list when me is in p's. */
+size_t hier_sched_net_peers(int nparts, int me, int radix_max, int *peers)
 {
     size_t n = 0;
     if (nparts < 2) return 0;
     hier_rd_t rd = hier_rd(nparts);
+    hier_radix_t x = hier_radix(nparts, radix_max);
     n = hier_sched_net_add_peer(peers, n, (me + 1) % nparts);
     n = hier_sched_net_add_peer(peers, n, (me + nparts - 1) % nparts);
-    if (hier_rd_is_extra(&rd, me)) return hier_sched_net_add_peer(peers, n, me + 1);
-    if (hier_rd_folded(&rd, me) >= 0) n = hier_sched_net_add_peer(peers, n, me - 1);
-    for (int d = 1, v = hier_rd_vrank(&rd, me); d < rd.p2; d *= 2) n = hier_sched_net_add_peer(peers, n, hier_rd_partner(&rd, v, d));
+    n = hier_sched_net_add_fold(&rd, me, peers, n);
+    if (!hier_rd_is_extra(&rd, me))
+        for (int d = 1, v = hier_rd_vrank(&rd, me); d < rd.p2; d *= 2)
+            n = hier_sched_net_add_peer(peers, n, hier_rd_partner(&rd, v, d));
+    n = hier_sched_net_add_fold(&x.fold, me, peers, n);
+    if (hier_rd_is_extra(&x.fold, me)) return n;
+    for (int i = 0, v = hier_rd_vrank(&x.fold, me); i < x.levels; i++) {
+        int w = x.weight[i], d = (v / w) % x.radix[i];
+        for (int j = 0; j < x.radix[i]; j++)
+            if (j != d) n = hier_sched_net_add_peer(peers, n, hier_rd_real_hi(&x.fold, v + (j - d) * w));
+    }
     return n;
 }

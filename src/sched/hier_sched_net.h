@@ -9,11 +9,14 @@
 /* Steps of one build into `steps` (at least hier_sched_net_max_steps(a)); their number. */
 size_t hier_sched_net_build(const hier_net_args_t *a, hier_step_t *steps);
 size_t hier_sched_net_max_steps(const hier_net_args_t *a);
+/* The same bound for any kind, from the participants, the ranges of all
+ * blocks (segs) and of the largest one (smax), and the radix. */
+size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int radix_max);
 /* Every participant some schedule of `me` talks to (ring neighbours,
  * recursive-doubling partners): the only ones it needs a channel to, at
- * most hier_sched_net_max_peers(nparts), into peers; their number. Symmetric:
+ * most hier_sched_net_max_peers(nparts, radix_max), into peers; their number. Symmetric:
  * p needs me when I need p. */
-size_t hier_sched_net_peers(int nparts, int me, int *peers);
-int hier_sched_net_max_peers(int nparts);
+size_t hier_sched_net_peers(int nparts, int me, int radix_max, int *peers);
+int hier_sched_net_max_peers(int nparts, int radix_max);
 
 #endif

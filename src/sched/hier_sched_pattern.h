@@ -63,4 +63,51 @@ static inline int hier_rd_partner(const hier_rd_t *rd, int v, int d)
     return hier_rd_real_hi(rd, v ^ d);
 }
 
+/* Rabenseifner's pattern in mixed radix (hier_sched_net.c), for any n:
+ * p <= n virtual ranks, p the largest count whose prime factors are all at
+ * most radix_max (a power of two is one, so p > n / 2), the n - p extras
+ * folded in as above (the fold arithmetic of hier_rd_t, with p in place of
+ * p2). Virtual rank v has digits d_0 .. d_{levels-1} in the radices
+ * radix[0..], the most significant first: v = sum d_i x weight[i], weight[i]
+ * being the product of the radices after i. At level i the radix[i]
+ * virtual ranks that differ from v in digit i only exchange with v. With
+ * radix_max 2 and n a power of two it is Rabenseifner's recursive halving. */
+#define HIER_RADIX_MAX_LEVELS 32
+
+typedef struct {
+    hier_rd_t fold; /* n, p (as p2), rem = n - p */
+    int levels;
+    int radix[HIER_RADIX_MAX_LEVELS];
+    int weight[HIER_RADIX_MAX_LEVELS];
+} hier_radix_t;
+
+/* n as a product of radices of at most radix_max, largest first (factors
+ * taken largest first, then packed first fit); 0 when n has a prime factor
+ * above radix_max. */
+static inline int hier_radix_factor(int n, int radix_max, int *radix)
+{
+    int factors[HIER_RADIX_MAX_LEVELS], nf = 0, levels = 0;
+    for (int q = radix_max; q >= 2; q--)
+        while (n % q == 0 && nf < HIER_RADIX_MAX_LEVELS) factors[nf++] = q, n /= q;
+    if (n != 1) return 0;
+    for (int i = 0; i < nf; i++) {
+        int l = 0;
+        while (l < levels && radix[l] * factors[i] > radix_max) l++;
+        if (l == levels) radix[levels++] = 1;
+        radix[l] *= factors[i];
+    }
+    return levels;
+}
+
+static inline hier_radix_t hier_radix(int n, int radix_max)
+{
+    hier_radix_t x = {.levels = 0};
+    int p = n;
+    if (radix_max < 2) radix_max = 2;
+    while (p > 1 && !(x.levels = hier_radix_factor(p, radix_max, x.radix))) p--;
+    x.fold = (hier_rd_t){.n = n, .p2 = p, .rounds = x.levels, .rem = n - p};
+    for (int i = x.levels - 1, w = 1; i >= 0; w *= x.radix[i--]) x.weight[i] = w;
+    return x;
+}
+
 #endif

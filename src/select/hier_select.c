@@ -4,12 +4,15 @@
 #include "select/hier_select.h"
 
 #include "base/hier_params.h"
+#include "sched/hier_sched_pattern.h"
 
 /* What a rule may ask of the call and the communicator. */
 enum {
     HIER_SEL_TWO_NODES = 1u << 0,
     HIER_SEL_MANY_NODES = 1u << 1,  /* three or more */
-    HIER_SEL_POW2_NODES = 1u << 2,
+    HIER_SEL_NO_FOLD = 1u << 2,     /* rabenseifner's radices make the node count: no node folded */
+    HIER_SEL_POW2_NODES = 1u << 8,
+    HIER_SEL_RING_NODES = 1u << 3,  /* at most net_ring_max_nodes nodes */
     HIER_SEL_NUMA = 1u << 4,        /* several NUMA domains and allreduce_numa_min_ranks local ranks */
     HIER_SEL_LL_FITS = 1u << 5,     /* the low-latency area holds the call */
     HIER_SEL_CMA = 1u << 6,         /* single copy available, or not probed yet */
@@ -31,7 +34,7 @@ typedef struct {
     const hier_select_rule_t *rules;
     size_t nrules;
     const int *forced;          /* the parameter that forces a rule */
-    int per_rank;               /* the rules' sizes are bytes / size */
+    int times_size;             /* the rules' sizes are bytes x size: what crosses between nodes */
 } hier_select_table_t;
 
 #define HIER_P(name) (&hier_params.name)
@@ -63,48 +66,72 @@ static const hier_select_rule_t hier_select_reduce_scatter[] = {
     {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_RS, HIER_SCHED_REDUCE_SCATTER, 0},
 };
 
-/* Between nodes. Allreduce: recursive doubling (fewest rounds) while small
- * (on two nodes it moves no more than Rabenseifner, in one round, so up to
- * a larger size), then Rabenseifner (the ring's data in log rounds) on a
- * power-of-two node count, else the ring. */
+/* Between nodes. Allreduce: recursive doubling (fewest rounds) while small,
+ * then Rabenseifner in mixed radix (the ring's data in
+ * 2 log(nodes)/log(net_radix_max) rounds) where the node count needs no
+ * fold, else the ring up to net_ring_max_nodes (folding doubles the traffic
+ * of the folded nodes, and there the ring's rounds still cost less) and the
+ * folded Rabenseifner beyond (at 1,000 nodes the ring's 2 x 999 rounds per
+ * chunk would cost 45 times as much: docs/model.md). Recursive doubling's
+ * limit is where it stopped paying on three and four namespace nodes (16
+ * KiB: 0.13 ms against 0.17; 64 KiB: 1.0-2.5 ms against 0.5-0.7). On two
+ * nodes it moves no more than Rabenseifner, in one round, so it serves up
+ * to a larger size. */
 static const hier_select_rule_t hier_select_net_allreduce[] = {
     {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, HIER_P(net_rd_max_two_nodes), HIER_PATH_NET_RD,
      HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RD_ALLREDUCE},
     {HIER_ALGO_RD, HIER_SEL_MANY_NODES, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RD, HIER_SCHED_HIER_ALLREDUCE,
      HIER_NET_RD_ALLREDUCE},
-    {HIER_ALGO_RH, HIER_SEL_POW2_NODES, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE,
+    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE,
      HIER_NET_RH_ALLREDUCE},
-    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_RING, HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RING_ALLREDUCE},
+    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_RING, HIER_SCHED_HIER_ALLREDUCE,
+     HIER_NET_RING_ALLREDUCE},
+    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RH_ALLREDUCE},
 };
 
-/* Allgather: recursive doubling on two nodes (one exchange) and while
- * small, else the ring; forcing rabenseifner means the ring. */
+/* Allgather: on two nodes recursive doubling (one exchange of the whole
+ * block), and while small on a power of two (no fold: fewest messages).
+ * Otherwise Rabenseifner's allgather half where no node is folded: what the
+ * ring sends in fewer rounds, and no fold as recursive doubling needs
+ * (three namespace nodes, 64 KiB: 0.16 ms against 0.86; docs/model.md); with
+ * a fold, Rabenseifner while small (the fold costs little there), the ring
+ * up to net_ring_max_nodes, Rabenseifner beyond. */
 static const hier_select_rule_t hier_select_net_allgather[] = {
     {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
      HIER_NET_RD_ALLGATHER},
-    {HIER_ALGO_RD, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+    {HIER_ALGO_RD, HIER_SEL_POW2_NODES, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
      HIER_NET_RD_ALLGATHER},
-    {HIER_ALGO_RH, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+     HIER_NET_RH_ALLGATHER},
+    {HIER_ALGO_RH, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
+     HIER_NET_RH_ALLGATHER},
+    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
      HIER_NET_RING_ALLGATHER},
-    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER, HIER_NET_RING_ALLGATHER},
+    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER, HIER_NET_RH_ALLGATHER},
 };
 
 /* Reduce_scatter: two nodes take the ring (one round and one message of
  * half the piece, where recursive doubling sends all of it: measured on two
- * namespace nodes x 2 ranks, 1 MiB, 2.7 ms against 4.7); otherwise recursive
- * doubling while small, else the ring. */
+ * namespace nodes x 2 ranks, 1 MiB, 2.7 ms against 4.7; Rabenseifner is the
+ * same exchange there). On more, as allgather: recursive doubling would
+ * allreduce the whole piece, log2(nodes) times the data (three namespace
+ * nodes, 512 KiB: 9.2 ms against Rabenseifner's 2.9). */
 static const hier_select_rule_t hier_select_net_reduce_scatter[] = {
     {HIER_ALGO_RING, HIER_SEL_TWO_NODES, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
      HIER_NET_RING_REDUCE_SCATTER},
-    {HIER_ALGO_RD, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RH_REDUCE_SCATTER},
+    {HIER_ALGO_RH, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RH_REDUCE_SCATTER},
+    {HIER_ALGO_RD, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
      HIER_NET_RD_ALLREDUCE},
-    {HIER_ALGO_RH, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
      HIER_NET_RING_REDUCE_SCATTER},
-    {HIER_ALGO_RING, 0, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RING_REDUCE_SCATTER},
+    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
+     HIER_NET_RH_REDUCE_SCATTER},
 };
 
-#define HIER_TABLE(rules, forced, per_rank) {rules, sizeof(rules) / sizeof(rules[0]), forced, per_rank}
+#define HIER_TABLE(rules, forced, times_size) {rules, sizeof(rules) / sizeof(rules[0]), forced, times_size}
 
 static const hier_select_table_t hier_select_node_tables[] = {
     [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_allreduce, HIER_P(allreduce_algorithm), 0),
@@ -114,8 +141,8 @@ static const hier_select_table_t hier_select_node_tables[] = {
 
 static const hier_select_table_t hier_select_net_tables[] = {
     [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_net_allreduce, HIER_P(net_algorithm), 0),
-    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_net_allgather, HIER_P(net_algorithm), 0),
-    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 1),
+    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_net_allgather, HIER_P(net_algorithm), 1),
+    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 0),
 };
 
 static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
@@ -123,6 +150,8 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     unsigned f = 0;
     if (s->nnodes == 2) f |= HIER_SEL_TWO_NODES;
     if (s->nnodes > 2) f |= HIER_SEL_MANY_NODES;
+    if (s->nnodes > 1 && hier_radix((int)s->nnodes, hier_params.net_radix_max).fold.rem == 0) f |= HIER_SEL_NO_FOLD;
+    if (s->nnodes <= (uint32_t)hier_params.net_ring_max_nodes) f |= HIER_SEL_RING_NODES;
     if ((s->nnodes & (s->nnodes - 1)) == 0) f |= HIER_SEL_POW2_NODES;
     if (s->numa_groups > 1 && s->local_ranks >= hier_params.allreduce_numa_min_ranks) f |= HIER_SEL_NUMA;
     if (bytes <= s->ll_capacity) f |= HIER_SEL_LL_FITS;
@@ -153,8 +182,8 @@ void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t byte
 {
     int net = shape->nnodes > 1;
     const hier_select_table_t *t = net ? &hier_select_net_tables[coll] : &hier_select_node_tables[coll];
-    size_t b = t->per_rank && shape->size ? bytes / shape->size : bytes;
+    size_t b = t->times_size ? bytes * shape->size : bytes;
     const hier_select_rule_t *r = hier_select_rule(t, hier_select_features(shape, b), b);
     *out = (hier_select_t){.path = r->path, .kind = r->kind, .net_kind = r->net_kind,
-                           .split = net && b >= hier_params.net_split_min};
+                           .split = net && b >= hier_params.net_split_min, .net_radix = hier_params.net_radix_max};
 }

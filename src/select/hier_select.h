@@ -33,11 +33,13 @@ typedef struct {
     hier_sched_kind_t kind;
     hier_net_kind_t net_kind; /* several nodes: between them */
     int split;                /* several nodes: every local rank drives the network with its own piece */
+    int net_radix;            /* several nodes, rabenseifner: the largest radix */
 } hier_select_t;
 
-/* `bytes` is what the thresholds speak of: allreduce, the vector; allgather,
- * one rank's block; reduce_scatter, the whole send buffer (between nodes,
- * the rules see it divided by the ranks). `coll` is one of ALLREDUCE,
+/* `bytes`: allreduce, the vector; allgather, one rank's block; reduce_scatter,
+ * the whole send buffer. One node's thresholds speak of these; between
+ * nodes, of the vector that crosses (allgather: the result, block x size),
+ * because that is what the network moves whatever the ranks. `coll` is one of ALLREDUCE,
  * ALLGATHER, REDUCE_SCATTER. When the choice is single copy and
  * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
  * rank gets here alike) and selects again with the answer. */

@@ -179,6 +179,14 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" --mca coll_hier_fabric_provider tcp \
         --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
         $TC --quick --world-only $NET --allreduce-path net_rh
+    # the same with radix 2: three nodes need a fold (one node's data crosses twice)
+    case_run nodes3_uneven_rabenseifner_folded 4 $FAKE --hostfile "$(hosts h211 2 1 1)" \
+        --mca coll_hier_fabric_provider tcp --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_radix_max 2 \
+        --mca coll_hier_net_split_min 0 $TC --quick --world-only $NET --allreduce-path net_rh
+    # six nodes in radix 3 x 2: two levels, three members each in the first
+    case_run nodes6x1_rabenseifner_mixed_radix 6 $FAKE --hostfile "$(hosts h6 1 1 1 1 1 1)" \
+        --mca coll_hier_fabric_provider tcp --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_radix_max 3 \
+        $TC --quick --world-only $NET --allreduce-path net_rh
     case_run nodes2x2_auto_rabenseifner 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         --mca coll_hier_net_rd_max_two_nodes 0 --mca coll_hier_net_split_min 0 \
         $TC --quick --world-only $NET --allreduce-path net_rh

@@ -48,6 +48,7 @@ typedef struct {
     int sliced; /* reduce_scatter: chunks as slices of every rank's block (rs_slices) */
     int pieces;     /* 0: the fewest ranks any node has (the split path); 1: one owner per node */
     int bursts;
+    int radix;      /* rabenseifner's radix_max (0: 2) */
 } layout_t;
 
 typedef struct {
@@ -278,7 +279,8 @@ static void set_up(sim_t *s, const layout_t *L)
                                           .count = rs ? total : L->count, .rcounts = s->rcounts,
                                           .rdispls = s->rdispls, .in_place = L->in_place, .chunk_bytes = L->chunk,
                                           .order = s->order, .node = n, .nnodes = nn, .pieces = pieces,
-                                          .net_kind = (hier_net_kind_t)L->net_kind, .node_first = s->node_first,
+                                          .net_kind = (hier_net_kind_t)L->net_kind, .net_radix = L->radix,
+                                          .node_first = s->node_first,
                                           .node_ranks = s->node_ranks, .rs_slices = L->sliced ? q->slices : NULL};
             q->nchunks = hier_sched_nchunks(&q->args);
             q->cap = hier_sched_max_steps(&q->args);
@@ -371,11 +373,12 @@ static int run_layout(const layout_t *L, unsigned seed)
     return rc;
 }
 
-static int run(int nnodes, const int *nlocal, size_t count, size_t chunk, int in_place, int net_kind, int dbl,
-               unsigned seed)
+static int run(int nnodes, const int *nlocal, size_t count, size_t chunk, int in_place, int net_kind, int radix,
+               int dbl, unsigned seed)
 {
     layout_t L = {.kind = HIER_SCHED_HIER_ALLREDUCE, .nnodes = nnodes, .nlocal = nlocal, .count = count,
-                  .chunk = chunk, .in_place = in_place, .net_kind = net_kind, .dbl = dbl, .round_robin = (int)(seed & 1)};
+                  .chunk = chunk, .in_place = in_place, .net_kind = net_kind, .dbl = dbl, .round_robin = (int)(seed & 1),
+                  .radix = radix};
     return run_layout(&L, seed);
 }
 
@@ -392,15 +395,15 @@ Test(sched_hier, allreduce_over_nodes_sweep)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int ip = 0; ip < 2; ip++)
-                    for (int net = 0; net < 3; net++) {
-                        int kind = net == 2 ? HIER_NET_RH_ALLREDUCE : net ? HIER_NET_RD_ALLREDUCE
-                                                                         : HIER_NET_RING_ALLREDUCE;
+                    for (int net = 0; net < 4; net++) { /* ring, rd, rabenseifner in radix 2 and 3 */
+                        int kind = net >= 2 ? HIER_NET_RH_ALLREDUCE : net ? HIER_NET_RD_ALLREDUCE
+                                                                          : HIER_NET_RING_ALLREDUCE;
                         unsigned seed = (unsigned)(li * 131 + ci * 17 + hi * 5 + (size_t)ip);
                         const int *lay = sweep_layouts[li];
-                        cr_assert_eq(run(lay[0], &lay[1], counts[ci], chunks[hi], ip, kind, 0, seed), 0,
-                                     "deadlock: layout %zu count %zu", li, counts[ci]);
-                        cr_assert_eq(run(lay[0], &lay[1], counts[ci], chunks[hi], ip, kind, 1, seed), 0,
-                                     "deadlock (double)");
+                        cr_assert_eq(run(lay[0], &lay[1], counts[ci], chunks[hi], ip, kind, net == 3 ? 3 : 2, 0,
+                                         seed), 0, "deadlock: layout %zu count %zu", li, counts[ci]);
+                        cr_assert_eq(run(lay[0], &lay[1], counts[ci], chunks[hi], ip, kind, net == 3 ? 3 : 2, 1,
+                                         seed), 0, "deadlock (double)");
                     }
 }
 
@@ -413,12 +416,17 @@ static void sweep(hier_sched_kind_t kind, const size_t *counts, size_t ncounts)
         for (size_t ci = 0; ci < ncounts; ci++)
             for (size_t hi = 0; hi < 3; hi++)
                 for (int ip = 0; ip < 2; ip++)
-                    for (int rr = 0; rr < (kind == HIER_SCHED_HIER_REDUCE_SCATTER ? 8 : 4); rr++) {
-                        /* by node / round-robin x ring / recursive doubling (x contiguous / sliced chunks) */
-                        int rd = kind == HIER_SCHED_HIER_ALLGATHER ? HIER_NET_RD_ALLGATHER : HIER_NET_RD_ALLREDUCE;
+                    for (int rr = 0; rr < (kind == HIER_SCHED_HIER_REDUCE_SCATTER ? 12 : 6); rr++) {
+                        /* by node / round-robin x ring / recursive doubling / rabenseifner (x contiguous /
+                         * sliced chunks) */
+                        int ag = kind == HIER_SCHED_HIER_ALLGATHER, net = (rr >> 1) % 3;
+                        int nets[3] = {ag ? HIER_NET_RING_ALLGATHER : HIER_NET_RING_REDUCE_SCATTER,
+                                       ag ? HIER_NET_RD_ALLGATHER : HIER_NET_RD_ALLREDUCE,
+                                       ag ? HIER_NET_RH_ALLGATHER : HIER_NET_RH_REDUCE_SCATTER};
                         layout_t L = {.kind = kind, .nnodes = sweep_layouts[li][0], .nlocal = &sweep_layouts[li][1],
                                       .count = counts[ci], .chunk = chunks[hi], .in_place = ip, .round_robin = rr & 1,
-                                      .net_kind = rr & 2 ? rd : 0, .pieces = (int)(ci % 2), .sliced = rr >> 2};
+                                      .net_kind = nets[net], .pieces = (int)(ci % 2), .sliced = rr >= 6,
+                                      .radix = 2 + (int)(hi % 2)};
                         unsigned seed = (unsigned)(li * 131 + ci * 17 + hi * 5 + (size_t)ip * 3 + (size_t)rr);
                         cr_assert_eq(run_layout(&L, seed), 0, "deadlock: kind %d layout %zu count %zu", (int)kind, li,
                                      counts[ci]);
@@ -453,7 +461,7 @@ static void big(hier_sched_kind_t kind, int nnodes, int per, int uneven, size_t 
     int *nlocal = uniform(nnodes, per, uneven);
     layout_t L = {.kind = kind, .nnodes = nnodes, .nlocal = nlocal, .count = count, .chunk = 16384,
                   .net_kind = net_kind, .pieces = pieces, .bursts = 1, .round_robin = nnodes % 2,
-                  .sliced = count >= 100000};
+                  .sliced = count >= 100000, .radix = 8};
     cr_assert_eq(run_layout(&L, (unsigned)(nnodes * 7 + per)), 0, "deadlock: kind %d, %d nodes x %d", (int)kind,
                  nnodes, per);
     free(nlocal);
@@ -474,6 +482,8 @@ Test(sched_hier, reduce_scatter_on_1024_nodes_of_8, .timeout = 120)
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1000, 8, 1, 4096, HIER_NET_RD_ALLREDUCE, 0);
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 130, 3, 0, 1000, HIER_NET_RING_REDUCE_SCATTER, 0);
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 130, 3, 1, 100000, HIER_NET_RING_REDUCE_SCATTER, 0); /* sliced chunks */
+    big(HIER_SCHED_HIER_REDUCE_SCATTER, 1000, 8, 0, 64000, HIER_NET_RH_REDUCE_SCATTER, 0);
+    big(HIER_SCHED_HIER_REDUCE_SCATTER, 1021, 2, 1, 100000, HIER_NET_RH_REDUCE_SCATTER, 0); /* folded, sliced */
 }
 
 Test(sched_hier, allgather_on_1024_nodes_of_8, .timeout = 120)
@@ -481,4 +491,6 @@ Test(sched_hier, allgather_on_1024_nodes_of_8, .timeout = 120)
     big(HIER_SCHED_HIER_ALLGATHER, 1024, 8, 0, 2, HIER_NET_RD_ALLGATHER, 1);
     big(HIER_SCHED_HIER_ALLGATHER, 1000, 8, 1, 1, HIER_NET_RD_ALLGATHER, 1);
     big(HIER_SCHED_HIER_ALLGATHER, 130, 2, 0, 3, HIER_NET_RING_ALLGATHER, 0);
+    big(HIER_SCHED_HIER_ALLGATHER, 1000, 8, 0, 8, HIER_NET_RH_ALLGATHER, 0);
+    big(HIER_SCHED_HIER_ALLGATHER, 1021, 2, 1, 5, HIER_NET_RH_ALLGATHER, 0); /* folded */
 }

@@ -126,22 +126,35 @@ static void expect_net(const hier_select_shape_t *s, hier_coll_t coll, size_t by
 
 Test(select, allreduce_between_nodes)
 {
-    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), four = nodes(4, 4);
+    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), four = nodes(4, 4), eleven = nodes(11, 4);
     size_t rd2 = hier_params.net_rd_max_two_nodes, rd = hier_params.net_rd_max;
     expect_net(&two, HIER_COLL_ALLREDUCE, rd2, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
     expect_net(&two, HIER_COLL_ALLREDUCE, rd2 + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
     expect_net(&three, HIER_COLL_ALLREDUCE, rd, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
+    expect_net(&three, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE); /* radix 3 */
+    expect_net(&four, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    /* 11 needs a fold at radix 8: the ring while there are few nodes */
+    expect_net(&eleven, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    hier_params.net_ring_max_nodes = 10;
+    expect_net(&eleven, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    hier_params.net_ring_max_nodes = 16;
+    hier_params.net_radix_max = 2; /* classic: only powers of two are served without a fold */
     expect_net(&three, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
     expect_net(&four, HIER_COLL_ALLREDUCE, rd + 1, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
-    hier_select_shape_t big = nodes(1000, 8); /* not a power of two */
+    hier_params.net_radix_max = 8;
+    hier_select_shape_t big = nodes(1000, 8), prime = nodes(1021, 8); /* 8 x 5 x 5 x 5; needs a fold */
     expect_net(&big, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
-    expect_net(&big, HIER_COLL_ALLREDUCE, (size_t)1 << 26, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    expect_net(&big, HIER_COLL_ALLREDUCE, (size_t)1 << 26, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    expect_net(&prime, HIER_COLL_ALLREDUCE, (size_t)1 << 26, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    cr_expect_eq(pick(&big, HIER_COLL_ALLREDUCE, (size_t)1 << 26).net_radix, 8);
     hier_params.net_algorithm = HIER_ALGO_RING;
     expect_net(&four, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
+    expect_net(&prime, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RING, HIER_NET_RING_ALLREDUCE);
     hier_params.net_algorithm = HIER_ALGO_RD;
     expect_net(&four, HIER_COLL_ALLREDUCE, (size_t)1 << 30, HIER_PATH_NET_RD, HIER_NET_RD_ALLREDUCE);
     hier_params.net_algorithm = HIER_ALGO_RH;
     expect_net(&three, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
+    expect_net(&eleven, HIER_COLL_ALLREDUCE, 8, HIER_PATH_NET_RH, HIER_NET_RH_ALLREDUCE);
     /* the per-collective algorithm speaks of one node only */
     hier_params.net_algorithm = HIER_ALGO_AUTO;
     hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
@@ -150,22 +163,39 @@ Test(select, allreduce_between_nodes)
 
 Test(select, allgather_and_reduce_scatter_between_nodes)
 {
-    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), pair = nodes(2, 1);
+    hier_select_shape_t two = nodes(2, 4), three = nodes(3, 4), pair = nodes(2, 1), eleven = nodes(11, 4);
+    hier_select_shape_t big = nodes(1021, 4);
     size_t rd = hier_params.net_rd_max;
     expect_net(&two, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
-    expect_net(&three, HIER_COLL_ALLGATHER, rd, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
-    expect_net(&three, HIER_COLL_ALLGATHER, rd + 1, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
-    /* reduce_scatter: the rules see the send buffer per rank */
-    expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
-    expect_net(&three, HIER_COLL_REDUCE_SCATTER, rd * 12 + 12, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    expect_net(&three, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER); /* radix 3: no fold */
+    hier_select_shape_t four = nodes(4, 4); /* a power of two: recursive doubling while small */
+    expect_net(&four, HIER_COLL_ALLGATHER, rd / 16, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
+    expect_net(&four, HIER_COLL_ALLGATHER, rd / 16 + 1, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER);
+    expect_net(&three, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER);
+    /* a fold: cheap while small, then the ring on few nodes, folded Rabenseifner on many; the rules
+     * see the result (block x 44 ranks) */
+    expect_net(&eleven, HIER_COLL_ALLGATHER, rd / 44, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER);
+    expect_net(&eleven, HIER_COLL_ALLGATHER, rd / 44 + 1, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
+    expect_net(&big, HIER_COLL_ALLGATHER, rd, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER);
+    /* reduce_scatter: the rules see the send buffer */
+    expect_net(&three, HIER_COLL_REDUCE_SCATTER, 96, HIER_PATH_NET_RS, HIER_NET_RH_REDUCE_SCATTER);
+    expect_net(&three, HIER_COLL_REDUCE_SCATTER, (size_t)1 << 30, HIER_PATH_NET_RS, HIER_NET_RH_REDUCE_SCATTER);
+    expect_net(&eleven, HIER_COLL_REDUCE_SCATTER, rd, HIER_PATH_NET_RS, HIER_NET_RH_REDUCE_SCATTER);
+    expect_net(&eleven, HIER_COLL_REDUCE_SCATTER, rd + 44, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    expect_net(&big, HIER_COLL_REDUCE_SCATTER, rd + 4084, HIER_PATH_NET_RS, HIER_NET_RH_REDUCE_SCATTER);
     /* two nodes: the ring's one round sends half of what recursive doubling's does */
     expect_net(&pair, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
     expect_net(&two, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
-    hier_params.net_algorithm = HIER_ALGO_RH; /* these have no Rabenseifner: the ring */
-    expect_net(&two, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
-    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 64, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
+    hier_params.net_algorithm = HIER_ALGO_RH;
+    expect_net(&two, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RH_ALLGATHER);
+    expect_net(&two, HIER_COLL_REDUCE_SCATTER, 64, HIER_PATH_NET_RS, HIER_NET_RH_REDUCE_SCATTER);
+    hier_params.net_algorithm = HIER_ALGO_RING;
+    expect_net(&big, HIER_COLL_ALLGATHER, 8, HIER_PATH_NET_COPY, HIER_NET_RING_ALLGATHER);
+    expect_net(&big, HIER_COLL_REDUCE_SCATTER, 64, HIER_PATH_NET_RS, HIER_NET_RING_REDUCE_SCATTER);
     hier_params.net_algorithm = HIER_ALGO_RD;
     expect_net(&pair, HIER_COLL_REDUCE_SCATTER, 16, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+    expect_net(&big, HIER_COLL_REDUCE_SCATTER, 1 << 30, HIER_PATH_NET_RS, HIER_NET_RD_ALLREDUCE);
+    expect_net(&big, HIER_COLL_ALLGATHER, 1 << 30, HIER_PATH_NET_COPY, HIER_NET_RD_ALLGATHER);
 }
 
 Test(select, split_from_net_split_min_per_rank)
@@ -174,9 +204,11 @@ Test(select, split_from_net_split_min_per_rank)
     size_t m = hier_params.net_split_min;
     cr_expect(!pick(&three, HIER_COLL_ALLREDUCE, m - 1).split);
     cr_expect(pick(&three, HIER_COLL_ALLREDUCE, m).split);
-    cr_expect(pick(&three, HIER_COLL_ALLGATHER, m).split);
-    cr_expect(!pick(&three, HIER_COLL_REDUCE_SCATTER, m).split); /* m over 12 ranks */
-    cr_expect(pick(&three, HIER_COLL_REDUCE_SCATTER, m * 12).split);
+    /* allgather: the result (block x 12 ranks), reduce_scatter: the send buffer */
+    cr_expect(!pick(&three, HIER_COLL_ALLGATHER, m / 12 - 1).split);
+    cr_expect(pick(&three, HIER_COLL_ALLGATHER, (m + 11) / 12).split);
+    cr_expect(!pick(&three, HIER_COLL_REDUCE_SCATTER, m - 1).split);
+    cr_expect(pick(&three, HIER_COLL_REDUCE_SCATTER, m).split);
     hier_select_shape_t s = one_node(4);
     cr_expect(!pick(&s, HIER_COLL_ALLREDUCE, (size_t)1 << 30).split);
 }
