@@ -72,7 +72,7 @@ static const hier_select_rule_t hier_select_reduce_scatter[] = {
  * fold, else the ring up to net_ring_max_nodes (folding doubles the traffic
  * of the folded nodes, and there the ring's rounds still cost less) and the
  * folded Rabenseifner beyond (at 1,000 nodes the ring's 2 x 999 rounds per
- * chunk would cost 45 times as much: docs/model.md). Recursive doubling's
+ * chunk are predicted 67 times slower on p4d: docs/model.md). Recursive doubling's
  * limit is where it stopped paying on three and four namespace nodes (16
  * KiB: 0.13 ms against 0.17; 64 KiB: 1.0-2.5 ms against 0.5-0.7). On two
  * nodes it moves no more than Rabenseifner, in one round, so it serves up
