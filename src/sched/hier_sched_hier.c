@@ -386,14 +386,18 @@ void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len,
     }
 }
 
-/* Steps 1-3 and 5 take at most nranks + 8 (sliced reduce_scatter: copies
- * and folds per virtual rank, pieces x total, 4 x that at most), step 6 pieces x (ranks in all)
- * (allgather: one copy per piece and block), step 4 what its network
- * schedule takes. The same on every rank of the communicator (the ranks in
+/* Allreduce: its own count, nothing per rank in all (a communicator's step
+ * array is this large; at 1,000 nodes x 8 the bound below would be 11 MiB
+ * where 0.8 do). Otherwise steps 1-3 and 5 take at most nranks + 8 (sliced
+ * reduce_scatter: copies and folds per virtual rank, pieces x total, 4 x
+ * that at most), step 6 pieces x (ranks in all) (allgather: one copy per
+ * piece and block), step 4 what its network schedule takes. The same on every rank of the communicator (the ranks in
  * all, not this node's), so all grow their step arrays at the same call. */
 size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
 {
     size_t total = (size_t)hier_sched_hier_total(a), P = a->pieces > 1 ? (size_t)a->pieces : 1;
+    if (a->kind == HIER_SCHED_HIER_ALLREDUCE) /* two copies in, a fold, two barriers, a copy per piece */
+        return 8 + P + hier_sched_net_max_steps_for(a->nnodes, (size_t)a->nnodes, 1, a->net_radix);
     int sliced = hier_sched_hier_sliced(a);
     size_t virt = sliced ? P * total : total, segs = a->nnodes, smax = 1; /* (ranks, or virtual ranks) */
     if (a->kind == HIER_SCHED_HIER_REDUCE_SCATTER) {
