@@ -3,6 +3,8 @@
  * and the machine description's parser. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "base/hier_params.h"
 #include "model/hier_model.h"
@@ -99,4 +101,38 @@ Test(model, deterministic_and_refuses)
     call.nodes = 2;
     call.bytes = 0;
     cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG);
+}
+
+/* Every machine file shipped parses, names itself after its file, and
+ * predicts a call (the sources in its comments are for people). */
+Test(model, shipped_machine_files)
+{
+    static const char *const names[] = {"netns-1g", "p4d", "p5", "trn1", "dl1", "hpc7a"};
+    const char *src = getenv("HIER_SRCDIR");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[4096], text[8192];
+        snprintf(path, sizeof(path), "%s/contrib/machines/%s.machine", src ? src : ".", names[i]);
+        FILE *f = fopen(path, "r");
+        cr_assert(f, "%s missing", path);
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        hier_model_machine_t m;
+        hier_model_machine_default(&m);
+        cr_assert_eq(hier_model_machine_parse(text, &m), HIER_OK, "%s", path);
+        cr_assert_str_eq(m.name, names[i]);
+        cr_assert_gt(predict(&m, HIER_COLL_ALLREDUCE, 2, 2, 1 << 20), 0.0);
+    }
+}
+
+/* The many-node rules as the model sees them: at 1,000 nodes the ring's
+ * 2 x 999 rounds per chunk cost tens of times Rabenseifner's 8. */
+Test(model, many_nodes_take_rabenseifner)
+{
+    hier_model_machine_t m = fast_node(4, 100);
+    m.latency_us = 15;
+    double automatic = predict(&m, HIER_COLL_ALLREDUCE, 1000, 2, 1 << 20);
+    hier_params.net_algorithm = HIER_ALGO_RING;
+    double ring = predict(&m, HIER_COLL_ALLREDUCE, 1000, 2, 1 << 20);
+    cr_assert_gt(ring, 10 * automatic, "ring %.0f us, auto %.0f us", ring, automatic);
 }
