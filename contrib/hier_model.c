@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/hier_params.h"
+#include "base/hier_stats.h"
 #include "model/hier_model.h"
 
 static void usage(int rc)
@@ -78,9 +79,11 @@ static const coll_name_t colls[] = {
     {"reduce_scatter", HIER_COLL_REDUCE_SCATTER},
 };
 
-static const char *algo_name(const hier_model_result_t *r)
+/* Between nodes the inter-node algorithm; on one node the path (shm_ll, shm_rsag, ...). */
+static const char *algo_name(const hier_model_result_t *r, int nodes)
 {
     static const char *net[] = {"ring", "ring", "ring", "rd", "rd", "rabenseifner", "rabenseifner", "rabenseifner"};
+    if (nodes == 1) return hier_path_name(r->choice.path);
     return (size_t)r->choice.net_kind < sizeof(net) / sizeof(net[0]) ? net[r->choice.net_kind] : "?";
 }
 
@@ -106,7 +109,7 @@ static void table(const hier_model_machine_t *m, const coll_name_t *c, int nodes
         }
         double algbw = (double)(n * esize) / (r.time_us * 1e-6) / 1e9;
         printf("%-12s %-20s %12zu %11zu %12.2f %10.3f %10.3f %-14s %d/%zu/%zu\n", label, c->name, n * esize, n,
-               r.time_us, algbw, algbw * factor, algo_name(&r), r.pieces, r.chunk_bytes, r.nchunks);
+               r.time_us, algbw, algbw * factor, algo_name(&r, nodes), r.pieces, r.chunk_bytes, r.nchunks);
         if (f <= 1.0) break;
     }
 }
@@ -172,8 +175,8 @@ int main(int argc, char **argv)
     if (!nl) return 1;
     for (char *save = NULL, *tok = strtok_r(nl, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int nodes = atoi(tok);
-        if (nodes < 2) {
-            fprintf(stderr, "hier-model: --nodes wants counts of 2 or more (%s)\n", tok);
+        if (nodes < 1) {
+            fprintf(stderr, "hier-model: --nodes wants counts of 1 or more (%s)\n", tok);
             return 2;
         }
         for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++)

@@ -25,6 +25,7 @@
 #include "base/hier_nic.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_node.h"
+#include "exec/hier_exec_ll.h"
 #include "model/hier_model_impl.h"
 #include "sched/hier_sched_build.h"
 
@@ -292,6 +293,10 @@ static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call
     int size = call->nodes * call->ppn;
     size_t elems = call->bytes / call->esize, block = elems / (size_t)size;
     hier_select_shape_t shape = {.size = (uint32_t)size, .nnodes = (uint32_t)call->nodes};
+    if (call->nodes == 1) /* one node: its own rules (one NUMA domain, single copy available) */
+        shape = (hier_select_shape_t){.size = (uint32_t)size, .nnodes = 1, .local_ranks = (uint32_t)call->ppn,
+                                      .numa_groups = 1, .crowded = call->ppn > s->m.cores, .cma = 1,
+                                      .ll_capacity = hier_exec_ll_capacity()};
     size_t sel_bytes = call->coll == HIER_COLL_ALLGATHER ? block * call->esize : call->bytes;
     hier_select(&shape, call->coll, sel_bytes, &out->choice);
     out->pieces = out->choice.split ? call->ppn : 1;
@@ -377,6 +382,21 @@ static void hier_model_free(hier_model_sim_t *s, int size)
     hier_model_msgs_free(&s->msgs);
 }
 
+/* The low-latency path (hier_exec_ll.c) runs no schedule: every rank
+ * writes its input beside its flag, waits for everyone's (a barrier's
+ * worth), and reads what it needs: all of every input for allreduce (each
+ * rank reduces the whole vector), the other blocks for allgather, its own
+ * block of every input for reduce_scatter. */
+static double hier_model_ll(const hier_model_sim_t *s, const hier_model_call_t *call)
+{
+    double bytes = (double)call->bytes, P = call->ppn;
+    switch (call->coll) {
+    case HIER_COLL_ALLREDUCE: return bytes / s->copy_Bus + s->m.barrier_us + P * bytes / s->reduce_Bus;
+    case HIER_COLL_ALLGATHER: return bytes / P / s->copy_Bus + s->m.barrier_us + (P - 1) * bytes / P / s->copy_Bus;
+    default: return bytes / s->copy_Bus + s->m.barrier_us + bytes / s->reduce_Bus;
+    }
+}
+
 /* Every thread until none can move; a rank left unfinished is a schedule
  * whose messages do not match (a bug of a builder, reported). */
 static hier_status_t hier_model_run(hier_model_sim_t *s, int size)
@@ -404,7 +424,7 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     hier_model_result_t out = {0};
     hier_model_sim_t s = {.m = *m, .nnodes = call->nodes, .ppn = call->ppn, .rails = m->rails};
     int size = call->nodes * call->ppn;
-    if (call->nodes < 2 || call->ppn < 1 || call->esize == 0 || size > HIER_MODEL_MAX_RANKS ||
+    if (call->nodes < 1 || call->ppn < 1 || call->esize == 0 || size > HIER_MODEL_MAX_RANKS ||
         2 * call->nodes + 2 > HIER_MODEL_MAX_TAG || m->rails < 1)
         return HIER_ERR_INVALID_ARG;
     hier_status_t st = hier_model_shape(&s, call, &out);
@@ -426,6 +446,13 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     s.rail_Bus = m->rail_gbps * 1e3 / 8.0;
     s.esize = s.args.esize;
     s.slot = hier_params.fabric_slot_size;
+    if (out.choice.path == HIER_PATH_SHM_LL) { /* no schedule: hier_model_ll */
+        out.time_us = hier_model_ll(&s, call);
+        free(s.args.rs_slices);
+        free(arrays);
+        *out_p = out;
+        return HIER_OK;
+    }
     out.chunk_bytes = s.args.chunk_bytes;
     out.nchunks = hier_sched_nchunks(&s.args);
     size_t most = call->max_chunks > 0 ? (size_t)call->max_chunks : 4;

@@ -60,9 +60,11 @@ typedef struct {
     size_t chunk_bytes, nchunks, simulated;
 } hier_model_result_t;
 
-/* N >= 2 nodes (one node has no network to model). HIER_ERR_INVALID_ARG
- * for a shape hier would not run (fewer than 2 nodes, an empty call),
- * HIER_ERR_NO_MEMORY. */
+/* N >= 1 nodes (one node: its own rules, the low-latency path by a
+ * formula, the rest simulated without a network; its copy rates are
+ * streaming rates, so calls that fit in cache come out slow: docs/model.md).
+ * HIER_ERR_INVALID_ARG for a shape hier would not run (no node, an empty
+ * call), HIER_ERR_NO_MEMORY. */
 hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model_call_t *call,
                                  hier_model_result_t *out);
 

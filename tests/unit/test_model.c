@@ -95,9 +95,9 @@ Test(model, deterministic_and_refuses)
     double a = predict(&m, HIER_COLL_REDUCE_SCATTER, 16, 8, 32u << 20);
     double b = predict(&m, HIER_COLL_REDUCE_SCATTER, 16, 8, 32u << 20);
     cr_assert_eq(a, b);
-    hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 1, .ppn = 8, .bytes = 1024, .esize = 8};
+    hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 0, .ppn = 8, .bytes = 1024, .esize = 8};
     hier_model_result_t r;
-    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG, "one node has no network");
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG, "no node");
     call.nodes = 2;
     call.bytes = 0;
     cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_ERR_INVALID_ARG);
@@ -135,4 +135,22 @@ Test(model, many_nodes_take_rabenseifner)
     hier_params.net_algorithm = HIER_ALGO_RING;
     double ring = predict(&m, HIER_COLL_ALLREDUCE, 1000, 2, 1 << 20);
     cr_assert_gt(ring, 10 * automatic, "ring %.0f us, auto %.0f us", ring, automatic);
+}
+
+/* One node: the node's own rules (low latency while small, then the
+ * pipelined schedules), no network. */
+Test(model, one_node)
+{
+    hier_model_machine_t m;
+    hier_model_machine_default(&m);
+    hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 1, .ppn = 2, .bytes = 8, .esize = 4};
+    hier_model_result_t r;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    cr_assert_eq(r.choice.path, HIER_PATH_SHM_LL);
+    cr_assert_gt(r.time_us, 0.0);
+    call.bytes = 64 << 20;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    cr_assert_eq(r.choice.path, HIER_PATH_SHM_RSAG);
+    /* every byte is copied in and out at least once, at one core's rate */
+    cr_assert_gt(r.time_us, 2.0 * (64 << 20) / (m.copy_gbs * 1e3));
 }
