@@ -443,6 +443,13 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     double node = m->node_copy_gbs / call->ppn;
     s.copy_Bus = 1e3 * fmin(m->copy_gbs * core, node);
     s.reduce_Bus = 1e3 * fmin(m->reduce_gbs * core, node);
+    /* a node's inputs, outputs and pipeline segment all in its cache (a call repeated, as benchmarks and
+     * training steps do): the cache's rates */
+    double footprint = (double)call->ppn * (2.0 * (double)call->bytes + 2.0 * (double)s.args.chunk_bytes);
+    if (m->cache_mb > 0 && footprint <= m->cache_mb * 1048576.0) {
+        s.copy_Bus = 1e3 * m->cache_copy_gbs * core;
+        s.reduce_Bus = 1e3 * m->cache_reduce_gbs * core;
+    }
     s.rail_Bus = m->rail_gbps * 1e3 / 8.0;
     s.esize = s.args.esize;
     s.slot = hier_params.fabric_slot_size;

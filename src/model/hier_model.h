@@ -36,12 +36,15 @@ typedef struct {
     double reduce_gbs;      /* operand bytes one core folds per second, GB/s */
     double barrier_us;      /* a node barrier */
     int cores;              /* per node */
+    double cache_mb;        /* last-level cache of a node; 0: none. A call whose buffers and segment fit
+                             * copies and folds at the cache's rates below */
+    double cache_copy_gbs, cache_reduce_gbs;
 } hier_model_machine_t;
 
 /* Defaults (the namespace cluster's node on this machine), then the text's keys. */
 void hier_model_machine_default(hier_model_machine_t *m);
 /* Keys: name, rails, rail_gbps, latency_us, msg_us, copy_gbs, node_copy_gbs,
- * reduce_gbs, barrier_us, cores. An unknown key or a bad value is an error
+ * reduce_gbs, barrier_us, cores, cache_mb, cache_copy_gbs, cache_reduce_gbs. An unknown key or a bad value is an error
  * naming its line (HIER_ERR_INVALID_ARG). */
 hier_status_t hier_model_machine_parse(const char *text, hier_model_machine_t *m);
 
@@ -61,8 +64,9 @@ typedef struct {
 } hier_model_result_t;
 
 /* N >= 1 nodes (one node: its own rules, the low-latency path by a
- * formula, the rest simulated without a network; its copy rates are
- * streaming rates, so calls that fit in cache come out slow: docs/model.md).
+ * formula, the rest simulated without a network; a call whose buffers and
+ * segment fit the machine's cache_mb copies at the cache's rates:
+ * docs/model.md).
  * HIER_ERR_INVALID_ARG for a shape hier would not run (no node, an empty
  * call), HIER_ERR_NO_MEMORY. */
 hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model_call_t *call,

@@ -30,6 +30,7 @@ static const hier_model_key_t hier_model_keys[] = {
     HIER_MODEL_KEY(rails, 1),      HIER_MODEL_KEY(rail_gbps, 0),     HIER_MODEL_KEY(latency_us, 0),
     HIER_MODEL_KEY(msg_us, 0),     HIER_MODEL_KEY(copy_gbs, 0),      HIER_MODEL_KEY(node_copy_gbs, 0),
     HIER_MODEL_KEY(reduce_gbs, 0), HIER_MODEL_KEY(barrier_us, 0),    HIER_MODEL_KEY(cores, 1),
+    HIER_MODEL_KEY(cache_mb, 0),   HIER_MODEL_KEY(cache_copy_gbs, 0), HIER_MODEL_KEY(cache_reduce_gbs, 0),
 };
 
 static char *hier_model_trim(char *s)

@@ -153,4 +153,17 @@ Test(model, one_node)
     cr_assert_eq(r.choice.path, HIER_PATH_SHM_RSAG);
     /* every byte is copied in and out at least once, at one core's rate */
     cr_assert_gt(r.time_us, 2.0 * (64 << 20) / (m.copy_gbs * 1e3));
+    /* a cache: a call that fits runs at its rates, one that does not at memory's */
+    call.bytes = 1 << 20;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    double memory = r.time_us;
+    m.cache_mb = 32, m.cache_copy_gbs = 4 * m.copy_gbs, m.cache_reduce_gbs = 4 * m.reduce_gbs;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    cr_assert_lt(r.time_us, memory / 2, "in cache %.1f us, from memory %.1f us", r.time_us, memory);
+    call.bytes = 64 << 20;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    double in_cache_64 = r.time_us;
+    m.cache_mb = 0;
+    cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+    cr_assert_float_eq(in_cache_64, r.time_us, 1e-9, "64 MiB x 2 ranks does not fit 32 MiB");
 }
