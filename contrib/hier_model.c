@@ -82,9 +82,18 @@ static const coll_name_t colls[] = {
 /* Between nodes the inter-node algorithm; on one node the path (shm_ll, shm_rsag, ...). */
 static const char *algo_name(const hier_model_result_t *r, int nodes)
 {
-    static const char *net[] = {"ring", "ring", "ring", "rd", "rd", "rabenseifner", "rabenseifner", "rabenseifner"};
     if (nodes == 1) return hier_path_name(r->choice.path);
-    return (size_t)r->choice.net_kind < sizeof(net) / sizeof(net[0]) ? net[r->choice.net_kind] : "?";
+    switch (r->choice.net_kind) {
+    case HIER_NET_RING_ALLREDUCE:
+    case HIER_NET_RING_REDUCE_SCATTER:
+    case HIER_NET_RING_ALLGATHER: return "ring";
+    case HIER_NET_RD_ALLREDUCE:
+    case HIER_NET_RD_ALLGATHER: return "rd";
+    case HIER_NET_RH_ALLREDUCE:
+    case HIER_NET_RH_REDUCE_SCATTER:
+    case HIER_NET_RH_ALLGATHER: return "rabenseifner";
+    }
+    return "?";
 }
 
 static void table(const hier_model_machine_t *m, const coll_name_t *c, int nodes, int ppn, size_t esize,

@@ -308,7 +308,7 @@ static void hier_sched_hier_rs_fold(const hier_sched_args_t *a, const hier_rs_ma
 
 /* Step 4 of the reduce_scatter, ring or Rabenseifner: node n's part of piece
  * [mo, mo + ml) of the chunk is one range per rank of n (per virtual rank, sliced). */
-static void hier_sched_hier_rs_ring(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t mo, size_t ml, int p,
+static void hier_sched_hier_rs_scatter(const hier_sched_args_t *a, const hier_rs_map_t *m, size_t mo, size_t ml, int p,
                                     hier_sched_out_t *out)
 {
     hier_net_args_t na = {.kind = a->net_kind, .nparts = a->nnodes, .me = a->node, .radix_max = a->net_radix,
@@ -353,7 +353,7 @@ static void hier_sched_hier_reduce_scatter(const hier_sched_args_t *a, size_t fi
                                   .blocks = HIER_NET_BLOCKS_EVEN};
             out->n += hier_sched_net_build(&na, out->steps + out->n);
         } else {
-            hier_sched_hier_rs_ring(a, &m, mo, ml, p, out);
+            hier_sched_hier_rs_scatter(a, &m, mo, ml, p, out);
         }
     }
     hier_sched_barrier(out);                                                                      /* 5 */

@@ -166,6 +166,13 @@ static void hier_sched_net_rd_allgather(const hier_net_args_t *a, hier_sched_out
         hier_sched_net(out, HIER_STEP_NET_SEND, fold, last, hier_sched_net_at(a, all_off), all_len * a->esize, 0);
 }
 
+/* One message of `len` elements from `off`, if any. */
+static void hier_sched_net_run(const hier_net_args_t *a, hier_step_op_t op, int peer, unsigned tag, size_t off,
+                               size_t len, int reduce, hier_sched_out_t *out)
+{
+    if (len) hier_sched_net(out, op, peer, tag, hier_sched_net_at(a, off), reduce ? len : len * a->esize, reduce);
+}
+
 /* Send (or receive) the ranges of participants [lo, hi], adjacent ones
  * joined into one message and empty ones left out: both ends compute the
  * same list from the same arguments, so the messages match one to one. */
@@ -173,30 +180,37 @@ static void hier_sched_net_range(const hier_net_args_t *a, hier_step_op_t op, in
                                  int hi, int reduce, hier_sched_out_t *out)
 {
     size_t run_off = 0, run_len = 0, o, l;
-    for (int b = lo; b <= hi + 1; b++) {
-        size_t nsegs = b <= hi ? hier_sched_net_nsegs(a, b) : 1;
-        for (size_t i = 0; i < nsegs; i++) {
-            if (b <= hi) hier_sched_net_seg(a, b, i, &o, &l);
-            else o = SIZE_MAX, l = 0; /* (past the end: flush) */
-            if (b <= hi && !l) continue;
+    for (int b = lo; b <= hi; b++)
+        for (size_t i = 0; i < hier_sched_net_nsegs(a, b); i++) {
+            hier_sched_net_seg(a, b, i, &o, &l);
+            if (!l) continue;
             if (run_len && run_off + run_len == o) {
                 run_len += l;
                 continue;
             }
-            if (run_len)
-                hier_sched_net(out, op, peer, tag, hier_sched_net_at(a, run_off),
-                               reduce ? run_len : run_len * a->esize, reduce);
+            hier_sched_net_run(a, op, peer, tag, run_off, run_len, reduce, out);
             run_off = o, run_len = l;
         }
-    }
+    hier_sched_net_run(a, op, peer, tag, run_off, run_len, reduce, out);
 }
 
-/* The same for virtual ranks [vlo, vhi): the participants they speak for. */
-static void hier_sched_net_vrange(const hier_net_args_t *a, const hier_radix_t *x, hier_step_op_t op, int peer,
-                                  unsigned tag, int vlo, int vhi, int reduce, hier_sched_out_t *out)
+/* One level of the mixed-radix pattern for virtual rank v: the level's
+ * range [lo, lo + f w) is cut into f parts of w virtual ranks, part j
+ * belonging to the member with digit j (mine: d). Scatter: part j goes to
+ * member j and every member's copy of part d is folded into mine; gather:
+ * part d goes to every member and part j comes from member j. Sends start
+ * at member d + 1, receives at d - 1, as a ring step would. */
+static void hier_sched_net_level(const hier_net_args_t *a, const hier_radix_t *x, int v, int lo, int i,
+                                 unsigned tag, int scatter, hier_sched_out_t *out)
 {
-    hier_sched_net_range(a, op, peer, tag, hier_rd_real_lo(&x->fold, vlo), hier_rd_real_hi(&x->fold, vhi - 1),
-                         reduce, out);
+    int f = x->radix[i], w = x->weight[i], d = (v - lo) / w;
+    for (int s = 1; s < 2 * f - 1; s++) {
+        int send = s < f, j = send ? (d + s) % f : (d - (s - f + 1) + f) % f; /* sends first */
+        int vlo = lo + (send == scatter ? j : d) * w;
+        hier_sched_net_range(a, send ? HIER_STEP_NET_SEND : HIER_STEP_NET_RECV,
+                             hier_rd_real_hi(&x->fold, v + (j - d) * w), tag, hier_rd_real_lo(&x->fold, vlo),
+                             hier_rd_real_hi(&x->fold, vlo + w - 1), !send && scatter, out);
+    }
 }
 
 /* Rabenseifner's allreduce in mixed radix (hier_radix_t), for any number of
@@ -211,8 +225,7 @@ static void hier_sched_net_vrange(const hier_net_args_t *a, const hier_radix_t *
  *    until every range is whole again;
  * 4. fold out: the stand-in hands the extra its block (reduce-scatter) or the
  *    whole vector.
- * Sends go to the members in rotated order (digit d + 1 first) and receives
- * come from d - 1 first, so a level starts as a ring step would. Blocks are
+ * A level is hier_sched_net_level. Blocks are
  * the participants' (even, by node, by rank), so a reduce_scatter ends with
  * each node's own; each element is reduced at one stand-in and copied to the
  * rest, so every participant ends with the same bits. */
@@ -230,34 +243,12 @@ static void hier_sched_net_rh(const hier_net_args_t *a, int rs, int ag, hier_sch
     if (fold >= 0) hier_sched_net_range(a, HIER_STEP_NET_RECV, fold, t, rs ? 0 : fold, rs ? n - 1 : fold, rs, out);
     int v = hier_rd_vrank(&x.fold, me);
     for (int i = 0, lo = 0; i < x.levels; i++) { /* 2 (the ranges only, without rs) */
-        int f = x.radix[i], w = x.weight[i], d = (v - lo) / w;
         base[i] = lo;
-        for (int s = 1; rs && s < f; s++) {
-            int j = (d + s) % f;
-            hier_sched_net_vrange(a, &x, HIER_STEP_NET_SEND, hier_rd_real_hi(&x.fold, v + (j - d) * w),
-                                  t + 1 + (unsigned)i, lo + j * w, lo + (j + 1) * w, 0, out);
-        }
-        for (int s = 1; rs && s < f; s++) {
-            int j = (d - s + f) % f;
-            hier_sched_net_vrange(a, &x, HIER_STEP_NET_RECV, hier_rd_real_hi(&x.fold, v + (j - d) * w),
-                                  t + 1 + (unsigned)i, lo + d * w, lo + (d + 1) * w, 1, out);
-        }
-        lo += d * w;
+        if (rs) hier_sched_net_level(a, &x, v, lo, i, t + 1 + (unsigned)i, 1, out);
+        lo += (v - lo) / x.weight[i] * x.weight[i];
     }
-    for (int i = x.levels - 1; ag && i >= 0; i--) { /* 3 */
-        int f = x.radix[i], w = x.weight[i], lo = base[i], d = (v - lo) / w;
-        unsigned tag = t + 1 + (unsigned)(2 * x.levels - 1 - i);
-        for (int s = 1; s < f; s++) {
-            int j = (d + s) % f;
-            hier_sched_net_vrange(a, &x, HIER_STEP_NET_SEND, hier_rd_real_hi(&x.fold, v + (j - d) * w), tag,
-                                  lo + d * w, lo + (d + 1) * w, 0, out);
-        }
-        for (int s = 1; s < f; s++) {
-            int j = (d - s + f) % f;
-            hier_sched_net_vrange(a, &x, HIER_STEP_NET_RECV, hier_rd_real_hi(&x.fold, v + (j - d) * w), tag,
-                                  lo + j * w, lo + (j + 1) * w, 0, out);
-        }
-    }
+    for (int i = x.levels - 1; ag && i >= 0; i--) /* 3 */
+        hier_sched_net_level(a, &x, v, base[i], i, t + 1 + (unsigned)(2 * x.levels - 1 - i), 0, out);
     if (fold >= 0) /* 4 */
         hier_sched_net_range(a, HIER_STEP_NET_SEND, fold, last, ag ? 0 : fold, ag ? n - 1 : fold, 0, out);
 }
