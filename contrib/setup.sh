@@ -30,7 +30,9 @@ if [ $deps = 1 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
         build-essential autoconf automake libtool pkg-config \
         libopenmpi-dev openmpi-bin libhwloc-dev libfabric-dev libcriterion-dev \
-        iproute2 util-linux python3 # (ip, tc, unshare: the namespace cluster tests; python3: the model's compare)
+        iproute2 util-linux python3 libevent-dev xz-utils
+    # (ip, tc, unshare: the namespace cluster tests; python3: the model's
+    # compare; libevent-dev, xz-utils: contrib/hier-ompi5-build's Open MPI 5)
 fi
 
 ./autogen.sh

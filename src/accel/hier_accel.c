@@ -16,6 +16,7 @@ static const hier_accel_backend_t *hier_accel_backends[HIER_ACCEL_MAX_BACKENDS];
 /* An accelerator runtime is loaded whose device addresses no backend can
  * tell from host pointers: every unclaimed buffer is checked. */
 static _Atomic int hier_accel_guard;
+static _Atomic(hier_accel_foreign_fn_t) hier_accel_foreign;
 static _Atomic int hier_accel_nbackends;
 /* The runtimes found here are registered once per life of the core: again
  * after hier_accel_reset (a new session after a finalize). */
@@ -45,6 +46,7 @@ void hier_accel_reset(void)
 {
     atomic_store(&hier_accel_nbackends, 0);
     atomic_store(&hier_accel_loaded, 0);
+    atomic_store(&hier_accel_foreign, NULL);
     hier_accel_last.backend = NULL;
 }
 
@@ -132,6 +134,11 @@ void hier_accel_guard_set(int on)
     atomic_store(&hier_accel_guard, on);
 }
 
+void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device)
+{
+    atomic_store(&hier_accel_foreign, is_device);
+}
+
 /* Whether the pages of [p, p + len) at both ends are mapped here (mincore:
  * ENOMEM for addresses with no mapping). */
 static int hier_accel_host_mapped(const void *p, size_t len)
@@ -153,8 +160,9 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
     int n = atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire);
     uintptr_t a = (uintptr_t)p;
     hier_accel_buf_t out = {.backend = NULL};
+    hier_accel_foreign_fn_t foreign = atomic_load_explicit(&hier_accel_foreign, memory_order_relaxed);
 
-    if ((n == 0 && !atomic_load_explicit(&hier_accel_guard, memory_order_relaxed)) || !p) {
+    if ((n == 0 && !foreign && !atomic_load_explicit(&hier_accel_guard, memory_order_relaxed)) || !p) {
         *buf = out;
         return HIER_OK;
     }
@@ -179,6 +187,11 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
             hier_accel_last.range = r;
         }
         break;
+    }
+    if (!out.backend && foreign && foreign(p) > 0) {
+        HIER_LOG(HIER_LOG_COMM, "a %zu-byte buffer at %p is device memory by Open MPI's accelerator framework "
+                 "and no backend of hier's claims it: the previous component serves the call", len, p);
+        return HIER_ERR_NOT_SUPPORTED;
     }
     if (!out.backend && atomic_load_explicit(&hier_accel_guard, memory_order_relaxed) &&
         !hier_accel_host_mapped(p, len)) {

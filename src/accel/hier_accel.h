@@ -96,10 +96,19 @@ void hier_accel_init(void);
  * (SynapseAI, Neuron) is loaded (tests). */
 void hier_accel_guard_set(int on);
 
+/* A query from the MPI library (Open MPI 5's accelerator framework) that
+ * tells device memory of any runtime it knows: > 0 device, 0 host. A buffer
+ * no backend claims and this query calls device memory is
+ * HIER_ERR_NOT_SUPPORTED from classify (the caller falls back). NULL
+ * removes it. */
+typedef int (*hier_accel_foreign_fn_t)(const void *p);
+void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device);
+
 /* Classify [p, p + len): host, or one backend's device memory. A device
  * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
  * With an opaque runtime loaded, a buffer no backend claims that is not
- * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back).
+ * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back), as
+ * is one the foreign query calls device memory.
  * With no backend registered this is one load and a branch; the last device
  * allocation of a backend with stable ranges is remembered, so repeated calls
  * on it skip the runtime. */

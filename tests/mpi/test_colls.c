@@ -100,7 +100,10 @@ static int ntypes;
 
 static void add(const char *name, MPI_Datatype dt, kind_t kind, size_t size, int sub, int big)
 {
+    int tsize;
     if (dt == MPI_DATATYPE_NULL) return;
+    MPI_Type_size(dt, &tsize);
+    if (tsize == 0) return; /* a Fortran type of an Open MPI built without Fortran */
     types[ntypes++] = (ttype_t){name, dt, kind, size, sub, big};
 }
 
@@ -128,12 +131,25 @@ static void init_types(void)
     add("MPI_OFFSET", MPI_OFFSET, K_INT, sizeof(MPI_Offset), 0, 0);
     add("MPI_COUNT", MPI_COUNT, K_INT, sizeof(MPI_Count), 0, 0);
     add("MPI_INTEGER", MPI_INTEGER, K_INT, 4, 0, 0);
+    /* (sized Fortran types: only where Open MPI was built with them) */
+#ifdef MPI_INTEGER1
     add("MPI_INTEGER1", MPI_INTEGER1, K_INT, 1, 0, 0);
+#endif
+#ifdef MPI_INTEGER2
     add("MPI_INTEGER2", MPI_INTEGER2, K_INT, 2, 0, 0);
+#endif
+#ifdef MPI_INTEGER4
     add("MPI_INTEGER4", MPI_INTEGER4, K_INT, 4, 0, 0);
+#endif
+#ifdef MPI_INTEGER8
     add("MPI_INTEGER8", MPI_INTEGER8, K_INT, 8, 0, 0);
+#endif
+#ifdef MPI_REAL4
     add("MPI_REAL4", MPI_REAL4, K_FLOAT, 4, 0, 0);
+#endif
+#ifdef MPI_REAL8
     add("MPI_REAL8", MPI_REAL8, K_FLOAT, 8, 1, 0);
+#endif
     add("MPI_FLOAT", MPI_FLOAT, K_FLOAT, sizeof(float), 0, 1);
     add("MPI_DOUBLE", MPI_DOUBLE, K_FLOAT, sizeof(double), 1, 1);
     add("MPI_LONG_DOUBLE", MPI_LONG_DOUBLE, K_FLOAT, sizeof(long double), 2, 0);
@@ -153,8 +169,13 @@ static void init_types(void)
     add("MPI_2INT", MPI_2INT, K_PAIR, sizeof(p_ii), V_I, 0);
     add("MPI_SHORT_INT", MPI_SHORT_INT, K_PAIR, sizeof(p_si), V_S, 0);
     add("MPI_LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, K_PAIR, sizeof(p_ldi), V_LD, 0);
-    add("MPI_2REAL", MPI_2REAL, K_PAIR, sizeof(p_ff), V_FF, 0);
-    add("MPI_2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, K_PAIR, sizeof(p_dd), V_DD, 0);
+    /* (an Open MPI without Fortran has these two, but no op on them) */
+    int real_size;
+    MPI_Type_size(MPI_REAL, &real_size);
+    if (real_size) {
+        add("MPI_2REAL", MPI_2REAL, K_PAIR, sizeof(p_ff), V_FF, 0);
+        add("MPI_2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, K_PAIR, sizeof(p_dd), V_DD, 0);
+    }
     add("MPI_2INTEGER", MPI_2INTEGER, K_PAIR, sizeof(p_ii), V_I, 0);
 }
 
@@ -493,19 +514,24 @@ static void strided_allgather(MPI_Comm comm, int k, expect_t *e)
     int *sh = (int *)s.h, *rh = (int *)r.h;
     for (size_t i = 0; i < span; i++) sh[i] = rh[i] = -7;
     for (int i = 0; i < k; i++) sh[2 * i] = rank * 1000 + i;
+    /* Open MPI 5.0.7's han (the component under hier there) gets both
+     * wrong between nodes, without hier too (it moves the blocks as if both
+     * sides' types had the same layout): when the fallback computes
+     * (--skip-ompi-bugs), they are not checked */
+    int check = !skip_ompi_bugs;
     MPI_Allgather(s.p, 1, vec, r.p, k, MPI_INT, comm); /* 1. strided send */
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n && check; j++)
         for (int i = 0; i < k; i++)
             CHECK(rh[j * k + i] == j * 1000 + i, "strided-send allgather k %d: block %d [%d] = %d", k, j, i,
                   rh[j * k + i]);
     for (size_t i = 0; i < span; i++) rh[i] = -7;
     for (int i = 0; i < k; i++) sh[i] = rank * 1000 + i;
     MPI_Allgather(s.p, k, MPI_INT, r.p, 1, vec, comm); /* 2. strided receive: block j at j (2k - 1) */
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n && check; j++)
         for (int i = 0; i < k; i++)
             CHECK(rh[j * (2 * k - 1) + 2 * i] == j * 1000 + i, "strided-receive allgather k %d: block %d [%d]", k,
                   j, i);
-    CHECK(rh[0 * (2 * k - 1) + 1] == -7 || k == 1, "strided-receive allgather wrote into a gap");
+    CHECK(!check || rh[0 * (2 * k - 1) + 1] == -7 || k == 1, "strided-receive allgather wrote into a gap");
     e->calls[1] += 2;
     e->single[1] += 2 * (n == 1);
     xfree(s), xfree(r);
@@ -576,6 +602,18 @@ static void derived(MPI_Comm comm, expect_t *e)
         free(s), free(r);
     }
     MPI_Type_free(&c4);
+}
+
+/* The components under hier set themselves up on their first call, and
+ * may use the collectives hier serves for it (Open MPI 5's han, on by
+ * default, allreduces on the communicator when it first runs on several
+ * nodes): one call of theirs before the counters are read keeps those calls
+ * out of the test's count. */
+static void settle(MPI_Comm comm)
+{
+    int v = 0;
+    MPI_Bcast(&v, 1, MPI_INT, 0, comm);
+    MPI_Barrier(comm);
 }
 
 /* Collectives alternating between two communicators with different members. */
@@ -704,6 +742,7 @@ int main(int argc, char **argv)
     MPI_Comm dup, split, half;
 
     /* 1. MPI_COMM_WORLD, the full sweep, then a contiguous derived type */
+    settle(MPI_COMM_WORLD);
     check_pvars_read(&c0);
     sweep(MPI_COMM_WORLD, &e);
     /* Open MPI's argument checks refuse predefined ops on derived types; with
@@ -730,6 +769,8 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, n - rank, &split);
     MPI_Comm_set_name(split, "split(parity, reversed)");
     memset(&e, 0, sizeof(e));
+    settle(dup);
+    settle(split);
     check_pvars_read(&c0);
     sweep(dup, &e);
     sweep(split, &e);
@@ -740,6 +781,7 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, rank < (n + 1) / 2, rank, &half);
     MPI_Comm_set_name(half, "split(halves)");
     expect_t ea = {{0}, {0}, {0}}, eb = {{0}, {0}, {0}};
+    settle(half);
     check_pvars_read(&c0);
     interleaved(dup, half, &ea, &eb);
     check_pvars_read(&c1);

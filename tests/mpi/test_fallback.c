@@ -126,6 +126,29 @@ int main(int argc, char **argv)
         MPI_Comm_free(&local);
     }
 
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+    /* 5. persistent collectives (MPI-4, Open MPI 5): they stay with the
+     * component that provides them (libnbc), correct and not counted by hier,
+     * started several times on one request */
+    MPI_Request req;
+    int pv[3], pr[3];
+    check_pvars_read(&c0);
+    MPI_Allreduce_init(pv, pr, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    for (int it = 0; it < 3; it++) {
+        for (int k = 0; k < 3; k++) pv[k] = rank * (it + 1) + k;
+        MPI_Start(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        for (int k = 0; k < 3; k++)
+            CHECK(pr[k] == (it + 1) * n * (n - 1) / 2 + n * k, "persistent allreduce start %d item %d: %d", it, k,
+                  pr[k]);
+    }
+    MPI_Request_free(&req);
+    check_pvars_read(&c1);
+    CHECK(c1.served[0] == c0.served[0] && c1.fallback[0] == c0.fallback[0],
+          "persistent allreduce reached hier (%lu served, %lu fell back)", c1.served[0] - c0.served[0],
+          c1.fallback[0] - c0.fallback[0]);
+#endif
+
     MPI_Type_free(&vec);
     MPI_Type_free(&rvec);
     MPI_Type_free(&rvec_r);

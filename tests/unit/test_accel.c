@@ -193,6 +193,35 @@ Test(accel, unknown_device_memory_is_refused_when_guarded)
     tdev_free(dev);
 }
 
+/* Open MPI 5's accelerator framework as the foreign query: what it calls
+ * device memory and no backend claims is refused; a backend's own memory
+ * stays the backend's; everything else is host memory. */
+static const void *foreign_device;
+static int foreign_is_device(const void *p)
+{
+    return p == foreign_device;
+}
+
+Test(accel, foreign_device_memory_is_refused)
+{
+    char host[64], other[64];
+    hier_accel_buf_t b;
+    foreign_device = other;
+    hier_accel_set_foreign(foreign_is_device);
+    cr_assert_eq(hier_accel_classify(other, sizeof(other), &b), HIER_ERR_NOT_SUPPORTED);
+    cr_assert_eq(hier_accel_classify(host, sizeof(host), &b), HIER_OK);
+    cr_assert(!hier_accel_is_device(&b));
+    cr_assert_eq(hier_accel_register(tdev_backend()), HIER_OK);
+    uint8_t *dev = tdev_alloc(4096);
+    foreign_device = dev; /* the framework knows it too; the backend comes first */
+    cr_assert_eq(hier_accel_classify(dev, 4096, &b), HIER_OK);
+    cr_assert(hier_accel_is_device(&b));
+    hier_accel_set_foreign(NULL);
+    foreign_device = other;
+    cr_assert_eq(hier_accel_classify(other, sizeof(other), &b), HIER_OK, "without the query: host memory");
+    tdev_free(dev);
+}
+
 /* Where the device in use sits: the first backend that knows says; none
  * that knows, none registered: not supported (NICs go by the binding). */
 static hier_status_t gpu_at_42(char *busid, size_t len)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/hier_params.h"
+#include "base/hier_stats.h"
 
 Test(params, names_unique_and_defaults_parse)
 {
@@ -21,6 +22,24 @@ Test(params, names_unique_and_defaults_parse)
         }
         if (t[i].type == HIER_PARAM_ALGO) cr_assert(t[i].algo_mask & 1u, "%s: auto must be valid", t[i].name);
     }
+}
+
+/* Open MPI 5 refuses variable names past MCA_BASE_MAX_VARIABLE_NAME_LEN
+ * (63): every MCA parameter, coll_hier_<name>, and every MPI_T
+ * performance variable, coll_hier_<coll>_<path>_<counter> (net_bytes is
+ * the longest counter), must fit. */
+Test(params, names_fit_open_mpi_5)
+{
+    size_t n;
+    const hier_param_desc_t *t = hier_params_table(&n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_leq(strlen("coll_hier_") + strlen(t[i].name), 63, "coll_hier_%s is too long", t[i].name);
+    for (int c = 0; c < HIER_COLL_COUNT; c++)
+        for (int p = 0; p < HIER_PATH_COUNT; p++) {
+            char name[160];
+            snprintf(name, sizeof(name), "coll_hier_%s_%s_net_bytes", hier_coll_name(c), hier_path_ident(p));
+            cr_assert_leq(strlen(name), 63, "%s is too long", name);
+        }
 }
 
 Test(params, defaults_fill_the_struct)

@@ -11,6 +11,8 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/op/op.h"
 
+#include "coll_hier_compat.h"
+
 #include "comm/hier_comm.h"
 #include "base/hier_dtype.h"
 #include "base/hier_stats.h"
@@ -40,7 +42,7 @@ typedef struct {
 } mca_coll_hier_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_hier_module_t);
 
-OMPI_MODULE_DECLSPEC extern const mca_coll_base_component_2_0_0_t mca_coll_hier_component;
+MCA_COLL_HIER_DECLSPEC extern const MCA_COLL_HIER_COMPONENT_T mca_coll_hier_component;
 
 /* World rank of this process, known once MPI_COMM_WORLD got its module. */
 extern int mca_coll_hier_world_rank;
@@ -50,6 +52,9 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
 
 /* Parameters and MPI_T performance variables, registered from the core tables. */
 int mca_coll_hier_register_params(void);
+/* hier_params' string values: copied from the MCA system at open, freed at close. */
+int mca_coll_hier_params_take_strings(void);
+void mca_coll_hier_params_drop_strings(void);
 int mca_coll_hier_register_pvars(void);
 void mca_coll_hier_stats_report(void);
 

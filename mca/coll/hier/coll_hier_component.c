@@ -11,9 +11,9 @@ static int mca_coll_hier_open(void);
 static int mca_coll_hier_close(void);
 static int mca_coll_hier_register(void);
 
-const mca_coll_base_component_2_0_0_t mca_coll_hier_component = {
+const MCA_COLL_HIER_COMPONENT_T mca_coll_hier_component = {
     .collm_version = {
-        MCA_COLL_BASE_VERSION_2_0_0,
+        MCA_COLL_HIER_BASE_VERSION,
         .mca_component_name = "hier",
         MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
         .mca_open_component = mca_coll_hier_open,
@@ -41,12 +41,13 @@ static int mca_coll_hier_open(void)
 {
     hier_log_set_sink(mca_coll_hier_log_sink);
     hier_log_level = hier_params.verbose;
-    return OMPI_SUCCESS;
+    return mca_coll_hier_params_take_strings();
 }
 
 static int mca_coll_hier_close(void)
 {
     mca_coll_hier_stats_report();
     hier_core_finalize();
+    mca_coll_hier_params_drop_strings();
     return OMPI_SUCCESS;
 }

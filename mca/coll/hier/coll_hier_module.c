@@ -6,7 +6,14 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
+#if MCA_COLL_HIER_HAVE_ACCELERATOR
+#include "opal/mca/accelerator/accelerator.h"
+#include "opal/mca/accelerator/base/base.h"
+#endif
 
+#include <string.h>
+
+#include "accel/hier_accel.h"
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
@@ -33,12 +40,31 @@ static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
 OBJ_CLASS_INSTANCE(mca_coll_hier_module_t, mca_coll_base_module_t, mca_coll_hier_module_construct,
                    mca_coll_hier_module_destruct);
 
+#if MCA_COLL_HIER_HAVE_ACCELERATOR
+static int mca_coll_hier_accel_is_device(const void *p)
+{
+    int dev;
+    uint64_t flags;
+    return opal_accelerator.check_addr(p, &dev, &flags);
+}
+#endif
+
 /* enable_mpi_threads: MPI_THREAD_MULTIPLE, collectives on different
- * communicators may run at once; the shared endpoint then takes a lock. */
+ * communicators may run at once; the shared endpoint then takes a lock.
+ * Open MPI 5's accelerator framework, when a real component (not null) was
+ * selected, tells the core device memory its own backends cannot. */
 int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
     hier_lock_set_threads(enable_mpi_threads);
+#if MCA_COLL_HIER_HAVE_ACCELERATOR
+    const char *acc = opal_accelerator_base_selected_component.base_version.mca_component_name;
+    if (strcmp(acc, "null") != 0) {
+        hier_accel_set_foreign(mca_coll_hier_accel_is_device);
+        HIER_LOG(HIER_LOG_COMM, "Open MPI's accelerator component %s tells device memory of runtimes hier has "
+                 "no backend for (they fall back)", acc);
+    }
+#endif
     return OMPI_SUCCESS;
 }
 
@@ -113,7 +139,7 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_block);
     if (!hm->prev_allreduce || !hm->prev_allgather || !hm->prev_reduce_scatter || !hm->prev_reduce_scatter_block) {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u): no previous component provides every collective hier needs; "
-                 "disqualifying myself", comm->c_name, (unsigned)ompi_comm_get_cid(comm));
+                 "disqualifying myself", comm->c_name, mca_coll_hier_comm_cid(comm));
         return OMPI_ERROR;
     }
     if (comm == &ompi_mpi_comm_world.comm) mca_coll_hier_world_rank = ompi_comm_rank(comm);
@@ -127,10 +153,10 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
         hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
         if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): hier serves it from its first collective on",
-                 comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm));
+                 comm->c_name, mca_coll_hier_comm_cid(comm), ompi_comm_size(comm));
     } else {
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): not served, %s; calls go to the previous component",
-                 comm->c_name, (unsigned)ompi_comm_get_cid(comm), ompi_comm_size(comm), why);
+                 comm->c_name, mca_coll_hier_comm_cid(comm), ompi_comm_size(comm), why);
     }
     return OMPI_SUCCESS;
 }
@@ -158,12 +184,12 @@ void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_pa
     hier_stats_count(coll, path, bytes, served ? hier_comm_net_bytes(hm->core) : 0,
                      served && hier_comm_staged(hm->core));
     HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
-             (unsigned)ompi_comm_get_cid(hm->comm), bytes, hier_path_name(path));
+             mca_coll_hier_comm_cid(hm->comm), bytes, hier_path_name(path));
 }
 
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st)
 {
     HIER_ERROR("%s on comm %s (cid %u) failed: %s", hier_coll_name(coll), hm->comm->c_name,
-               (unsigned)ompi_comm_get_cid(hm->comm), hier_status_str(st));
+               mca_coll_hier_comm_cid(hm->comm), hier_status_str(st));
     return st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
 }
