@@ -178,7 +178,7 @@ hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *b
         if (!hier_accel_within(&r, a, len ? len : 1)) {
             HIER_ERROR("a %zu-byte buffer at %p runs past its %s allocation (%zu bytes at 0x%llx)", len, p,
                        hier_accel_backends[i]->name, r.len, (unsigned long long)r.base);
-            return HIER_ERR_INVALID_ARG;
+            return HIER_ERR_BUFFER;
         }
         out.backend = hier_accel_backends[i];
         out.range = r;

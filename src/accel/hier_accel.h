@@ -105,7 +105,7 @@ typedef int (*hier_accel_foreign_fn_t)(const void *p);
 void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device);
 
 /* Classify [p, p + len): host, or one backend's device memory. A device
- * buffer must lie within one allocation (HIER_ERR_INVALID_ARG otherwise).
+ * buffer must lie within one allocation (HIER_ERR_BUFFER otherwise).
  * With an opaque runtime loaded, a buffer no backend claims that is not
  * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back), as
  * is one the foreign query calls device memory.

@@ -13,6 +13,7 @@ const char *hier_status_str(hier_status_t status)
     case HIER_ERR_TIMEOUT: return "timed out";
     case HIER_ERR_TOPOLOGY: return "topology error";
     case HIER_ERR_INTERNAL: return "internal error";
+    case HIER_ERR_BUFFER: return "unusable buffer";
     }
     return "unknown status";
 }

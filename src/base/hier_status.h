@@ -16,6 +16,7 @@ typedef enum {
     HIER_ERR_TIMEOUT = -6,
     HIER_ERR_TOPOLOGY = -7,
     HIER_ERR_INTERNAL = -8,
+    HIER_ERR_BUFFER = -9,        /* a buffer the call cannot use: NULL for data, past its device allocation */
 } hier_status_t;
 
 const char *hier_status_str(hier_status_t status);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm.h"
 #include "comm/hier_coll_dev.h"
@@ -98,12 +99,33 @@ static int hier_comm_chunked(const hier_comm_t *c, hier_status_t ready, size_t b
     return ready == HIER_OK && c->dev_possible && bytes > hier_params.device_stage_chunk;
 }
 
+const char hier_in_place_marker;
+
+/* The API says in place with HIER_IN_PLACE; inside the core a NULL send
+ * buffer means it. A NULL buffer that should hold data is refused here, so
+ * it can never be taken for an in-place call. */
+static hier_status_t hier_comm_buffers(const char *coll, const void **sbuf_p, size_t sbytes, const void *rbuf,
+                                       size_t rbytes)
+{
+    if (*sbuf_p == HIER_IN_PLACE) {
+        *sbuf_p = NULL;
+        return HIER_OK;
+    }
+    if ((!*sbuf_p && sbytes) || (!rbuf && rbytes)) {
+        HIER_ERROR("%s: a NULL %s buffer for %zu bytes (MPI_IN_PLACE is not NULL)", coll, *sbuf_p ? "receive" : "send",
+                   *sbuf_p ? rbytes : sbytes);
+        return HIER_ERR_BUFFER;
+    }
+    return HIER_OK;
+}
+
 hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                   hier_op_t op, hier_path_t *path_p)
 {
     size_t bytes = count * hier_dtype_size(dt);
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
+    if ((st = hier_comm_buffers("allreduce", &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -120,6 +142,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_coll_dev_call_t dev;
     hier_status_t st, ready, pd_st;
     size_t total = block_bytes * (size_t)c->size;
+    if ((st = hier_comm_buffers("allgather", &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -141,6 +164,8 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
+    if ((st = hier_comm_buffers("reduce_scatter", &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
+        return st;
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);

@@ -28,7 +28,12 @@ void hier_comm_destroy(hier_comm_t *comm);
 /* Each returns HIER_OK when served, HIER_ERR_NOT_SUPPORTED when the caller
  * must use its fallback (nothing has been touched then), or an error.
  * *path_p says which path served the call or why it was refused.
- * sbuf == NULL means MPI_IN_PLACE. */
+ * sbuf == HIER_IN_PLACE: the call is in place (MPI_IN_PLACE), the data is
+ * in rbuf. NULL is never in place: a NULL buffer that should hold data is
+ * HIER_ERR_BUFFER. */
+extern const char hier_in_place_marker;
+#define HIER_IN_PLACE ((const void *)&hier_in_place_marker)
+
 hier_status_t hier_comm_allreduce(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                   hier_op_t op, hier_path_t *path_p);
 /* block_bytes: bytes each rank contributes; rbuf holds nranks blocks. */

@@ -126,8 +126,37 @@ int main(int argc, char **argv)
         MPI_Comm_free(&local);
     }
 
+    /* 5. NULL buffers that should hold data: an MPI_ERR_BUFFER on every
+     * rank (all make the same mistake, so nobody waits), never an in-place
+     * call; the receive buffer is untouched. (Open MPI 4.1's argument checks
+     * let NULL through: hier's own check answers.) */
+    MPI_Comm errs;
+    MPI_Comm_dup(MPI_COMM_WORLD, &errs);
+    MPI_Comm_set_errhandler(errs, MPI_ERRORS_RETURN);
+    int keep[4] = {7, 7, 7, 7}, cls, *rb = calloc((size_t)n * 4, sizeof(int));
+    int rc = MPI_Allreduce(NULL, keep, 4, MPI_INT, MPI_SUM, errs);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER && keep[0] == 7 && keep[3] == 7,
+          "allreduce from a NULL send buffer: error class %d (want MPI_ERR_BUFFER), result %d", cls, keep[0]);
+    rc = MPI_Reduce_scatter_block(NULL, keep, 1, MPI_INT, MPI_SUM, errs);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER && keep[0] == 7, "reduce_scatter_block from NULL: error class %d", cls);
+    rc = MPI_Allgather(NULL, 4, MPI_INT, rb, 4, MPI_INT, errs);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "allgather from a NULL send buffer: error class %d", cls);
+    rc = MPI_Allreduce(keep, NULL, 4, MPI_INT, MPI_SUM, errs);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "allreduce into a NULL receive buffer: error class %d", cls);
+    /* count 0 with NULL is no error, and the communicator still works */
+    CHECK(MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, errs) == MPI_SUCCESS, "count 0 NULL allreduce failed");
+    int one = 1, all = 0;
+    CHECK(MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, errs) == MPI_SUCCESS && all == n,
+          "allreduce after the refused calls: %d, expected %d", all, n);
+    free(rb);
+    MPI_Comm_free(&errs);
+
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-    /* 5. persistent collectives (MPI-4, Open MPI 5): they stay with the
+    /* 6. persistent collectives (MPI-4, Open MPI 5): they stay with the
      * component that provides them (libnbc), correct and not counted by hier,
      * started several times on one request */
     MPI_Request req;

@@ -94,11 +94,9 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
             ompi_datatype_sndrcv(sbuf, scount, sdtype, spack, (int32_t)block, MPI_BYTE);
             s = spack;
         }
-    } else if (rpack) {
-        s = NULL; /* in place in the temporary */
-    }
+    } /* (in place: in rbuf, or in the temporary rpack) */
     /* 3. the exchange, then 4. unpacking */
-    hier_status_t st = hier_comm_allgather(hm->core, s, r, block, &path);
+    hier_status_t st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &path);
     if (st == HIER_OK && rpack) ompi_datatype_sndrcv(rpack, (int32_t)total, MPI_BYTE, rbuf, rcount * n, rdtype);
     free(spack);
 free_rpack:

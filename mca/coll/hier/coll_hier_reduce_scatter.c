@@ -30,7 +30,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
         return path;
     }
     for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;
-    *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, counts, dt, hop, &path);
+    *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf, counts, dt, hop, &path);
     if (counts != stack) free(counts);
     return path;
 }
