@@ -6,8 +6,8 @@ dnl PREFIX/include/openmpi, where the devel headers are, after
 dnl --with-ompi-headers=DIR when the installation has none. The line (4.1 or 5.0)
 dnl comes from the headers' OMPI_MAJOR_VERSION/OMPI_MINOR_VERSION; the glue's
 dnl compatibility header (mca/coll/hier/coll_hier_compat.h) maps what differs.
-dnl Sets MPICC, MPIRUN, OMPI_INFO, OMPI_PREFIX, OMPI_CPPFLAGS, OMPI_LIBS,
-dnl OMPI_PKGLIBDIR and OMPI_VERSION_STRING.
+dnl Sets MPICC, OMPI_PREFIX, OMPI_CPPFLAGS, OMPI_LIBS, OMPI_PKGLIBDIR and
+dnl OMPI_VERSION_STRING.
 AC_DEFUN([HIER_CHECK_OMPI], [
     AC_ARG_WITH([ompi],
         [AS_HELP_STRING([--with-ompi=PREFIX],
@@ -25,8 +25,6 @@ AC_DEFUN([HIER_CHECK_OMPI], [
              [AC_MSG_ERROR([mpicc not found: apt-get install libopenmpi-dev openmpi-bin, or pass --with-ompi=PREFIX])])])
     hier_ompi_bindir=`dirname "$MPICC"`
     OMPI_PREFIX=`cd "$hier_ompi_bindir/.." && pwd`
-    MPIRUN="$hier_ompi_bindir/mpirun"
-    OMPI_INFO="$hier_ompi_bindir/ompi_info"
     hier_ompi_dirs="$with_ompi_headers `$MPICC --showme:incdirs` $OMPI_PREFIX/include/openmpi"
     OMPI_CPPFLAGS=""
     for d in $hier_ompi_dirs; do
@@ -60,15 +58,12 @@ AC_DEFUN([HIER_CHECK_OMPI], [
          AC_MSG_ERROR([Open MPI $OMPI_VERSION_STRING's devel headers are incomplete (see config.log for the missing one); Open MPI 5.0 installs lack opal/mca/threads/pthreads/*.h: copy them from the same version's source tree into $OMPI_PREFIX/include/openmpi (contrib/hier-ompi5-build does)])])
     CPPFLAGS="$hier_save_CPPFLAGS"
     OMPI_LIBS=`$MPICC --showme:link`
-    OMPI_PKGLIBDIR=`"$OMPI_INFO" --parsable --path pkglibdir 2>/dev/null | sed -n 's/^path:pkglibdir://p'`
+    OMPI_PKGLIBDIR=`"$hier_ompi_bindir/ompi_info" --parsable --path pkglibdir 2>/dev/null | sed -n 's/^path:pkglibdir://p'`
     AS_IF([test -z "$OMPI_PKGLIBDIR"], [OMPI_PKGLIBDIR="$OMPI_PREFIX/lib/openmpi"])
     AC_SUBST([MPICC])
-    AC_SUBST([MPIRUN])
-    AC_SUBST([OMPI_INFO])
     AC_SUBST([OMPI_PREFIX])
     AC_SUBST([OMPI_CPPFLAGS])
     AC_SUBST([OMPI_LIBS])
     AC_SUBST([OMPI_PKGLIBDIR])
     AC_SUBST([OMPI_VERSION_STRING])
-    AM_CONDITIONAL([HIER_OMPI5], [test "$hier_ompi_major" = 5])
 ])

@@ -19,6 +19,8 @@
 
 #include "ompi_config.h"
 
+#include "ompi/communicator/communicator.h"
+
 #if OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION >= 1
 #define MCA_COLL_HIER_COMPONENT_T mca_coll_base_component_2_0_0_t
 #define MCA_COLL_HIER_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
