@@ -22,7 +22,6 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
-#include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -32,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hier_cli.h"
 #include "cuda_loader.h"
 #include "test_dev_backend.h"
 
@@ -93,19 +93,9 @@ static void die_usage(const char *msg, const char *arg)
 
 static size_t parse_size(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) die_usage("bad size", s);
-    switch (toupper((unsigned char)*end)) {
-    case 'G': v *= 1024.0; /* fall through */
-    case 'M': v *= 1024.0; /* fall through */
-    case 'K': v *= 1024.0; end++; break;
-    case 0: break;
-    default: die_usage("bad size suffix", s);
-    }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) die_usage("bad size", s);
-    return (size_t)v;
+    size_t v;
+    if (hier_cli_parse_size(s, &v)) die_usage("bad size", s);
+    return v;
 }
 
 static long parse_long(const char *s, long lo, long hi)

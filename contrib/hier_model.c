@@ -13,7 +13,6 @@
  * buffer; busbw with nccl-tests' factors over the N x P ranks. --param sets
  * one of hier's parameters as coll_hier_NAME would (net_algorithm=ring
  * forces the ring), so forced algorithms can be compared. */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,8 @@
 #include "base/hier_params.h"
 #include "base/hier_stats.h"
 #include "model/hier_model.h"
+
+#include "hier_cli.h"
 
 static void usage(int rc)
 {
@@ -34,19 +35,9 @@ static void usage(int rc)
 
 static size_t parse_size(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0) usage(2);
-    switch (toupper((unsigned char)*end)) {
-    case 'G': v *= 1024.0; /* fall through */
-    case 'M': v *= 1024.0; /* fall through */
-    case 'K': v *= 1024.0; end++; break;
-    case 0: break;
-    default: usage(2);
-    }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) usage(2);
-    return (size_t)v;
+    size_t v;
+    if (hier_cli_parse_size(s, &v) || !v) usage(2);
+    return v;
 }
 
 static char *slurp(const char *path)

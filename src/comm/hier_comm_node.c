@@ -349,11 +349,16 @@ int hier_node_small_serves(const hier_sched_args_t *args, size_t small)
     return hier_node_fits(&a, small) && hier_sched_nchunks(&a) <= 1;
 }
 
-size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe)
+/* The chunk of a call the small slots do not serve in one chunk. */
+static size_t hier_node_chunk_past_small(const hier_sched_args_t *args, size_t small, size_t pipe)
 {
-    if (hier_node_small_serves(args, small)) return small;
     if (pipe && hier_node_fits(args, pipe)) return pipe;
     return hier_node_fits(args, small) ? small : 0; /* (0: a huge allgather without the budget) */
+}
+
+size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe)
+{
+    return hier_node_small_serves(args, small) ? small : hier_node_chunk_past_small(args, small, pipe);
 }
 
 /* The small slots serve every call they hold in one chunk; larger ones
@@ -362,9 +367,11 @@ size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
 {
     hier_node_t *nd = c->node;
-    size_t small = hier_node_small_for_comm(c);
-    if (!hier_node_small_serves(args, small) && nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
-    size_t chunk = hier_node_chunk_choice(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    size_t small = hier_node_small_for_comm(c), chunk = small;
+    if (!hier_node_small_serves(args, small)) {
+        if (nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
+        chunk = hier_node_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    }
     if (!chunk) return HIER_ERR_NOT_SUPPORTED;
     args->chunk_bytes = chunk;
     *tier_p = chunk == small ? &nd->small : &nd->pipe;

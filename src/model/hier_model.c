@@ -423,10 +423,11 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
 {
     hier_model_result_t out = {0};
     hier_model_sim_t s = {.m = *m, .nnodes = call->nodes, .ppn = call->ppn, .rails = m->rails};
-    int size = call->nodes * call->ppn;
-    if (call->nodes < 1 || call->ppn < 1 || call->esize == 0 || size > HIER_MODEL_MAX_RANKS ||
+    int64_t ranks = (int64_t)call->nodes * call->ppn;
+    if (call->nodes < 1 || call->ppn < 1 || call->esize == 0 || ranks >= HIER_MODEL_MAX_RANKS ||
         2 * call->nodes + 2 > HIER_MODEL_MAX_TAG || m->rails < 1)
         return HIER_ERR_INVALID_ARG;
+    int size = (int)ranks;
     hier_status_t st = hier_model_shape(&s, call, &out);
     if (st != HIER_OK) return st;
     void *arrays = NULL;

@@ -11,7 +11,8 @@
 #include "model/hier_model.h"
 #include "sched/hier_sched.h"
 
-/* The most ranks and network tags the message table's keys hold. */
+/* Ranks (fewer than) and network tags the message table's keys hold: a
+ * key stores dst + 1 in 20 bits. */
 #define HIER_MODEL_MAX_RANKS (1 << 20)
 #define HIER_MODEL_MAX_TAG (1 << 16)
 

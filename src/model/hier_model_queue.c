@@ -60,8 +60,8 @@ void hier_model_heap_free(hier_model_heap_t *h)
     *h = (hier_model_heap_t){0};
 }
 
-/* dst 20 bits, src 20, chunk 8, tag 16; never 0 (the chunk field's low bit
- * is set through +1 on dst). */
+/* dst + 1 in 20 bits (dst < HIER_MODEL_MAX_RANKS - 1), src 20, chunk 8,
+ * tag 16; never 0, since dst + 1 is not. */
 static uint64_t hier_model_key(int dst, int src, size_t k, uint32_t tag)
 {
     return ((uint64_t)(dst + 1) << 44) | ((uint64_t)src << 24) | ((uint64_t)(k & 0xff) << 16) | tag;

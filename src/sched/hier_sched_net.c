@@ -54,50 +54,9 @@ static void hier_sched_net_span(const hier_net_args_t *a, int lo, int hi, size_t
     *len_p = o + l - *off_p;
 }
 
-/* Send every range of block b to `peer`, then receive every range of block
- * c from `from` (reduced into place, or copied): the executor queues the
- * sends, so all of them are on their way before the first receive waits. */
-static void hier_sched_net_blocks(const hier_net_args_t *a, int peer, int b, int from, int c, unsigned tag,
-                                  int reduce, hier_sched_out_t *out)
-{
-    size_t o, l;
-    for (size_t i = 0; i < hier_sched_net_nsegs(a, b); i++) {
-        hier_sched_net_seg(a, b, i, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_SEND, peer, tag, hier_sched_net_at(a, o), l * a->esize, 0);
-    }
-    for (size_t i = 0; i < hier_sched_net_nsegs(a, c); i++) {
-        hier_sched_net_seg(a, c, i, &o, &l);
-        hier_sched_net(out, HIER_STEP_NET_RECV, from, tag, hier_sched_net_at(a, o), reduce ? l : l * a->esize,
-                       reduce);
-    }
-}
-
 static int hier_sched_net_mod(int v, int n)
 {
     return ((v % n) + n) % n;
-}
-
-/* Ring reduce-scatter, N-1 steps: at step s send block (me - s - 1) to the
- * next participant and fold block (me - s - 2) from the previous one into
- * mine; afterwards block `me` is complete here. */
-static void hier_sched_net_ring_rs(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
-{
-    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
-    for (int s = 0; s < n - 1; s++) {
-        int b = hier_sched_net_mod(a->me - s - 1, n), c = hier_sched_net_mod(a->me - s - 2, n);
-        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 1, out);
-    }
-}
-
-/* Ring allgather, N-1 steps: at step s send block (me - s) on and take block
- * (me - s - 1) from the previous participant as it is. */
-static void hier_sched_net_ring_ag(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
-{
-    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
-    for (int s = 0; s < n - 1; s++) {
-        int b = hier_sched_net_mod(a->me - s, n), c = hier_sched_net_mod(a->me - s - 1, n);
-        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 0, out);
-    }
 }
 
 /* Recursive doubling over the whole vector, for any number of participants
@@ -166,11 +125,11 @@ static void hier_sched_net_rd_allgather(const hier_net_args_t *a, hier_sched_out
         hier_sched_net(out, HIER_STEP_NET_SEND, fold, last, hier_sched_net_at(a, all_off), all_len * a->esize, 0);
 }
 
-/* One message of `len` elements from `off`, if any. */
+/* One message of `len` elements from `off` (none when empty). */
 static void hier_sched_net_run(const hier_net_args_t *a, hier_step_op_t op, int peer, unsigned tag, size_t off,
                                size_t len, int reduce, hier_sched_out_t *out)
 {
-    if (len) hier_sched_net(out, op, peer, tag, hier_sched_net_at(a, off), reduce ? len : len * a->esize, reduce);
+    hier_sched_net(out, op, peer, tag, hier_sched_net_at(a, off), reduce ? len : len * a->esize, reduce);
 }
 
 /* Send (or receive) the ranges of participants [lo, hi], adjacent ones
@@ -192,6 +151,40 @@ static void hier_sched_net_range(const hier_net_args_t *a, hier_step_op_t op, in
             run_off = o, run_len = l;
         }
     hier_sched_net_run(a, op, peer, tag, run_off, run_len, reduce, out);
+}
+
+/* Send block b to `peer`, then receive block c from `from` (reduced into
+ * place, or copied), each as few messages as its ranges allow: the executor
+ * queues the sends, so all of them are on their way before the first
+ * receive waits. */
+static void hier_sched_net_blocks(const hier_net_args_t *a, int peer, int b, int from, int c, unsigned tag,
+                                  int reduce, hier_sched_out_t *out)
+{
+    hier_sched_net_range(a, HIER_STEP_NET_SEND, peer, tag, b, b, 0, out);
+    hier_sched_net_range(a, HIER_STEP_NET_RECV, from, tag, c, c, reduce, out);
+}
+
+/* Ring reduce-scatter, N-1 steps: at step s send block (me - s - 1) to the
+ * next participant and fold block (me - s - 2) from the previous one into
+ * mine; afterwards block `me` is complete here. */
+static void hier_sched_net_ring_rs(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
+{
+    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
+    for (int s = 0; s < n - 1; s++) {
+        int b = hier_sched_net_mod(a->me - s - 1, n), c = hier_sched_net_mod(a->me - s - 2, n);
+        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 1, out);
+    }
+}
+
+/* Ring allgather, N-1 steps: at step s send block (me - s) on and take block
+ * (me - s - 1) from the previous participant as it is. */
+static void hier_sched_net_ring_ag(const hier_net_args_t *a, unsigned tag, hier_sched_out_t *out)
+{
+    int n = a->nparts, next = (a->me + 1) % n, prev = (a->me + n - 1) % n;
+    for (int s = 0; s < n - 1; s++) {
+        int b = hier_sched_net_mod(a->me - s, n), c = hier_sched_net_mod(a->me - s - 1, n);
+        hier_sched_net_blocks(a, next, b, prev, c, tag + (unsigned)s, 0, out);
+    }
 }
 
 /* One level of the mixed-radix pattern for virtual rank v: the level's

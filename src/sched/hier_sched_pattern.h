@@ -103,6 +103,7 @@ static inline hier_radix_t hier_radix(int n, int radix_max)
 {
     hier_radix_t x = {.levels = 0};
     int p = n;
+    if (radix_max > n) radix_max = n; /* (no radix can exceed n: same result, a shorter search) */
     if (radix_max < 2) radix_max = 2;
     while (p > 1 && !(x.levels = hier_radix_factor(p, radix_max, x.radix))) p--;
     x.fold = (hier_rd_t){.n = n, .p2 = p, .rounds = x.levels, .rem = n - p};

@@ -151,7 +151,8 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     if (s->nnodes == 2) f |= HIER_SEL_TWO_NODES;
     if (s->nnodes > 2) f |= HIER_SEL_MANY_NODES;
     if (s->nnodes > 1 && hier_radix((int)s->nnodes, hier_params.net_radix_max).fold.rem == 0) f |= HIER_SEL_NO_FOLD;
-    if (s->nnodes <= (uint32_t)hier_params.net_ring_max_nodes) f |= HIER_SEL_RING_NODES;
+    if (hier_params.net_ring_max_nodes > 0 && s->nnodes <= (uint32_t)hier_params.net_ring_max_nodes)
+        f |= HIER_SEL_RING_NODES; /* (a negative limit is no ring, not every ring) */
     if ((s->nnodes & (s->nnodes - 1)) == 0) f |= HIER_SEL_POW2_NODES;
     if (s->numa_groups > 1 && s->local_ranks >= hier_params.allreduce_numa_min_ranks) f |= HIER_SEL_NUMA;
     if (bytes <= s->ll_capacity) f |= HIER_SEL_LL_FITS;
