@@ -64,6 +64,11 @@ static const hier_param_desc_t hier_param_table[] = {
     {"spin_count", HIER_PARAM_INT, "2000",
      "Polls of a shared-memory flag before a waiting rank starts to yield the CPU and drive Open MPI progress",
      HIER_PARAM_OFF(spin_count), 0, 1, 6},
+    {"timeout", HIER_PARAM_INT, "60",
+     "Seconds any wait of hier (shared memory, network) may stand still before the call fails with an error "
+     "naming who it waited for; the same clock everywhere, so a stuck or dead peer is reported by every rank "
+     "within it. A peer process that exits is reported at once. 0 = wait for ever",
+     HIER_PARAM_OFF(timeout), 0, 1, 3},
     {"shm_dir", HIER_PARAM_STRING, "",
      "Directory for the shared-memory segment; empty = POSIX shm_open (/dev/shm). The file is unlinked as soon "
      "as every local rank has mapped it",

@@ -38,6 +38,7 @@ typedef struct {
     size_t allreduce_numa_min_ranks;
     size_t shm_chunk_size;        /* bytes per rank per pipeline buffer */
     int spin_count;
+    int timeout;                  /* seconds a wait may stand still (0: for ever) */
     char *shm_dir;
     size_t shm_budget;            /* bytes of segments one process keeps mapped, in use or recycled */
     int numa_ranks_per_domain;    /* 0: hwloc; K: pretend K consecutive ranks share a NUMA domain */

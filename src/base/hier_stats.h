@@ -41,6 +41,7 @@ typedef enum {
     HIER_PATH_FALLBACK_NET,      /* several nodes, and no usable libfabric provider */
     HIER_PATH_FALLBACK_DEVICE,   /* a buffer in device memory no backend handles */
     HIER_PATH_FALLBACK_PARAMS,   /* the ranks have different coll_hier parameters */
+    HIER_PATH_FALLBACK_MISMATCH, /* the ranks called different collectives on it earlier */
     HIER_PATH_COUNT
 } hier_path_t;
 

@@ -9,11 +9,17 @@ const char *hier_status_str(hier_status_t status)
     case HIER_ERR_NO_MEMORY: return "out of memory";
     case HIER_ERR_INVALID_ARG: return "invalid argument";
     case HIER_ERR_SHM: return "shared-memory error";
-    case HIER_ERR_PEER_DEAD: return "local peer process died";
+    case HIER_ERR_PEER_DEAD: return "peer process died";
     case HIER_ERR_TIMEOUT: return "timed out";
     case HIER_ERR_TOPOLOGY: return "topology error";
     case HIER_ERR_INTERNAL: return "internal error";
     case HIER_ERR_BUFFER: return "unusable buffer";
+    case HIER_ERR_MISMATCH: return "ranks called different collectives";
     }
     return "unknown status";
+}
+
+int hier_status_abandons(hier_status_t status)
+{
+    return status == HIER_ERR_PEER_DEAD || status == HIER_ERR_TIMEOUT || status == HIER_ERR_MISMATCH;
 }

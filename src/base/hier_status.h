@@ -12,14 +12,19 @@ typedef enum {
     HIER_ERR_NO_MEMORY = -2,
     HIER_ERR_INVALID_ARG = -3,
     HIER_ERR_SHM = -4,           /* shared-memory segment could not be made or mapped */
-    HIER_ERR_PEER_DEAD = -5,     /* a local peer process exited mid-collective */
+    HIER_ERR_PEER_DEAD = -5,     /* a peer process exited mid-collective */
     HIER_ERR_TIMEOUT = -6,
     HIER_ERR_TOPOLOGY = -7,
     HIER_ERR_INTERNAL = -8,
     HIER_ERR_BUFFER = -9,        /* a buffer the call cannot use: NULL for data, past its device allocation */
+    HIER_ERR_MISMATCH = -10,     /* the ranks called different collectives (signatures differ) */
 } hier_status_t;
 
 const char *hier_status_str(hier_status_t status);
+/* Whether a call that failed so is abandoned at once (its peers cannot be
+ * waited for: dead, stuck, or running another call), rather than kept to
+ * its barriers so every rank returns the error together. */
+int hier_status_abandons(hier_status_t status);
 
 /* CHECK_GOTO: run call; on error keep its status in st and jump to label. */
 #define HIER_CHECK_GOTO(call, label, st) \

@@ -1,9 +1,21 @@
-/* hier_wait.h: what a rank waiting for another process calls between polls.
- * The glue passes Open MPI's progress (opal_progress), so the MPI library's
- * own transports move while hier waits in shared memory or on the network. */
+/* hier_wait.h: what every wait of hier shares, in shared memory or on the
+ * network: Open MPI's progress between polls (the glue passes
+ * opal_progress, so the MPI library's own transports move while hier
+ * waits), and one clock and one timeout (coll_hier_timeout) for a wait that
+ * stands still. */
 #ifndef HIER_WAIT_H
 #define HIER_WAIT_H
 
+#include <stdint.h>
+
 typedef void (*hier_progress_fn_t)(void);
+
+/* Milliseconds on the monotonic clock. */
+uint64_t hier_wait_now_ms(void);
+/* Whether a wait that has stood still since `since_ms` has run past the
+ * timeout (never when it is 0). */
+int hier_wait_expired(uint64_t since_ms);
+/* The timeout in seconds, for messages. */
+int hier_wait_timeout_s(void);
 
 #endif

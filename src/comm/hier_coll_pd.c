@@ -123,9 +123,9 @@ static int hier_pd_connect(hier_comm_t *c, hier_fabric_t *fab, const hier_pd_inf
 
 /* A turn of a waiting loop (hier_chan_wait_turn): the endpoint, Open MPI,
  * the CPU, the clock; and a write of ours that failed on either channel. */
-static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, time_t *deadline, const char *what)
+static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, uint64_t *still_since, const char *what)
 {
-    hier_status_t st = hier_chan_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, deadline, what);
+    hier_status_t st = hier_chan_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN, turn, still_since, what);
     if (st == HIER_OK) st = hier_chan_status(c->pd->left);
     return st == HIER_OK ? hier_chan_status(c->pd->right) : st;
 }
@@ -133,10 +133,10 @@ static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, time_t *deadlin
 /* Wait for every piece the left neighbour wrote at its step s. */
 static hier_status_t hier_pd_wait_block(hier_comm_t *c, int s, size_t nseg)
 {
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     hier_status_t st = HIER_OK;
     for (unsigned k = 0; st == HIER_OK && hier_chan_direct_count(c->pd->counts, (size_t)s) < nseg; k++)
-        st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for a block from the previous rank");
+        st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for a block from the previous rank");
     return st;
 }
 
@@ -192,13 +192,13 @@ static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t le
     size_t max = c->pd->max_msg;
     for (size_t done = 0, n; done < len; done += n) {
         n = len - done < max ? len - done : max;
-        time_t deadline = 0;
+        uint64_t still_since = 0;
         int posted = 0;
         for (unsigned k = 0; !posted; k++) {
             hier_status_t st = hier_chan_try_write_direct(c->pd->right, src + done, n, mr, to->rkey,
                                                           to->off + off + done, (uint32_t)step, &posted);
             if (st == HIER_OK && !posted)
-                st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: room to write to the next rank");
+                st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: room to write to the next rank");
             if (st != HIER_OK) return st;
         }
         c->net_bytes += n;
@@ -209,12 +209,12 @@ static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t le
 /* A control message to the left neighbour, waiting (and yielding) for a slot. */
 static hier_status_t hier_pd_send_ctl(hier_comm_t *c, const hier_pd_ctl_t *ctl)
 {
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     hier_status_t st = HIER_OK;
     int sent = 0;
     for (unsigned k = 0; st == HIER_OK && !sent; k++)
         if ((st = hier_chan_try_send(c->pd->left, 0, (uint32_t)ctl->kind, ctl, sizeof(*ctl), &sent)) == HIER_OK && !sent)
-            st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for a control slot");
+            st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for a control slot");
     return st;
 }
 
@@ -223,11 +223,11 @@ static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl
 {
     hier_chan_msg_t m = {0};
     int got = 0;
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     hier_status_t st = HIER_OK;
     for (unsigned k = 0; st == HIER_OK && !got; k++)
         if ((st = hier_chan_try_recv(c->pd->right, 0, &m, &got)) == HIER_OK && !got)
-            st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for the next rank's control message");
+            st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for the next rank's control message");
     if (st != HIER_OK) return st;
     if (m.len == sizeof(*ctl)) memcpy(ctl, m.data, sizeof(*ctl));
     hier_status_t rel = hier_chan_release(c->pd->right, &m);
@@ -298,10 +298,10 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, const uint8_t *sbuf, uint8_t *
         st = d->rbuf.backend->flush_rdma(d->rbuf.range.device);
     if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
     if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_DONE, &right);
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     int per_call = !regs->recv.cached || (sbuf && !regs->send.cached);
     for (unsigned k = 0; st == HIER_OK && per_call && hier_chan_direct_pending(c->pd->right); k++)
-        st = hier_pd_turn(c, k, &deadline, "peer-direct allgather: waiting for my writes to complete");
+        st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for my writes to complete");
     return st;
 }
 

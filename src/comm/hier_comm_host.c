@@ -29,18 +29,27 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
     return HIER_OK;
 }
 
-/* A schedule over the node (and the network); a failure on any rank fails
- * the call on every rank, and the communicator uses the previous component
- * from then on. */
-static hier_status_t hier_comm_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                                   hier_reduce_kernel_t kernel)
+/* A call that failed on the node (or the network) fails on every rank, and
+ * the communicator uses the previous component from then on; a rank that
+ * cannot wait for its peers any more (dead, stuck, in another call) says so
+ * on its control line, so the node's ranks still waiting for it stop too. */
+static hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
 {
-    hier_status_t st = hier_node_run(c, args, sbuf, rbuf, kernel);
-    if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED) {
-        c->state = HIER_COMM_REFUSED;
-        c->refused = HIER_PATH_FALLBACK_SHM;
-    }
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return st;
+    if (hier_status_abandons(st)) hier_shm_leave(c->node->small.seg, &c->node->wait, st);
+    c->state = HIER_COMM_REFUSED;
+    c->refused = st == HIER_ERR_MISMATCH ? HIER_PATH_FALLBACK_MISMATCH : HIER_PATH_FALLBACK_SHM;
     return st;
+}
+
+/* A call starts on the node: its signature goes where the peers look (my
+ * control line; the network's message headers). */
+static void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op,
+                           uint32_t digest)
+{
+    hier_sig_t sig = hier_sig_make(coll, count, dt, op, digest, ++c->calls);
+    hier_shm_sign(c->node->small.seg, &c->node->wait, sig);
+    if (c->net) c->net->netx.sig = sig;
 }
 
 static hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
@@ -67,16 +76,15 @@ static hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 
 /* The choice for a call; single copy is probed (collectively: every rank
  * reaches the same choice) the first time a rule wants it. */
-static hier_select_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes)
+static hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_select_t *choice_p)
 {
     hier_select_shape_t shape = hier_comm_shape(c);
-    hier_select_t choice;
-    hier_select(&shape, coll, bytes, &choice);
-    if (choice.path == HIER_PATH_CMA_COPY && shape.cma < 0) {
-        shape.cma = hier_node_cma(c);
-        hier_select(&shape, coll, bytes, &choice);
+    hier_select(&shape, coll, bytes, choice_p);
+    if (choice_p->path == HIER_PATH_CMA_COPY && shape.cma < 0) {
+        if ((shape.cma = hier_node_cma(c)) < 0) return (hier_status_t)shape.cma;
+        hier_select(&shape, coll, bytes, choice_p);
     }
-    return choice;
+    return HIER_OK;
 }
 
 /* A schedule's arguments for the choice. */
@@ -134,15 +142,17 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
     if (st != HIER_OK) return st;
     st = hier_coll_begin(c, hier_params.allreduce_algorithm, sbuf, rbuf, bytes, &path);
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
-    hier_select_t choice = hier_comm_select(c, HIER_COLL_ALLREDUCE, bytes);
-    if (choice.path == HIER_PATH_SHM_LL) {
+    hier_select_t choice;
+    hier_comm_sign(c, HIER_COLL_ALLREDUCE, count, dt, op, 0);
+    st = hier_comm_select(c, HIER_COLL_ALLREDUCE, bytes, &choice);
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_allreduce(&ll, sbuf, rbuf, count, esize, kernel);
-    } else {
+    } else if (st == HIER_OK) {
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, count, sbuf == NULL);
-        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+        st = hier_node_run(c, &args, sbuf, rbuf, kernel);
     }
-    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
+    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
 }
 
 hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
@@ -152,15 +162,17 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     hier_status_t st = hier_coll_begin(c, hier_params.allgather_algorithm, sbuf, rbuf, block_bytes, &path);
 
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
-    hier_select_t choice = hier_comm_select(c, HIER_COLL_ALLGATHER, block_bytes);
-    if (choice.path == HIER_PATH_SHM_LL) {
+    hier_select_t choice;
+    hier_comm_sign(c, HIER_COLL_ALLGATHER, block_bytes, 0, 0, 0);
+    st = hier_comm_select(c, HIER_COLL_ALLGATHER, block_bytes, &choice);
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_allgather(&ll, sbuf, rbuf, block_bytes);
-    } else {
+    } else if (st == HIER_OK) {
         hier_sched_args_t args = hier_comm_args(c, &choice, 1, block_bytes, sbuf == NULL);
-        st = hier_comm_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
+        st = hier_node_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
     }
-    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
+    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
 }
 
 hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
@@ -179,11 +191,13 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
         displs[r] = total;
         total += rcounts[r];
     }
-    hier_select_t choice = hier_comm_select(c, HIER_COLL_REDUCE_SCATTER, total * esize);
-    if (choice.path == HIER_PATH_SHM_LL) {
+    hier_select_t choice;
+    hier_comm_sign(c, HIER_COLL_REDUCE_SCATTER, total, dt, op, hier_sig_digest(rcounts, c->size));
+    st = hier_comm_select(c, HIER_COLL_REDUCE_SCATTER, total * esize, &choice);
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_reduce_scatter(&ll, sbuf, rbuf, rcounts, displs, total, esize, kernel);
-    } else {
+    } else if (st == HIER_OK) {
         hier_sched_args_t args = hier_comm_args(c, &choice, esize, total, sbuf == NULL);
         args.rcounts = rcounts;
         args.rdispls = displs;
@@ -194,7 +208,7 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
                                                    c->layout.nnodes, args.in_place))
             c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
         args.rs_slices = c->rs_slices;
-        st = hier_comm_run(c, &args, sbuf, rbuf, kernel);
+        st = hier_node_run(c, &args, sbuf, rbuf, kernel);
     }
-    return hier_coll_end(st, hier_coll_ran(st, choice.path), path_p);
+    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
 }

@@ -139,8 +139,10 @@ int hier_node_crowded(const hier_comm_t *c, int nlocal)
  * slower, and even 50 doubled its time against yielding at once). */
 static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wait_t *w)
 {
-    *w = (hier_shm_wait_t){.nranks = c->layout.nranks, .me = c->layout.me, .spin_count = hier_params.spin_count,
-                           .progress = hier_core_progress};
+    const hier_layout_t *l = &c->layout;
+    *w = (hier_shm_wait_t){.nranks = l->nranks, .me = l->me, .spin_count = hier_params.spin_count,
+                           .progress = hier_core_progress,
+                           .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0;
 }
@@ -167,6 +169,7 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
     }
     if (hier_topo_groups_by_numa(locs, n, &nd->groups) != HIER_OK) goto fail;
     hier_node_wait_policy(c, crowded, &nd->wait);
+    if (!o->fresh) hier_shm_sign_reset(o->seg, c->layout.me); /* (a past communicator's calls; before the agreement) */
     nd->crowded = crowded;
     nd->cma = -1;
     nd->recycled = !o->fresh;
@@ -219,6 +222,49 @@ void hier_node_free(hier_comm_t *c)
     hier_node_give_back(nd->small.seg, nd->small.mr, nd->procs, n, nd->small.seg);
     hier_node_free_arrays(nd);
     c->node = NULL;
+}
+
+/* An agreement inside a call (ops.agree: the previous component's
+ * allreduce of the minimum) that also agrees every rank runs the same call:
+ * 1. the node's ranks meet at a barrier, each saying it is at an agreement,
+ *    and compare signatures;
+ * 2. a rank that finds another call there agrees only when every rank of
+ *    its node is at an agreement too (across nodes: the other nodes' ranks
+ *    may be in it already), saying "mismatch"; else it leaves the call: the
+ *    previous component's allreduce has no timeout, and a rank alone in it
+ *    would take the user's next allreduce for the agreement;
+ * 3. every rank adds h and -h of its signature's digest h (a mismatch: -1
+ *    and -1): min(h) equals -min(-h) only when every h is the same.
+ * values has room for n + 2. HIER_ERR_MISMATCH on every rank that agreed.
+ * (A rank whose call never reaches an agreement while others of another
+ * node wait in one leaves them waiting: README, Limitations.) */
+static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
+{
+    hier_node_t *nd = c->node;
+    hier_shm_agreeing(nd->small.seg, &nd->wait, 1);                                                   /* 1 */
+    hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);
+    if (st == HIER_OK) st = hier_shm_check_peers(nd->small.seg, &nd->wait);
+    int poison = st == HIER_ERR_MISMATCH && c->layout.nnodes > 1 &&                                   /* 2 */
+                 hier_shm_all_agreeing(nd->small.seg, &nd->wait);
+    if (st != HIER_OK && !poison) {
+        hier_shm_agreeing(nd->small.seg, &nd->wait, 0);
+        return st;
+    }
+    uint64_t x = nd->wait.sig.count * 0x9e3779b97f4a7c15ull ^ nd->wait.sig.word;                       /* 3 */
+    int h = (int)((x ^ x >> 31 ^ x >> 62) & 0x3fffffff);
+    values[n] = poison ? -1 : h;
+    values[n + 1] = poison ? -1 : -h;
+    int failed = c->ops.agree(values, n + 2, c->ops.arg) != 0;
+    hier_shm_agreeing(nd->small.seg, &nd->wait, 0);
+    if (failed) {
+        for (int i = 0; i < n; i++) values[i] = 0;
+        return st;
+    }
+    if (st == HIER_OK && values[n] != -values[n + 1]) {
+        HIER_ERROR("rank %d: ranks on another node run another collective (call signatures differ)", c->rank);
+        st = HIER_ERR_MISMATCH;
+    }
+    return st;
 }
 
 /* ---- the pipeline segment ---- */
@@ -294,19 +340,21 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * 4. agree that every rank has it; a recycled one missing somewhere: again
  *    from 2 with fresh segments; any other failure: the small slots serve;
  * 5. leaders unlink fresh names. */
-static void hier_node_pipe_setup(hier_comm_t *c)
+static hier_status_t hier_node_pipe_setup(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c), least = small * 2;
     if (least < (size_t)(c->size + 1) * 64) least = (size_t)(c->size + 1) * 64; /* (a piece of every block) */
-    int v[2] = {(int)(hier_node_affordable(c, least) / 64), 0};                              /* 1 */
-    if (c->ops.agree(v, 1, c->ops.arg) != 0) v[0] = 0;
+    int v[4] = {(int)(hier_node_affordable(c, least) / 64)};                                          /* 1 */
+    hier_status_t st = hier_node_agree(c, v, 1);
+    if (st != HIER_OK) return st;
     size_t chunk = (size_t)v[0] * 64;
     nd->pipe_state = HIER_PIPE_SMALL;
     for (int fresh_only = 0; chunk > small && fresh_only < 2; fresh_only++) {
         int fresh = 0, missing = 0;
         if (c->layout.me == 0) (void)hier_node_pipe_offer(c, chunk, fresh_only, &fresh);             /* 2 */
-        hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);                                /* 3 */
+        st = hier_shm_barrier(nd->small.seg, &nd->wait);                                              /* 3 */
+        if (hier_status_abandons(st)) return st;
         if (c->layout.me != 0 && st == HIER_OK) st = hier_node_pipe_accept(c, chunk, &missing);
         int a[2] = {st == HIER_OK && nd->pipe.seg, !missing};                                         /* 4 */
         if (c->ops.agree(a, 2, c->ops.arg) != 0) a[0] = a[1] = 0;
@@ -324,6 +372,7 @@ static void hier_node_pipe_setup(hier_comm_t *c)
              nd->pipe_state == HIER_PIPE_READY ? "mapped" : "none within the budget, the small slots serve",
              nd->pipe_state == HIER_PIPE_READY ? chunk : small);
     if (nd->pipe_state == HIER_PIPE_READY) nd->pipe_chunk = chunk;
+    return HIER_OK;
 }
 
 /* Whether one pipeline buffer of `chunk` bytes carries at least a unit of
@@ -369,7 +418,8 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c), chunk = small;
     if (!hier_node_small_serves(args, small)) {
-        if (nd->pipe_state == HIER_PIPE_NONE) hier_node_pipe_setup(c);
+        hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c) : HIER_OK;
+        if (st != HIER_OK) return st;
         chunk = hier_node_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
     }
     if (!chunk) return HIER_ERR_NOT_SUPPORTED;
@@ -385,14 +435,15 @@ int hier_node_cma(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
     if (nd->cma >= 0) return nd->cma;
-    int ok = 1;
-    for (int i = 1; ok && i < c->layout.nranks; i++) {
+    int ok[4] = {1};
+    for (int i = 1; ok[0] && i < c->layout.nranks; i++) {
         const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
-        ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
+        ok[0] = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
     }
-    if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
-    nd->cma = ok;
-    return ok;
+    hier_status_t st = hier_node_agree(c, ok, 1);
+    if (st != HIER_OK) return st;
+    nd->cma = ok[0];
+    return ok[0];
 }
 
 /* Single copy: read another rank's published buffer through the kernel. */
@@ -427,11 +478,12 @@ static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *arg
     }
     if (two && !nd->steps[1]) nd->steps[1] = malloc(need * sizeof(hier_step_t));
     if (in_place && !nd->stage) nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
-    int ok = nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net) && (nd->stage || !in_place);
-    if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
-    nd->nsteps = ok ? need : 0;
-    if (!ok) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
-    return ok ? HIER_OK : HIER_ERR_NO_MEMORY;
+    int ok[4] = {nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net) && (nd->stage || !in_place)};
+    hier_status_t st = hier_node_agree(c, ok, 1);
+    nd->nsteps = st == HIER_OK && ok[0] ? need : 0;
+    if (st != HIER_OK) return st;
+    if (!ok[0]) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
+    return ok[0] ? HIER_OK : HIER_ERR_NO_MEMORY;
 }
 
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
@@ -458,5 +510,7 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
                       .peer_read = hier_node_peer_read, .peer_ctx = nd,
                       .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
                       .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
-    return hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes);
+    st = hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes);
+    /* (after its last barrier: every peer has signed this call) */
+    return st == HIER_OK ? hier_shm_check_peers(nd->small.seg, &nd->wait) : st;
 }

@@ -39,7 +39,8 @@ size_t hier_node_small_chunk(int nranks);
 size_t hier_node_pipe_chunk_wanted(int nnodes);
 int hier_node_small_serves(const hier_sched_args_t *args, size_t small);
 size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe);
-/* Single copy: probed (collectively) at the first call that asks. */
+/* Single copy: probed (collectively) at the first call that asks: 1 yes,
+ * 0 no, or (negative) the hier_status_t that failed the call. */
 int hier_node_cma(hier_comm_t *c);
 /* Run a schedule over the node (and the network, several nodes). */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,

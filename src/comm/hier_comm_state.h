@@ -80,6 +80,7 @@ struct hier_comm {
     int dev_possible;            /* some rank has a device backend (said at set-up) */
     size_t *rs_displs;           /* size: a reduce_scatter's prefix sums (made at set-up) */
     struct hier_sched_slices *rs_slices; /* several nodes: a reduce_scatter's chunk layout (its first call) */
+    uint64_t calls;              /* collectives run over the node: the signatures' call numbers */
     uint64_t net_bytes;          /* the last call's */
     int staged;
 };

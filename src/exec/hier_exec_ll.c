@@ -9,8 +9,10 @@
  * then a data line; and every rank's lines sit together, so a communicator
  * that only ever moves small messages touches a page or two of memory.
  *
- * 1. put: payload into my area of parity seq & 1, then header = seq (release);
- * 2. get: for every peer, wait until its header equals seq (acquire), read.
+ * 1. put: payload and the call's signature into my area of parity seq & 1,
+ *    then header = seq (release);
+ * 2. get: for every peer, wait until its header equals seq (acquire), check
+ *    its signature is mine (ranks in different calls: an error on each), read.
  *
  * Why an area can be rewritten two calls later: every call waits for every
  * peer's header, and a peer writes its header for call s+1 only after it has
@@ -49,12 +51,19 @@ static int hier_ll_ready(uint64_t header, uint64_t seq)
     return header == seq;
 }
 
+/* The call's signature, beside the head (published with it). */
+static hier_sig_t *hier_ll_sig(_Atomic uint64_t *line)
+{
+    return (hier_sig_t *)(void *)((uint8_t *)(void *)line + HIER_SHM_LL_SIG_OFF);
+}
+
 /* 1. put */
 static uint64_t hier_ll_put(const hier_exec_ll_t *c, const void *data, size_t bytes)
 {
     uint64_t seq = ++*hier_shm_ll_seq(c->shm);
     _Atomic uint64_t *line = hier_shm_ll_line(c->shm, c->wait->me, (int)(seq & 1));
     size_t head = bytes < HIER_SHM_LL_HEAD ? bytes : HIER_SHM_LL_HEAD;
+    *hier_ll_sig(line) = c->wait->sig;
     memcpy((void *)(line + 1), data, head);
     if (bytes > head) memcpy(hier_shm_ll_tail(c->shm, c->wait->me, (int)(seq & 1)), (const uint8_t *)data + head,
                              bytes - head);
@@ -62,11 +71,12 @@ static uint64_t hier_ll_put(const hier_exec_ll_t *c, const void *data, size_t by
     return seq;
 }
 
-/* 2. get: rank's payload of call seq, once it is there. */
+/* 2. get: rank's payload of call seq, once it is there, if it is of the same call. */
 static hier_status_t hier_ll_get(const hier_exec_ll_t *c, int rank, uint64_t seq, hier_ll_view_t *v)
 {
     _Atomic uint64_t *line = hier_shm_ll_line(c->shm, rank, (int)(seq & 1));
     hier_status_t st = hier_shm_wait(c->shm, rank, line, hier_ll_ready, seq, c->wait);
+    if (st == HIER_OK) st = hier_shm_sig_compare(c->wait, rank, *hier_ll_sig(line));
     if (st == HIER_OK)
         *v = (hier_ll_view_t){.head = (const uint8_t *)(line + 1),
                               .tail = hier_shm_ll_tail(c->shm, rank, (int)(seq & 1))};

@@ -36,7 +36,8 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
         int sent;
         uint64_t msg;
         if (seg > max) seg = max;
-        hier_status_t st = hier_chan_try_send_from(s->ch, box, s->tag, s->src + s->done, seg, s->mr, &sent, &msg);
+        hier_status_t st = hier_chan_try_send_from(s->ch, box, s->tag, s->src + s->done, seg, s->mr, x->sig, &sent,
+                                                   &msg);
         if (st != HIER_OK) return st;
         if (!sent) break;
         if (!s->done) s->first = msg;
@@ -128,6 +129,15 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
     hier_status_t st = hier_chan_try_recv(r->ch, x->box, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
+    if (!hier_sig_same(m.sig, x->sig)) {
+        char theirs[128], mine[128];
+        hier_sig_describe(m.sig, theirs, sizeof(theirs));
+        hier_sig_describe(x->sig, mine, sizeof(mine));
+        HIER_ERROR("mismatched collective: a message of participant %u (another node) is of its %s; this rank "
+                   "runs %s", r->from, theirs, mine);
+        hier_chan_release(r->ch, &m);
+        return HIER_ERR_MISMATCH;
+    }
     if (m.len != seg || m.tag != r->tag) {
         HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
                    "of message %u (schedules differ between nodes?)", seg, r->tag, r->from, m.len, m.tag);
@@ -233,15 +243,15 @@ static void hier_net_exec_report(const hier_net_exec_t *x)
  * progresses and the CPU is yielded however busy the run is. */
 hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
 {
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     uint64_t seen = x->moved;
     hier_status_t st = hier_net_exec_poll(x);
     for (unsigned k = 0; st == HIER_OK && x->active; k++) {
         if (x->moved != seen) {
             seen = x->moved;
-            deadline = 0;
+            still_since = 0;
         }
-        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &deadline,
+        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &still_since,
                                 x->receiving ? "receiving" : "sending (no credit from the peer)");
         if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x);
         if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */

@@ -62,6 +62,7 @@ typedef struct {
     const uint8_t *mr_base;    /* without a copy (NULL: every send is copied) */
     size_t mr_len;
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
+    hier_sig_t sig;            /* the call's signature: in every message's header, checked in every one received */
     /* the run in progress (hier_net_exec_start .. finish) */
     const hier_step_t *steps;
     size_t n, next;            /* its steps; the first not done yet */

@@ -32,10 +32,18 @@ static void hier_run_build(hier_run_t *r, const hier_sched_args_t *args, size_t 
     for (ch->b1 = 0; ch->b1 < ch->net && ch->steps[ch->b1].op != HIER_STEP_BARRIER;) ch->b1++;
 }
 
+/* My error flag holds the status that failed here (minus it). */
 static void hier_run_flag(hier_run_t *r, hier_status_t failed)
 {
     if (failed != HIER_OK)
-        atomic_store_explicit(&hier_shm_ctl(r->node, r->wait->me)->error, 1, memory_order_relaxed);
+        atomic_store_explicit(&hier_shm_ctl(r->node, r->wait->me)->error, (uint32_t)-failed, memory_order_relaxed);
+}
+
+/* A failure that abandons the call (hier_status_abandons: a dead or stuck
+ * peer, another call) ends it here at once, as a barrier's error does. */
+static hier_status_t hier_run_fatal(hier_status_t failed)
+{
+    return hier_status_abandons(failed) ? failed : HIER_OK;
 }
 
 static hier_status_t hier_run_net_poll(hier_run_t *r)
@@ -72,22 +80,25 @@ static hier_status_t hier_run_local(hier_run_t *r, const hier_exec_bufs_t *bufs,
         }
         if (*failed == HIER_OK) *failed = hier_run_net_poll(r);
         hier_run_flag(r, *failed);
+        if (hier_run_fatal(*failed) != HIER_OK) return *failed;
     }
     return HIER_OK;
 }
 
-static void hier_run_start(hier_run_t *r, const hier_run_chunk_t *ch, hier_status_t *failed)
+static hier_status_t hier_run_start(hier_run_t *r, const hier_run_chunk_t *ch, hier_status_t *failed)
 {
-    if (*failed != HIER_OK || ch->net == ch->tail) return;
+    if (*failed != HIER_OK || ch->net == ch->tail) return HIER_OK;
     *failed = hier_net_exec_start(r->netx, ch->steps + ch->net, ch->tail - ch->net);
     hier_run_flag(r, *failed);
+    return hier_run_fatal(*failed);
 }
 
-static void hier_run_finish(hier_run_t *r, hier_status_t *failed, uint64_t *net_bytes)
+static hier_status_t hier_run_finish(hier_run_t *r, hier_status_t *failed, uint64_t *net_bytes)
 {
     hier_status_t st = hier_run_net_finish(r, net_bytes);
     if (*failed == HIER_OK) *failed = st;
     hier_run_flag(r, *failed);
+    return hier_run_fatal(*failed);
 }
 
 /* Single copy: where my input is, published before the first barrier,
@@ -105,11 +116,13 @@ static void hier_run_publish(hier_run_t *r, const hier_sched_args_t *args, const
 static hier_status_t hier_run_verdict(hier_run_t *r, const hier_sched_args_t *args, hier_status_t failed)
 {
     if (!hier_sched_is_cma(args->kind) && !hier_sched_is_hier(args->kind)) return failed;
-    for (int q = 0; q < r->wait->nranks; q++)
-        if (atomic_load_explicit(&hier_shm_ctl(r->node, q)->error, memory_order_relaxed)) {
-            if (failed == HIER_OK) HIER_ERROR("local rank %d: a step failed on local rank %d", r->wait->me, q);
-            return failed != HIER_OK ? failed : HIER_ERR_INTERNAL;
-        }
+    for (int q = 0; q < r->wait->nranks; q++) {
+        uint32_t theirs = atomic_load_explicit(&hier_shm_ctl(r->node, q)->error, memory_order_relaxed);
+        if (!theirs) continue;
+        if (failed == HIER_OK) HIER_ERROR("local rank %d: a step failed on local rank %d: %s", r->wait->me, q,
+                                          hier_status_str((hier_status_t) - (int)theirs));
+        return failed != HIER_OK ? failed : (hier_status_t) - (int)theirs;
+    }
     return failed;
 }
 
@@ -143,7 +156,7 @@ hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void 
     if (nchunks) {                                                                              /* 1 */
         hier_run_build(r, args, 0, &ch[0]);
         st = hier_run_local(r, &bufs, &ch[0], 0, ch[0].net, &failed);
-        if (st == HIER_OK) hier_run_start(r, &ch[0], &failed);
+        if (st == HIER_OK) st = hier_run_start(r, &ch[0], &failed);
     }
     for (size_t k = 0; k < nchunks && st == HIER_OK; k++) {
         hier_run_chunk_t *cur = &ch[k % 2], *nxt = &ch[(k + 1) % 2];
@@ -152,13 +165,13 @@ hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void 
             st = hier_run_local(r, &bufs, nxt, 0, nxt->b1, &failed);
         }
         if (st != HIER_OK) break;
-        hier_run_finish(r, &failed, &net_bytes);                                               /* 3 */
+        if ((st = hier_run_finish(r, &failed, &net_bytes)) != HIER_OK) break;                  /* 3 */
         st = hier_run_local(r, &bufs, cur, cur->tail, cur->n, &failed);
         if (st != HIER_OK || k + 1 == nchunks) break;
         st = hier_run_local(r, &bufs, nxt, nxt->b1, nxt->net, &failed);                   /* 4 */
-        if (st == HIER_OK) hier_run_start(r, nxt, &failed);
+        if (st == HIER_OK) st = hier_run_start(r, nxt, &failed);
     }
-    if (st != HIER_OK && r->netx) { /* a dead peer: the run is abandoned with the call */
+    if (st != HIER_OK && r->netx) { /* a dead or stuck peer, another call: the run is abandoned with the call */
         net_bytes += r->netx->net_bytes;
         r->netx->net_bytes = 0;
         r->netx->active = 0;

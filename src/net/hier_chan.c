@@ -11,6 +11,7 @@
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
+#include "base/hier_wait.h"
 #include "net/hier_fi.h"
 
 /* Write contexts: bits 1..0 the kind of write, then the channel id, then
@@ -298,7 +299,7 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
  * may be the one waiting for a core) and Open MPI progresses; and the clock,
  * read every 4096 turns only: a peer that is gone must not hang us. */
 hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
-                                  time_t *deadline, const char *what)
+                                  uint64_t *still_since, const char *what)
 {
     if (spin && turn >= (unsigned)spin) {
         sched_yield();
@@ -307,10 +308,10 @@ hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), in
         progress();
     }
     if (turn % 4096 == 4095) {
-        if (!*deadline) {
-            *deadline = time(NULL) + HIER_CHAN_TIMEOUT;
-        } else if (time(NULL) > *deadline) {
-            HIER_ERROR("inter-node transfer: no progress for %d s while %s", HIER_CHAN_TIMEOUT, what);
+        if (!*still_since) {
+            *still_since = hier_wait_now_ms();
+        } else if (hier_wait_expired(*still_since)) {
+            HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(), what);
             return HIER_ERR_TIMEOUT;
         }
     }
@@ -357,7 +358,8 @@ size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
  * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
 static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
-                                                    size_t len, hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
+                                                    size_t len, hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p,
+                                                    uint64_t *msg_p)
 {
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
@@ -365,7 +367,7 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t bo
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
-    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .box = box, .tag = tag};
+    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .box = box, .tag = tag, .sig = sig};
     memcpy(src, &hdr, sizeof(hdr));
     hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
@@ -394,7 +396,7 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, co
                                  int *sent_p)
 {
     uint64_t msg;
-    return hier_chan_try_send_from(ch, box, tag, data, len, NULL, sent_p, &msg);
+    return hier_chan_try_send_from(ch, box, tag, data, len, NULL, (hier_sig_t){0}, sent_p, &msg);
 }
 
 /* Return credit: our release count into the sender's word. Never waits:
@@ -533,9 +535,10 @@ int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
 }
 
 hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
-                                      hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p)
+                                      hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_send_from_locked(ch, box, tag, data, len, mr, sent_p, msg_p));
+    HIER_LOCKED_RETURN(hier_status_t,
+                       hier_chan_try_send_from_locked(ch, box, tag, data, len, mr, sig, sent_p, msg_p));
 }
 
 void hier_chan_report(const hier_chan_t *ch, const char *why)

@@ -10,8 +10,8 @@
  * release count into a word the sender registered. So a fast sender waits
  * instead of overwriting data not yet consumed.
  *
- * A message's 16-byte header carries its length, that credit, the box it is
- * for and a tag. A box is what the receiving process calls one
+ * A message's 32-byte header carries its length, that credit, the box it is
+ * for, a tag and its call's signature. A box is what the receiving process calls one
  * communicator's stream (each communicator has its own, exchanged at
  * set-up); the tag names the message within a schedule, so a message that is
  * not the one expected is an error, never taken for it. A receiver asks for
@@ -29,8 +29,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
+#include "base/hier_sig.h"
 #include "net/hier_fabric.h"
 
 #define HIER_CHAN_ID_BITS 16
@@ -57,6 +57,7 @@ typedef struct {
     const void *data;
     size_t len;
     uint32_t tag;
+    hier_sig_t sig;   /* of the sender's call */
     void *held; /* (which slot or set-aside copy it is) */
 } hier_chan_msg_t;
 
@@ -73,10 +74,11 @@ hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const 
  * waiting: *sent_p = 0 when every slot is in use (or the provider has no
  * room). From `mr`, registered memory that holds the data, it goes to the
  * wire in place (NULL: copied): the provider reads it until
- * hier_chan_sent_done(ch, *msg_p), so it must not change before. Without
+ * hier_chan_sent_done(ch, *msg_p), so it must not change before. sig: the
+ * call it belongs to (the receiver checks). Without
  * gathering writes (iov_limit 1) the data is copied anyway. */
 hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
-                                      hier_fabric_mr_t *mr, int *sent_p, uint64_t *msg_p);
+                                      hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
 hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
                                  int *sent_p);
 /* Whether message `msg` (from hier_chan_try_send_from) completed here: its
@@ -121,10 +123,10 @@ uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
 /* One turn of a loop waiting on the network (every wait for the fabric uses
  * it): polls the endpoint; past `spin` turns yields the CPU and runs
  * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
- * `what`, once nothing happened for 60 s (*deadline starts at 0: the caller
- * resets it to 0 whenever something moved). */
+ * `what`, once nothing happened for coll_hier_timeout (*still_since starts
+ * at 0: the caller resets it to 0 whenever something moved). */
 hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
-                                  time_t *deadline, const char *what);
+                                  uint64_t *still_since, const char *what);
 /* Log the channel's counters (a wait that timed out says where it stood). */
 void hier_chan_report(const hier_chan_t *ch, const char *why);
 /* HIER_OK, or the error of a write of ours that failed on this channel

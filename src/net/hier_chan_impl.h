@@ -9,24 +9,28 @@
 #define HIER_CHAN_DIRECT (1u << 30)
 #define HIER_CHAN_SEQ_MASK ((1u << HIER_CHAN_SEQ_BITS) - 1)
 #define HIER_CHAN_ID_SHIFT HIER_CHAN_SEQ_BITS
-#define HIER_CHAN_TIMEOUT 60 /* seconds a wait may see nothing move */
 #define HIER_CHAN_SPIN 16    /* polls before a waiting thread yields the CPU (a poll is a system call on tcp) */
 
 /* A slot starts with this header: the message length, the sender's release
  * count of the other direction (so a channel used both ways returns credit
- * with its messages and needs no separate write), the box and the tag. */
+ * with its messages and needs no separate write), the box, the tag, and
+ * the signature of the call it belongs to (base/hier_sig.h; zero outside
+ * calls), which the receiver compares with its own. */
 typedef struct {
     uint32_t len;
     uint32_t credit;
     uint32_t box;
     uint32_t tag;
+    hier_sig_t sig;
 } hier_chan_hdr_t;
+_Static_assert(sizeof(hier_chan_hdr_t) == 32, "a message header is 32 bytes on the wire");
 #define HIER_CHAN_HDR sizeof(hier_chan_hdr_t)
 
 /* A message of another box, copied out of the ring (hier_chan_recv.c). */
 typedef struct hier_chan_aside {
     struct hier_chan_aside *next;
     uint32_t box, tag;
+    hier_sig_t sig;
     size_t len;
     uint8_t data[];
 } hier_chan_aside_t;

@@ -58,7 +58,7 @@ static hier_status_t hier_chan_set_aside_head(hier_chan_t *ch)
         HIER_ERROR("channel %u: no memory to set a %u-byte message aside", ch->id, hdr.len);
         return HIER_ERR_NO_MEMORY;
     }
-    *a = (hier_chan_aside_t){.box = hdr.box, .tag = hdr.tag, .len = hdr.len};
+    *a = (hier_chan_aside_t){.box = hdr.box, .tag = hdr.tag, .sig = hdr.sig, .len = hdr.len};
     memcpy(a->data, slot + HIER_CHAN_HDR, hdr.len);
     *ch->aside_tail = a;
     ch->aside_tail = &a->next;
@@ -73,7 +73,7 @@ static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *
         hier_chan_aside_t *a = *pp;
         *pp = a->next;
         if (!*pp) ch->aside_tail = pp;
-        *msg = (hier_chan_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .held = a};
+        *msg = (hier_chan_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .sig = a->sig, .held = a};
         return 1;
     }
     return 0;
@@ -91,7 +91,8 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hi
         hier_chan_hdr_t hdr;
         const uint8_t *slot = hier_chan_head(ch, &hdr);
         if (hdr.box == box) { /* 2 */
-            *msg = (hier_chan_msg_t){.data = slot + HIER_CHAN_HDR, .len = hdr.len, .tag = hdr.tag, .held = NULL};
+            *msg = (hier_chan_msg_t){.data = slot + HIER_CHAN_HDR, .len = hdr.len, .tag = hdr.tag, .sig = hdr.sig,
+                                     .held = NULL};
             ch->next_recv++;
             *got_p = 1;
             return HIER_OK;

@@ -20,16 +20,6 @@
 #include "shm/hier_cma.h"
 
 #define HIER_SHM_PAGE 4096
-/* How often (in yields) a waiting rank checks that its peers are alive. */
-#define HIER_SHM_LIVENESS_YIELDS 4096
-/* After this long in one wait, say once where every rank is: a schedule
- * mismatch would otherwise hang without a word. */
-#define HIER_SHM_REPORT_SECONDS 60
-/* Sleeping barrier waits: yields first, then futex sleeps this long at most
- * (a wake-up normally comes first; the bound keeps Open MPI's progress and
- * the liveness checks going). */
-#define HIER_SHM_SLEEP_AFTER_YIELDS 8
-#define HIER_SHM_SLEEP_NS 200000
 
 struct hier_shm {
     uint8_t *base;
@@ -307,121 +297,7 @@ size_t hier_shm_parity_stride(const hier_shm_t *shm)
     return hier_shm_header(shm)->chunk_bytes;
 }
 
-/* A peer is gone when its pid no longer exists or is a zombie (its parent,
- * usually the MPI launcher's daemon, has not reaped it yet). */
-static int hier_shm_peer_alive(hier_shm_t *shm, int rank)
+uint64_t hier_shm_phase_next(hier_shm_t *shm)
 {
-    pid_t pid = hier_shm_ctl(shm, rank)->pid;
-    char path[64], stat[256];
-    if (pid <= 0) return 1;
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1; /* no procfs: trust kill() */
-    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *paren = strrchr(stat, ')');
-    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
-}
-
-static inline void hier_shm_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-/* Where everyone is, for a wait that takes far too long. */
-static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
-{
-    char line[256];
-    int n = 0;
-    for (int r = 0; r < shm->shape.nranks && n < (int)sizeof(line) - 24; r++)
-        n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu",
-                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
-    HIER_ERROR("local rank %d has waited %d s for local rank %d; barrier phases by rank:%s (ranks on different "
-               "phases run different schedules: mismatched collectives or parameters?)",
-               w->me, HIER_SHM_REPORT_SECONDS, rank, line);
-}
-
-/* The low 32 bits of a 64-bit word, as a futex sees them (x86: little endian). */
-static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word)
-{
-    return (uint32_t *)(void *)word;
-}
-
-/* Sleep until `word` is ready or the bound passes: announce the sleeper,
- * check again (the waker stores the word before it looks for sleepers,
- * both sequentially consistent, so one of us sees the other). */
-static void hier_shm_sleep_on(_Atomic uint64_t *word, _Atomic uint32_t *sleepers, hier_shm_ready_fn_t ready,
-                              uint64_t arg)
-{
-    atomic_fetch_add(sleepers, 1);
-    uint64_t seen = atomic_load(word);
-    if (!ready(seen, arg)) {
-        struct timespec ts = {0, HIER_SHM_SLEEP_NS};
-        syscall(SYS_futex, hier_shm_futex_word(word), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
-    }
-    atomic_fetch_sub(sleepers, 1);
-}
-
-/* Spin briefly (the peer is usually running on another core), then yield so
- * an oversubscribed peer gets the CPU, driving the caller's progress engine;
- * where the writer wakes `sleepers` (barrier phases) and ranks outnumber
- * cores, sleep after a few yields instead. */
-static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                                      uint64_t arg, const hier_shm_wait_t *w, _Atomic uint32_t *sleepers)
-{
-    for (int i = 0; i < w->spin_count; i++) {
-        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
-        hier_shm_cpu_relax();
-    }
-    time_t start = 0;
-    for (unsigned long y = 1;; y++) {
-        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
-        if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, ready, arg);
-        else sched_yield();
-        if (w->progress) w->progress();
-        if (y % HIER_SHM_LIVENESS_YIELDS) continue;
-        if (!hier_shm_peer_alive(shm, rank)) {
-            HIER_ERROR("local rank %d: local rank %d (pid %d) exited during a collective", w->me, rank,
-                       (int)hier_shm_ctl(shm, rank)->pid);
-            return HIER_ERR_PEER_DEAD;
-        }
-        if (!start) start = time(NULL);
-        else if (start > 0 && time(NULL) - start > HIER_SHM_REPORT_SECONDS) {
-            hier_shm_report(shm, rank, w);
-            start = -1; /* once per wait */
-        }
-    }
-}
-
-hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *w)
-{
-    return hier_shm_wait_on(shm, rank, word, ready, arg, w, NULL);
-}
-
-static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
-{
-    return phase >= target;
-}
-
-hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
-{
-    uint64_t target = ++shm->my_phase;
-    hier_shm_ctl_t *mine = hier_shm_ctl(shm, w->me);
-
-    atomic_store(&mine->phase, target);
-    if (atomic_load(&mine->sleepers))
-        syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-    for (int i = 1; i < w->nranks; i++) {
-        int r = (w->me + i) % w->nranks;
-        hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
-        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
-                                            &peer->sleepers);
-        if (st != HIER_OK) return st;
-    }
-    return HIER_OK;
+    return ++shm->my_phase;
 }

@@ -38,11 +38,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/hier_sig.h"
 #include "base/hier_status.h"
 #include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 7u
+#define HIER_SHM_VERSION 8u
 #define HIER_SHM_LINE 128
 /* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
  * multiple of every element size, so no element straddles), the rest in a
@@ -79,10 +80,19 @@ static_assert(sizeof(hier_shm_offer_t) == HIER_SHM_LINE, "offer is one line pair
 
 typedef struct {
     /* Line 0, polled by every peer: barriers this rank has entered, and how
-     * many peers sleep on it (futex on its low 32 bits) waiting for the next. */
+     * many peers sleep on it (futex on its low 32 bits) waiting for the next;
+     * why it left the communicator's calls, if it did (minus the status: it
+     * will not come back, its peers stop waiting for it); and the signatures
+     * of its last two calls, by call parity (written at a call's start), so
+     * a peer waiting for it can tell a slow rank from one in another call. */
     _Atomic uint64_t phase;
     _Atomic uint32_t sleepers;
-    uint8_t pad0[64 - 12];
+    _Atomic int32_t left;
+    _Atomic uint64_t sig[2][2]; /* [call & 1] = {count, word} (base/hier_sig.h) */
+    /* Set (to its signature's word) while the rank is at an agreement inside
+     * its call (comm/hier_comm_node.c: hier_node_agree). */
+    _Atomic uint64_t agreeing;
+    uint8_t pad0[64 - 56];
     /* Line 1, written by the owner. Once, before the set-up's agreement: */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
     uint64_t cma_cookie;
@@ -97,7 +107,11 @@ typedef struct {
 static_assert(offsetof(hier_shm_ctl_t, cma_probe_addr) == 64, "per-call fields stay off the polled line");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
-static_assert(8 + HIER_SHM_LL_HEAD <= HIER_SHM_LINE, "a low-latency header and its head share a line pair");
+/* A low-latency line: the header word, HIER_SHM_LL_HEAD payload bytes, then
+ * the call's signature (read with the payload: no extra line per call). */
+#define HIER_SHM_LL_SIG_OFF (8 + HIER_SHM_LL_HEAD)
+static_assert(HIER_SHM_LL_SIG_OFF + 16 <= HIER_SHM_LINE, "a low-latency header, its head and signature share a line pair");
+static_assert(offsetof(hier_shm_ctl_t, sig) == 16, "signatures on the polled line, after phase, sleepers, left");
 static_assert(HIER_SHM_LL_HEAD % 32 == 0 && HIER_SHM_LL_HEAD % 12 == 0, "no element straddles head and tail");
 
 typedef struct {
@@ -151,14 +165,41 @@ typedef struct {
     /* Ranks outnumber cores: a barrier wait that outlasts a few yields
      * sleeps (futex, briefly) so the ranks doing work get the CPU. */
     int sleep;
+    /* The call under way (hier_shm_sign), and communicator ranks by local
+     * index for messages (NULL: the same). */
+    hier_sig_t sig;
+    const uint32_t *ranks;
 } hier_shm_wait_t;
 
+/* A call starts: its signature goes on my control line (w->sig too). */
+void hier_shm_sign(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig);
+/* I leave the communicator's calls for good (why: the status that made me):
+ * peers waiting for me stop with it instead of timing out; the segment is
+ * not recycled. */
+void hier_shm_leave(hier_shm_t *shm, const hier_shm_wait_t *w, hier_status_t why);
+/* At a call's end, after a barrier every rank entered in it: every peer ran
+ * the same call (HIER_ERR_MISMATCH, logged, if not). */
+hier_status_t hier_shm_check_peers(hier_shm_t *shm, const hier_shm_wait_t *w);
+/* An agreement inside a call: I am at one (on) or past it; whether every
+ * peer is at one in my call too (after a barrier they all entered). */
+void hier_shm_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w, int on);
+int hier_shm_all_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w);
+/* The phase of the next barrier this process enters (hier_shm_wait.c). */
+uint64_t hier_shm_phase_next(hier_shm_t *shm);
+/* Clear my signatures (a recycled segment, before the set-up's agreement). */
+void hier_shm_sign_reset(hier_shm_t *shm, int me);
+/* Compare a peer's signature with mine; HIER_ERR_MISMATCH, logged, if they differ. */
+hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs);
+
 /* Enter the next barrier and wait until every local rank has entered it.
- * HIER_ERR_PEER_DEAD if a peer process has exited while we wait. */
+ * HIER_ERR_PEER_DEAD if a peer process has exited while we wait,
+ * HIER_ERR_MISMATCH if it runs another call, HIER_ERR_TIMEOUT past
+ * coll_hier_timeout, or the status a peer left with. */
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
 
 /* Wait until ready(word, arg) holds for a word that `rank` writes: spin, then
- * yield and drive progress, checking now and then that `rank` is alive. */
+ * yield and drive progress, checking now and then that `rank` is alive, in
+ * the same call, and has not left (errors as the barrier's). */
 typedef int (*hier_shm_ready_fn_t)(uint64_t word, uint64_t arg);
 hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
                             uint64_t arg, const hier_shm_wait_t *wait);

@@ -8,25 +8,25 @@
 hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
                          size_t len, unsigned long *waited_p)
 {
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     for (unsigned i = 0;; i++) {
         int sent;
         hier_status_t st = hier_chan_try_send(ch, box, tag, data, len, &sent);
         if (st != HIER_OK || sent) return st;
         if (waited_p && i == 0) (*waited_p)++;
-        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &deadline, "test: waiting to send");
+        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &still_since, "test: waiting to send");
         if (st != HIER_OK) return st;
     }
 }
 
 hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg)
 {
-    time_t deadline = 0;
+    uint64_t still_since = 0;
     for (unsigned i = 0;; i++) {
         int got;
         hier_status_t st = hier_chan_try_recv(ch, box, msg, &got);
         if (st != HIER_OK || got) return st;
-        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &deadline, "test: waiting for a message");
+        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &still_since, "test: waiting for a message");
         if (st != HIER_OK) return st;
     }
 }

@@ -12,7 +12,7 @@ const char *const check_served_paths[] = {"self", "shm_ll", "shm_flat", "shm_num
 const char *const check_fallback_paths[] = {"fallback_op", "fallback_datatype",
                                             "fallback_intercomm", "fallback_shm", "fallback_ranks",
                                             "fallback_forced", "fallback_net", "fallback_device",
-                                            "fallback_params", NULL};
+                                            "fallback_params", "fallback_mismatch", NULL};
 
 static MPI_T_pvar_session check_session;
 static int check_open;

@@ -21,7 +21,7 @@ passed=0 failed=0
 hier_mpirun() {
     local np=$1
     shift
-    ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
+    ${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100 \
         --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" "$@"
 }
@@ -50,6 +50,7 @@ has_refused_registration() {
 }
 has_params_message() { grep -q "different coll_hier parameters" "$1"; }
 has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
+has_shm_full_message() { grep -q "No space left on device" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
 has_stats_lines() {
     local c
     for c in allreduce allgather reduce_scatter reduce_scatter_block; do
@@ -72,6 +73,29 @@ has_net_stats() {
     done
 }
 
+TF="$B/tests/mpi/test_faults"
+# killed_run NAME NP LIMIT ARGS...: rank 1 is killed mid-loop; every other
+# rank must say its call failed within LIMIT s and finish (mpirun itself
+# ends the job, or, under --enable-recovery, may linger: cut at 15 s).
+killed_run() {
+    local name=$1 np=$2 limit=$3 out
+    shift 3
+    [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
+    out=$LOG/$name.out
+    TIMEOUT=15 hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 >"$out" 2>&1
+    local done_n slow
+    done_n=$(grep -c '^rank [0-9]*: done$' "$out")
+    slow=$(awk -v l="$limit" '/failed after/ { if ($6 + 0 >= l) print }' "$out")
+    if grep -q 'exited during a collective' "$out" && [ -z "$slow" ] &&
+        { [ "$done_n" -eq $((np - 1)) ] || grep -q 'exited on signal 9' "$out"; }; then
+        passed=$((passed + 1))
+        echo "PASS: $name ($done_n survivors reported; $(grep -c 'failed after' "$out") failed calls within ${limit} s)"
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name -- last lines of $out:"
+        tail -n 25 "$out" | sed 's/^/    /'
+    fi
+}
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')
 TC="$B/tests/mpi/test_colls --chunk $CHUNK"
 
@@ -139,6 +163,14 @@ EXTRA_CHECK=has_refused_registration case_run np3_cuda_fake_driver_shm 3 $FC --m
 FALLBACK_ARGS="--mca op ^avx"
 EXTRA_CHECK=has_shm_message case_run np2_shm_unavailable 2 $FALLBACK_ARGS --mca coll_hier_shm_dir /nonexistent/dir \
     --mca coll_hier_verbose 1 $TC --quick --skip-ompi-bugs --expect fallback:shm
+# /dev/shm full: a private mount namespace with a 64 KiB tmpfs there (Open
+# MPI's own shared memory moved to /tmp): hier falls back, results correct.
+if unshare --mount true 2>/dev/null; then
+    WRAP="$S/tests/mpi/tiny-shm" EXTRA_CHECK=has_shm_full_message case_run np3_shm_full 3 $FALLBACK_ARGS --mca btl_vader_backing_directory /tmp \
+        --mca coll_hier_verbose 1 $TC --quick --skip-ompi-bugs --expect fallback:shm
+else
+    echo "SKIP: np3_shm_full (unshare --mount not permitted here)"
+fi
 case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorithm fallback \
     --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
     $TC --quick --skip-ompi-bugs --expect fallback:forced
@@ -220,6 +252,14 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
         $TC --quick --world-only $NET --allreduce-path net_ring
+    case_run nodes2x2_mismatch 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --limit 8
+    case_run nodes2x2_mismatch_odd2 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --odd 2 --limit 8
+    case_run nodes2x2_stopped_rank 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        --mca coll_hier_timeout 20 "$B/tests/mpi/test_faults" stop --odd 1 --seconds 3
+    killed_run nodes2x2_killed_rank_recovery 4 7 $FAKE --hostfile "$(hosts h22 2 2)" \
+        --mca coll_hier_fabric_provider tcp --enable-recovery
     EXTRA_CHECK=has_net_stats case_run nodes2x2_stats 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_stats 1 \
         $TC --quick --world-only $NET
     # MPI_THREAD_MULTIPLE: collectives on several communicators at once from several threads
@@ -280,6 +320,15 @@ CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
 EXTRA_CHECK=has_churn_stats CHUNK=65536 case_run np4_churn 4 --mca mpi_yield_when_idle 1 --mca coll_hier_stats 1 \
     "$B/contrib/hier_churn" --iters 30 --comms 30 --bytes 256K
 EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick
+
+# Faults (never hang, never guess): calls that differ between ranks fail on
+# every rank within the timeout (5 s here) and the communicator falls back;
+# a rank stopped for 3 s (past the spin, within the timeout) changes
+# nothing; a killed rank fails its local peers at once.
+case_run np2_mismatch 2 --mca coll_hier_timeout 5 "$TF" mismatch --limit 8
+case_run np3_mismatch_odd1 3 --mca coll_hier_timeout 5 "$TF" mismatch --odd 1 --limit 8
+case_run np4_stopped_rank 4 --mca coll_hier_timeout 20 "$TF" stop --odd 1 --seconds 3
+killed_run np3_killed_rank 3 7
 
 # ompi_info of the Open MPI built against loads the component and lists
 # its parameters, every one of the table's (docs/parameters.md has a row each).

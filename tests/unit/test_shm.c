@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fabric_reap.h"
+#include "fork_ranks.h"
 #include "accel/hier_accel.h"
 #include "comm/hier_comm.h"
 #include "comm/hier_comm_state.h" /* (white box: the reduce_scatter slice layout) */
@@ -23,67 +24,6 @@
 #include "shm/hier_shm.h"
 #include "shm/hier_shm_pool.h"
 #include "test_dev_backend.h"
-
-/* The glue's services (bcast, agree), over an anonymous shared mapping. */
-typedef struct {
-    _Atomic int arrived;
-    _Atomic int generation;
-    int nranks;
-    int values[64][8];
-    char buf[16384];
-} fork_world_t;
-
-typedef struct {
-    fork_world_t *w;
-    int me;
-} fork_rank_t;
-
-static void fork_barrier(fork_world_t *w)
-{
-    int gen = atomic_load(&w->generation);
-    if (atomic_fetch_add(&w->arrived, 1) == w->nranks - 1) {
-        atomic_store(&w->arrived, 0);
-        atomic_fetch_add(&w->generation, 1);
-    } else {
-        while (atomic_load(&w->generation) == gen) sched_yield();
-    }
-}
-
-static int fork_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
-{
-    fork_rank_t *r = arg;
-    if (len * (size_t)r->w->nranks > sizeof(r->w->buf)) return -1;
-    memcpy(r->w->buf + (size_t)r->me * len, sbuf, len);
-    fork_barrier(r->w);
-    memcpy(rbuf, r->w->buf, len * (size_t)r->w->nranks);
-    fork_barrier(r->w);
-    return 0;
-}
-
-static int fork_agree(int *values, int n, void *arg)
-{
-    fork_rank_t *r = arg;
-    if (n > 8) return -1;
-    memcpy(r->w->values[r->me], values, (size_t)n * sizeof(int));
-    fork_barrier(r->w);
-    for (int i = 0; i < r->w->nranks; i++)
-        for (int k = 0; k < n; k++)
-            if (r->w->values[i][k] < values[k]) values[k] = r->w->values[i][k];
-    fork_barrier(r->w);
-    return 0;
-}
-
-/* Ranks per node for the next run_ranks: 0 = all on one node; K = nodes of
- * K consecutive ranks, joined by the libfabric provider in hier_params. */
-static int fork_ranks_per_node;
-
-/* Rank r shares my node when the layout says so; its process is r. */
-static int fork_peer(int r, uint64_t *proc, void *arg)
-{
-    fork_rank_t *fr = arg;
-    *proc = (uint64_t)r + 1000;
-    return !fork_ranks_per_node || r / fork_ranks_per_node == fr->me / fork_ranks_per_node;
-}
 
 static int count_segments(void)
 {
@@ -94,46 +34,6 @@ static int count_segments(void)
         if (!strncmp(e->d_name, "coll-hier-", 10)) n++;
     if (d) closedir(d);
     return n;
-}
-
-typedef int (*rank_body_t)(hier_comm_t *comm, int me, int n, fork_world_t *w);
-
-/* In a forked rank: the services, for the communicators a body makes itself. */
-static hier_comm_ops_t fork_ops;
-
-/* Fork n ranks running body; returns how many exited with status 0. */
-static int run_ranks(int n, rank_body_t body, int *statuses)
-{
-    fork_world_t *w = mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pid_t pids[64];
-    int ok = 0;
-    memset(w, 0, sizeof(*w));
-    w->nranks = n;
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            fork_rank_t fr = {w, r};
-            prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* let siblings read us (Yama ptrace_scope 1) */
-            prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
-            fork_ops = (hier_comm_ops_t){.allgather = fork_allgather, .agree = fork_agree, .peer = fork_peer,
-                                         .progress = NULL, .arg = &fr};
-            hier_comm_t *comm;
-            if (hier_comm_create(n, r, &fork_ops, &comm) != HIER_OK) _exit(3);
-            int rc = body(comm, r, n, w);
-            hier_comm_destroy(comm);
-            hier_core_finalize(); /* closes the endpoint: the shm provider leaves a file behind otherwise */
-            _exit(rc);
-        }
-    }
-    for (int r = 0; r < n; r++) {
-        int st;
-        waitpid(pids[r], &st, 0);
-        fabric_reap(pids[r]);
-        statuses[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        ok += statuses[r] == 0;
-    }
-    munmap(w, sizeof(*w));
-    return ok;
 }
 
 static void setup(void)

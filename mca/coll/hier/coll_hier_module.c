@@ -192,5 +192,6 @@ int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_statu
     HIER_ERROR("%s on comm %s (cid %u) failed: %s", hier_coll_name(coll), hm->comm->c_name,
                mca_coll_hier_comm_cid(hm->comm), hier_status_str(st));
     if (st == HIER_ERR_BUFFER) return MPI_ERR_BUFFER;
+    if (st == HIER_ERR_MISMATCH) return MPI_ERR_ARG; /* (the arguments differ between ranks: logged above) */
     return st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
 }

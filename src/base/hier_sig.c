@@ -1,0 +1,102 @@
+/* hier_sig.c: call signatures (hier_sig.h). */
+#include "base/hier_sig.h"
+
+#include <stdio.h>
+
+#define HIER_SIG_VALID ((uint64_t)1 << 63)
+#define HIER_SIG_DIGEST_MASK 0x7fffffffu
+
+hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest,
+                         uint64_t call)
+{
+    if (coll == HIER_COLL_ALLGATHER) dt = 0, op = 0;
+    if (coll == HIER_COLL_REDUCE_SCATTER_BLOCK) coll = HIER_COLL_REDUCE_SCATTER; /* (one core entry) */
+    uint64_t w = HIER_SIG_VALID | (uint64_t)(digest & HIER_SIG_DIGEST_MASK) << 32 | (uint64_t)(op & 0x1f) << 27 |
+                 (uint64_t)(dt & 0x3f) << 21 | (uint64_t)(coll & 0x1f) << 16 | (call & 0xffff);
+    return (hier_sig_t){.count = count, .word = w};
+}
+
+/* FNV-1a over the counts, folded to 31 bits. */
+uint32_t hier_sig_digest(const size_t *counts, int n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++) {
+        uint64_t v = counts[i];
+        for (int b = 0; b < 8; b++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+    }
+    return (uint32_t)(h ^ h >> 31) & HIER_SIG_DIGEST_MASK;
+}
+
+int hier_sig_valid(hier_sig_t s)
+{
+    return (s.word & HIER_SIG_VALID) != 0;
+}
+
+uint16_t hier_sig_call(hier_sig_t s)
+{
+    return (uint16_t)(s.word & 0xffff);
+}
+
+int hier_sig_same(hier_sig_t a, hier_sig_t b)
+{
+    return a.count == b.count && a.word == b.word;
+}
+
+int hier_sig_ahead(hier_sig_t s, hier_sig_t t)
+{
+    return (int16_t)(uint16_t)(hier_sig_call(t) - hier_sig_call(s));
+}
+
+static const char *const hier_dtype_names[HIER_DT_COUNT] = {
+    [HIER_DT_INT8] = "int8", [HIER_DT_UINT8] = "uint8", [HIER_DT_INT16] = "int16", [HIER_DT_UINT16] = "uint16",
+    [HIER_DT_INT32] = "int32", [HIER_DT_UINT32] = "uint32", [HIER_DT_INT64] = "int64", [HIER_DT_UINT64] = "uint64",
+    [HIER_DT_FLOAT] = "float", [HIER_DT_DOUBLE] = "double", [HIER_DT_LONG_DOUBLE] = "long double",
+    [HIER_DT_FLOAT_COMPLEX] = "float complex", [HIER_DT_DOUBLE_COMPLEX] = "double complex",
+    [HIER_DT_LONG_DOUBLE_COMPLEX] = "long double complex", [HIER_DT_BOOL] = "bool",
+    [HIER_DT_FLOAT_INT] = "float-int", [HIER_DT_DOUBLE_INT] = "double-int", [HIER_DT_LONG_INT] = "long-int",
+    [HIER_DT_2INT] = "int-int", [HIER_DT_SHORT_INT] = "short-int", [HIER_DT_LONG_DOUBLE_INT] = "long double-int",
+    [HIER_DT_2FLOAT] = "float-float", [HIER_DT_2DOUBLE] = "double-double",
+};
+
+static const char *const hier_op_names[HIER_OP_COUNT] = {
+    [HIER_OP_SUM] = "sum", [HIER_OP_PROD] = "prod", [HIER_OP_MIN] = "min", [HIER_OP_MAX] = "max",
+    [HIER_OP_LAND] = "land", [HIER_OP_LOR] = "lor", [HIER_OP_LXOR] = "lxor", [HIER_OP_BAND] = "band",
+    [HIER_OP_BOR] = "bor", [HIER_OP_BXOR] = "bxor", [HIER_OP_MINLOC] = "minloc", [HIER_OP_MAXLOC] = "maxloc",
+};
+
+const char *hier_dtype_name(hier_dtype_t dt)
+{
+    return (unsigned)dt < HIER_DT_COUNT ? hier_dtype_names[dt] : "unknown type";
+}
+
+const char *hier_op_name(hier_op_t op)
+{
+    return (unsigned)op < HIER_OP_COUNT ? hier_op_names[op] : "unknown op";
+}
+
+void hier_sig_describe(hier_sig_t s, char *buf, size_t len)
+{
+    hier_coll_t coll = (hier_coll_t)(s.word >> 16 & 0x1f);
+    hier_dtype_t dt = (hier_dtype_t)(s.word >> 21 & 0x3f);
+    hier_op_t op = (hier_op_t)(s.word >> 27 & 0x1f);
+    unsigned digest = (unsigned)(s.word >> 32 & HIER_SIG_DIGEST_MASK), call = hier_sig_call(s);
+    unsigned long long n = (unsigned long long)s.count;
+    if (!hier_sig_valid(s))
+        snprintf(buf, len, "no collective yet");
+    else if (coll == HIER_COLL_ALLGATHER)
+        snprintf(buf, len, "allgather of %llu bytes per rank, call %u", n, call);
+    else if (coll == HIER_COLL_REDUCE_SCATTER)
+        snprintf(buf, len, "reduce_scatter of %llu %s in all (%s; counts digest %08x), call %u", n,
+                 hier_dtype_name(dt), hier_op_name(op), digest, call);
+    else
+        snprintf(buf, len, "%s of %llu %s (%s), call %u", hier_coll_name(coll), n, hier_dtype_name(dt),
+                 hier_op_name(op), call);
+}
+
+void hier_sig_explain(int rank_a, hier_sig_t a, int rank_b, hier_sig_t b, char *buf, size_t len)
+{
+    char da[128], db[128];
+    hier_sig_describe(a, da, sizeof(da));
+    hier_sig_describe(b, db, sizeof(db));
+    snprintf(buf, len, "rank %d called %s; rank %d %s", rank_a, da, rank_b, db);
+}
