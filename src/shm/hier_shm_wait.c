@@ -11,8 +11,9 @@
  * 2. is its process gone? Then stop: it died;
  * 3. is it in the same call, by signature? A peer in another call, or one
  *    that ran ahead, will never write what we wait for: a mismatch;
- * 4. has the wait stood still for coll_hier_timeout? Then say where every
- *    rank is, and stop.
+ * 4. has the wait stood still for coll_hier_timeout while the peer is in
+ *    my call? Then say where every rank is, and stop. (A peer that has not
+ *    reached the call yet is late, not stuck: its clock does not run.)
  * Nothing of this is on the fast path: a wait that is served within the
  * spin never looks. */
 #define _GNU_SOURCE
@@ -131,13 +132,18 @@ static int hier_shm_peer_alive(hier_shm_t *shm, int rank)
     return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
-/* 3: the peer's signature of my call: not there yet (it is behind), mine
- * (it is slow), or another (a mismatch; also when it is ahead of me). */
-static hier_status_t hier_shm_same_call(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
+/* 3: the peer's signature of my call: not there yet (*late_p: it has not
+ * reached the call), mine (it is slow), or another (a mismatch; also when
+ * it is ahead of me). */
+static hier_status_t hier_shm_same_call(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, int *late_p)
 {
+    *late_p = 0;
     if (!hier_sig_valid(w->sig)) return HIER_OK; /* (set-up: no call yet) */
     hier_sig_t theirs = hier_shm_peer_sig(shm, rank, hier_sig_call(w->sig));
-    if (!hier_sig_valid(theirs) || hier_sig_ahead(w->sig, theirs) < 0) return HIER_OK;
+    if (!hier_sig_valid(theirs) || hier_sig_ahead(w->sig, theirs) < 0) {
+        *late_p = 1;
+        return HIER_OK;
+    }
     return hier_shm_sig_compare(w, rank, theirs);
 }
 
@@ -168,8 +174,13 @@ static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_s
                    hier_shm_rank(w, rank), (int)hier_shm_ctl(shm, rank)->pid);
         return HIER_ERR_PEER_DEAD;
     }
-    hier_status_t st = hier_shm_same_call(shm, rank, w);                                                /* 3 */
+    int late;
+    hier_status_t st = hier_shm_same_call(shm, rank, w, &late);                                         /* 3 */
     if (st != HIER_OK) return st;
+    if (late) { /* a rank that has not reached the collective is late, not stuck: MPI waits for it */
+        *since_ms = 0;
+        return HIER_OK;
+    }
     if (!*since_ms) {                                                                                  /* 4 */
         *since_ms = hier_wait_now_ms();
     } else if (hier_wait_expired(*since_ms)) {

@@ -1,7 +1,6 @@
 /* Never hang, never guess, with forked ranks on one node: calls that differ
  * between ranks fail on every rank (signatures), the communicator falls
- * back for good, a rank that stops answering is a timeout on the others
- * within coll_hier_timeout; and the signatures themselves. */
+ * back for good; and the signatures themselves. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +9,6 @@
 #include "fork_ranks.h"
 #include "base/hier_params.h"
 #include "base/hier_sig.h"
-#include "base/hier_wait.h"
 
 Test(sig, names_what_differs)
 {
@@ -115,30 +113,4 @@ Test(mismatch, reduce_scatter_counts_fail_on_every_rank, .init = setup)
 {
     int st[64];
     cr_assert_eq(run_ranks(3, rs_counts, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
-}
-
-/* Rank 2 stops answering (alive, in no call) for longer than the timeout:
- * the others fail with HIER_ERR_TIMEOUT within it (plus the check's period). */
-static int stuck_peer(hier_comm_t *c, int me, int n, fork_world_t *w)
-{
-    int32_t x[64] = {0}, y[64];
-    hier_path_t path;
-    (void)n, (void)w;
-    hier_params.timeout = 1;
-    if (hier_comm_allreduce(c, x, y, 64, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) return 2;
-    if (me == 2) {
-        sleep(4);
-        return 0;
-    }
-    uint64_t t0 = hier_wait_now_ms();
-    hier_status_t st = hier_comm_allreduce(c, x, y, 64, HIER_DT_INT32, HIER_OP_SUM, &path);
-    uint64_t dt = hier_wait_now_ms() - t0;
-    if (st != HIER_ERR_TIMEOUT) return 3;
-    return dt >= 1000 && dt < 3000 ? 0 : 4;
-}
-
-Test(timeout, a_stuck_peer_fails_the_others_within_the_timeout, .init = setup)
-{
-    int st[64];
-    cr_assert_eq(run_ranks(3, stuck_peer, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
 }
