@@ -16,15 +16,19 @@ hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier
     return (hier_sig_t){.count = count, .word = w};
 }
 
-/* FNV-1a over the counts, folded to 31 bits. */
+/* One multiply per count (every reduce_scatter computes it: thousands of
+ * counts at scale), position-dependent, folded to 31 bits. */
 uint32_t hier_sig_digest(const size_t *counts, int n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < n; i++) {
-        uint64_t v = counts[i];
-        for (int b = 0; b < 8; b++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-    }
-    return (uint32_t)(h ^ h >> 31) & HIER_SIG_DIGEST_MASK;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)counts[i]) * 0x9e3779b97f4a7c15ull + (uint64_t)i;
+    return (uint32_t)(h ^ h >> 29 ^ h >> 58) & HIER_SIG_DIGEST_MASK;
+}
+
+int hier_sig_fold(hier_sig_t s)
+{
+    uint64_t x = s.count * 0x9e3779b97f4a7c15ull ^ s.word;
+    return (int)((x ^ x >> 31 ^ x >> 62) & 0x3fffffff);
 }
 
 int hier_sig_valid(hier_sig_t s)

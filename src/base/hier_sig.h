@@ -27,6 +27,8 @@ hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier
                          uint64_t call);
 /* A digest of every rank's count (31 bits). */
 uint32_t hier_sig_digest(const size_t *counts, int n);
+/* The whole signature in 30 bits, for an agreement of ints (non-negative). */
+int hier_sig_fold(hier_sig_t s);
 int hier_sig_valid(hier_sig_t s);
 uint16_t hier_sig_call(hier_sig_t s);
 int hier_sig_same(hier_sig_t a, hier_sig_t b);

@@ -250,8 +250,7 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
         hier_shm_agreeing(nd->small.seg, &nd->wait, 0);
         return st;
     }
-    uint64_t x = nd->wait.sig.count * 0x9e3779b97f4a7c15ull ^ nd->wait.sig.word;                       /* 3 */
-    int h = (int)((x ^ x >> 31 ^ x >> 62) & 0x3fffffff);
+    int h = hier_sig_fold(nd->wait.sig);                                                              /* 3 */
     values[n] = poison ? -1 : h;
     values[n + 1] = poison ? -1 : -h;
     int failed = c->ops.agree(values, n + 2, c->ops.arg) != 0;

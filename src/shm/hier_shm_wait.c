@@ -37,6 +37,12 @@
 #define HIER_SHM_SLEEP_AFTER_YIELDS 8
 #define HIER_SHM_SLEEP_NS 200000
 
+/* The low 32 bits of a 64-bit word, as a futex sees them (x86: little endian). */
+static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word)
+{
+    return (uint32_t *)(void *)word;
+}
+
 static int hier_shm_rank(const hier_shm_wait_t *w, int local)
 {
     return w->ranks ? (int)w->ranks[local] : local;
@@ -69,8 +75,6 @@ static hier_sig_t hier_shm_peer_sig(hier_shm_t *shm, int rank, unsigned parity)
     s.count = atomic_load_explicit(&theirs[0], memory_order_relaxed);
     return s;
 }
-
-static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word);
 
 void hier_shm_leave(hier_shm_t *shm, const hier_shm_wait_t *w, hier_status_t why)
 {
@@ -195,12 +199,6 @@ static inline void hier_shm_cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-}
-
-/* The low 32 bits of a 64-bit word, as a futex sees them (x86: little endian). */
-static uint32_t *hier_shm_futex_word(_Atomic uint64_t *word)
-{
-    return (uint32_t *)(void *)word;
 }
 
 /* Sleep until `word` is ready or the bound passes: announce the sleeper,
