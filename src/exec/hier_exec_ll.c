@@ -51,6 +51,12 @@ static int hier_ll_ready(uint64_t header, uint64_t seq)
     return header == seq;
 }
 
+/* The payload's head, in the header's line. */
+static uint8_t *hier_ll_head(_Atomic uint64_t *line)
+{
+    return (uint8_t *)(void *)line + HIER_SHM_LL_HEAD_OFF;
+}
+
 /* The call's signature, beside the head (published with it). */
 static hier_sig_t *hier_ll_sig(_Atomic uint64_t *line)
 {
@@ -64,7 +70,7 @@ static uint64_t hier_ll_put(const hier_exec_ll_t *c, const void *data, size_t by
     _Atomic uint64_t *line = hier_shm_ll_line(c->shm, c->wait->me, (int)(seq & 1));
     size_t head = bytes < HIER_SHM_LL_HEAD ? bytes : HIER_SHM_LL_HEAD;
     *hier_ll_sig(line) = c->wait->sig;
-    memcpy((void *)(line + 1), data, head);
+    memcpy(hier_ll_head(line), data, head);
     if (bytes > head) memcpy(hier_shm_ll_tail(c->shm, c->wait->me, (int)(seq & 1)), (const uint8_t *)data + head,
                              bytes - head);
     atomic_store_explicit(line, seq, memory_order_release);
@@ -78,7 +84,7 @@ static hier_status_t hier_ll_get(const hier_exec_ll_t *c, int rank, uint64_t seq
     hier_status_t st = hier_shm_wait(c->shm, rank, line, hier_ll_ready, seq, c->wait);
     if (st == HIER_OK) st = hier_shm_sig_compare(c->wait, rank, *hier_ll_sig(line));
     if (st == HIER_OK)
-        *v = (hier_ll_view_t){.head = (const uint8_t *)(line + 1),
+        *v = (hier_ll_view_t){.head = hier_ll_head(line),
                               .tail = hier_shm_ll_tail(c->shm, rank, (int)(seq & 1))};
     return st;
 }

@@ -321,8 +321,9 @@ static hier_status_t hier_model_arrays(hier_model_sim_t *s, int size, void **mem
     size_t bytes = P * 4 + (N + 1) * 4 + T * 4 + 2 * T * sizeof(size_t);
     uint8_t *mem = calloc(1, bytes);
     if (!mem) return HIER_ERR_NO_MEMORY;
-    uint32_t *order = (uint32_t *)mem, *first = order + P, *ranks = first + N + 1;
-    size_t *rcounts = (size_t *)(void *)(ranks + T), *rdispls = rcounts + T;
+    /* the size_t arrays first: they need 8-byte alignment, the uint32_t ones follow */
+    size_t *rcounts = (size_t *)(void *)mem, *rdispls = rcounts + T;
+    uint32_t *order = (uint32_t *)(void *)(rdispls + T), *first = order + P, *ranks = first + N + 1;
     for (size_t i = 0; i < P; i++) order[i] = (uint32_t)i;
     for (size_t n = 0; n <= N; n++) first[n] = (uint32_t)(n * P);
     for (size_t r = 0; r < T; r++) {

@@ -15,6 +15,7 @@ static pthread_once_t hier_fi_once = PTHREAD_ONCE_INIT;
 
 static void hier_fi_open(void)
 {
+    /* (loaded for the life of the process: endpoints outlive communicators) */
     void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         HIER_LOG(HIER_LOG_COMM, "libfabric.so.1 cannot be loaded (%s): communicators that span nodes use the "
@@ -27,10 +28,14 @@ static void hier_fi_open(void)
         HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): communicators that span nodes use the "
                    "previous component", dlerror());
         memset(&hier_fi, 0, sizeof(hier_fi));
+        dlclose(lib);
         return;
     }
     void *verbs = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (verbs && !HIER_FI_SYM(verbs, fork_initialized, "ibv_is_fork_initialized")) hier_fi.fork_initialized = NULL;
+    if (verbs && !HIER_FI_SYM(verbs, fork_initialized, "ibv_is_fork_initialized")) {
+        hier_fi.fork_initialized = NULL;
+        dlclose(verbs);
+    }
     hier_fi_status = HIER_OK;
 }
 

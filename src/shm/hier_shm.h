@@ -43,7 +43,7 @@
 #include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 8u
+#define HIER_SHM_VERSION 9u
 #define HIER_SHM_LINE 128
 /* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
  * multiple of every element size, so no element straddles), the rest in a
@@ -107,11 +107,14 @@ typedef struct {
 static_assert(offsetof(hier_shm_ctl_t, cma_probe_addr) == 64, "per-call fields stay off the polled line");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "inter-process atomics must be lock-free");
 static_assert(sizeof(hier_shm_ctl_t) == HIER_SHM_LINE, "control line is one line pair");
-/* A low-latency line: the header word, HIER_SHM_LL_HEAD payload bytes, then
- * the call's signature (read with the payload: no extra line per call). */
-#define HIER_SHM_LL_SIG_OFF (8 + HIER_SHM_LL_HEAD)
+/* A low-latency line: the header word, HIER_SHM_LL_HEAD payload bytes from
+ * a 16-byte boundary (long double and the complex types need it), then the
+ * call's signature (read with the payload: no extra line per call). */
+#define HIER_SHM_LL_HEAD_OFF 16
+#define HIER_SHM_LL_SIG_OFF (HIER_SHM_LL_HEAD_OFF + HIER_SHM_LL_HEAD)
 static_assert(HIER_SHM_LL_SIG_OFF + 16 <= HIER_SHM_LINE, "a low-latency header, its head and signature share a line pair");
 static_assert(offsetof(hier_shm_ctl_t, sig) == 16, "signatures on the polled line, after phase, sleepers, left");
+static_assert(HIER_SHM_LL_HEAD_OFF % 16 == 0 && HIER_SHM_LINE % 16 == 0, "the head is aligned for every element type");
 static_assert(HIER_SHM_LL_HEAD % 32 == 0 && HIER_SHM_LL_HEAD % 12 == 0, "no element straddles head and tail");
 
 typedef struct {
@@ -149,7 +152,8 @@ size_t hier_shm_parity_stride(const hier_shm_t *shm);
 hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
 hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm);
 /* Rank's low-latency line of this parity: the header word, then
- * HIER_SHM_LL_HEAD payload bytes; and the rest of the payload. */
+ * HIER_SHM_LL_HEAD payload bytes at HIER_SHM_LL_HEAD_OFF; and the rest of
+ * the payload. */
 _Atomic uint64_t *hier_shm_ll_line(hier_shm_t *shm, int rank, int parity);
 uint8_t *hier_shm_ll_tail(hier_shm_t *shm, int rank, int parity);
 /* This process's count of low-latency calls over the segment (it outlives

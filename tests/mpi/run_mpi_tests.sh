@@ -23,11 +23,12 @@ hier_mpirun() {
     shift
     ${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100 \
-        --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" "$@"
+        --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" ${HIER_MPIRUN_ARGS:-} "$@"
 }
 
 # case NAME NP [mpirun args...] -- PROGRAM [args...]
-# HIER_TEST_CASES=REGEX runs only the cases whose names match (development).
+# HIER_TEST_CASES=REGEX runs only the cases whose names match (development,
+# the sanitizer lane); HIER_MPIRUN_ARGS go to every mpirun (before the case's).
 case_run() {
     local name=$1 np=$2 start rc
     shift 2

@@ -1,14 +1,18 @@
 /* Never hang, never guess, with forked ranks on one node: calls that differ
  * between ranks fail on every rank (signatures), the communicator falls
- * back for good; and the signatures themselves. */
+ * back for good; a rank stuck inside a call makes the others fail within
+ * the timeout; and the signatures themselves. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fork_ranks.h"
 #include "base/hier_params.h"
 #include "base/hier_sig.h"
+#include "comm/hier_comm_state.h" /* (white box: a rank that signs a call and stops inside it) */
+#include "shm/hier_shm.h"
 
 Test(sig, names_what_differs)
 {
@@ -113,4 +117,72 @@ Test(mismatch, reduce_scatter_counts_fail_on_every_rank, .init = setup)
 {
     int st[64];
     cr_assert_eq(run_ranks(3, rs_counts, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
+}
+
+/* A rank stuck inside a call (it signed the call, then stops: a stopped
+ * process, a hung device copy): after one matched call, rank 1 signs the
+ * next allreduce and sleeps past the timeout (2 s); the others must fail
+ * with HIER_ERR_TIMEOUT after about the timeout, not hang, not fail early,
+ * and the communicator falls back for good. */
+#define STUCK_TIMEOUT_S 2
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int stuck_inside(hier_comm_t *c, int me, size_t count)
+{
+    int32_t *x = calloc(count, sizeof(*x)), *y = calloc(count, sizeof(*y));
+    hier_path_t path;
+    int rc = 0;
+    if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) {
+        rc = 2;
+    } else if (me == 1) {
+        hier_shm_sign(c->node->small.seg, &c->node->wait,
+                      hier_sig_make(HIER_COLL_ALLREDUCE, count, HIER_DT_INT32, HIER_OP_SUM, 0, c->calls + 1));
+        sleep(STUCK_TIMEOUT_S + 3);
+    } else {
+        double t0 = now_s();
+        hier_status_t st = hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path);
+        double took = now_s() - t0;
+        if (st != HIER_ERR_TIMEOUT) rc = 3;
+        else if (took < STUCK_TIMEOUT_S - 0.5 || took > STUCK_TIMEOUT_S + 2) rc = 4;
+        else if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED)
+            rc = 5;
+    }
+    free(x);
+    free(y);
+    return rc;
+}
+
+static int stuck_small(hier_comm_t *c, int me, int n, fork_world_t *w)
+{
+    (void)n, (void)w;
+    return stuck_inside(c, me, 64); /* the low-latency path: waits for rank 1's header */
+}
+static int stuck_large(hier_comm_t *c, int me, int n, fork_world_t *w)
+{
+    (void)n, (void)w;
+    return stuck_inside(c, me, 1 << 18); /* the segment's barriers */
+}
+
+static void stuck_setup(void)
+{
+    setup();
+    hier_params.timeout = STUCK_TIMEOUT_S;
+}
+
+Test(stuck, a_rank_stuck_in_a_small_call_fails_the_others_within_the_timeout, .init = stuck_setup, .timeout = 30)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(3, stuck_small, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
+}
+
+Test(stuck, a_rank_stuck_in_a_large_call_fails_the_others_within_the_timeout, .init = stuck_setup, .timeout = 30)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(3, stuck_large, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
 }

@@ -355,14 +355,10 @@ Test(shm, a_recycled_segment_missing_somewhere_means_a_fresh_one)
 
 /* Allreduce, allgather and reduce_scatter of int64 on host or device
  * buffers, exact; every call must have been served between nodes. */
-static int across_nodes(hier_comm_t *comm, int me, int n, fork_world_t *w, int on_device)
+static int across_nodes_calls(hier_comm_t *comm, int me, int n, int64_t *s, int64_t *r, int on_device)
 {
-    size_t cap = 20000 * (size_t)n;
-    int64_t *s = on_device ? tdev_alloc(cap * 8) : malloc(cap * 8);
-    int64_t *r = on_device ? tdev_alloc(cap * 8) : malloc(cap * 8);
     int64_t *sh = on_device ? (int64_t *)tdev_alias(s) : s, *rh = on_device ? (int64_t *)tdev_alias(r) : r;
     size_t rcounts[64];
-    (void)w;
     for (int it = 0; it < 60; it++) {
         size_t count = it % 2 ? 1 + (size_t)(it * 7919 % 20000) : 1 + (size_t)it;
         hier_path_t path;
@@ -401,6 +397,22 @@ static int across_nodes(hier_comm_t *comm, int me, int n, fork_world_t *w, int o
      * node's result went one after another: correct, at half the link) */
     if (!comm->rs_slices) return 45;
     return 0;
+}
+
+static int across_nodes(hier_comm_t *comm, int me, int n, fork_world_t *w, int on_device)
+{
+    size_t bytes = 20000 * (size_t)n * 8;
+    int64_t *s = on_device ? tdev_alloc(bytes) : malloc(bytes), *r = on_device ? tdev_alloc(bytes) : malloc(bytes);
+    int rc = s && r ? across_nodes_calls(comm, me, n, s, r, on_device) : 9;
+    (void)w;
+    if (on_device) { /* (NULL is fine) */
+        tdev_free(s);
+        tdev_free(r);
+    } else {
+        free(s);
+        free(r);
+    }
+    return rc;
 }
 
 static int across_nodes_host(hier_comm_t *comm, int me, int n, fork_world_t *w)
