@@ -510,6 +510,8 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
                       .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
                       .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
     st = hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes);
-    /* (after its last barrier: every peer has signed this call) */
-    return st == HIER_OK ? hier_shm_check_peers(nd->small.seg, &nd->wait) : st;
+    /* after its last barrier every peer has signed this call; a call of no
+     * data has none (nothing moves, nothing to check: a peer may not be there yet) */
+    if (st != HIER_OK || !hier_sched_nchunks(args)) return st;
+    return hier_shm_check_peers(nd->small.seg, &nd->wait);
 }

@@ -91,7 +91,7 @@ killed_run() {
     TIMEOUT=15 hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 >"$out" 2>&1
     took=$(($(date +%s) - start))
     done_n=$(grep -ac '^rank [0-9]*: done$' "$out")
-    slow=$(awk -v l="$limit" '/failed after/ { if ($6 + 0 >= l) print }' "$out")
+    slow=$(awk -v l="$limit" '/failed after/ { if ($7 + 0 >= l) print }' "$out") # rank R: allreduce I failed after T s
     if [ "$mode" = ends ]; then
         [ -z "$slow" ] && [ "$took" -lt 12 ] && ok=1
     else

@@ -10,7 +10,12 @@ fail=0
 case_check() {
     local name=$1 want=$2 got
     mkdir -p "$d/$name" && printf '%s\n' "$3" >"$d/$name/asan.1"
-    if "$S/contrib/hier-sanitizer-report" "$d/$name" >"$d/$name.out"; then got=foreign; else got=ours; fi
+    "$S/contrib/hier-sanitizer-report" "$d/$name" >"$d/$name.out"
+    case $?,$(tail -n 1 "$d/$name.out") in
+    0,"sanitizers: 0 report"*) got=foreign ;;
+    1,"sanitizers: "[1-9]*) got=ours ;;
+    *) got=broken ;;
+    esac
     if [ "$got" = "$want" ]; then echo "PASS: $name ($got)"; else echo "FAIL: $name: $got, want $want"; cat "$d/$name.out"; fail=1; fi
 }
 A='    #0 0x7f0 in __interceptor_malloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:69'

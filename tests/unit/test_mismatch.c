@@ -186,3 +186,28 @@ Test(stuck, a_rank_stuck_in_a_large_call_fails_the_others_within_the_timeout, .i
     int st[64];
     cr_assert_eq(run_ranks(3, stuck_large, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
 }
+
+/* Calls of no data through the segment (flat forced) run no barrier, so
+ * there is no point after which every peer must have signed: a slow peer
+ * is not a mismatch. Rank 1 comes late to each; all must succeed. */
+static int empty_calls(hier_comm_t *c, int me, int n, fork_world_t *w)
+{
+    int32_t x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
+    hier_path_t path;
+    (void)w;
+    for (int i = 0; i < 4; i++) {
+        if (me == 1) usleep(50000);
+        if (hier_comm_allreduce(c, x, y, 0, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) return 2 + i;
+    }
+    if (hier_comm_allreduce(c, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) return 10;
+    for (int i = 0; i < 8; i++)
+        if (y[i] != n * x[i]) return 11;
+    return 0;
+}
+
+Test(mismatch, calls_of_no_data_are_not_mismatches, .init = setup)
+{
+    int st[64];
+    hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
+    cr_assert_eq(run_ranks(3, empty_calls, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
+}
