@@ -74,6 +74,32 @@ has_net_stats() {
     done
 }
 
+# Python clients (mpi4py, torch): Debian's python3 with Debian's mpi4py, which
+# is built for Debian's Open MPI; under another mpirun they cannot run.
+PY=/usr/bin/python3
+python_mpi_usable() { # python_mpi_usable [MODULE...]: prints why not
+    local lib run
+    lib=$($PY -c 'from mpi4py import MPI; print(MPI.Get_library_version())' 2>/dev/null |
+        sed -n 's/.*Open MPI v\([0-9.]*\).*/\1/p')
+    [ -n "$lib" ] || { echo "Debian's python3-mpi4py is not installed"; return 1; }
+    run=$(mpirun --version 2>/dev/null | sed -n 's/.*(Open MPI) \([0-9.]*\).*/\1/p')
+    [ "$lib" = "$run" ] || { echo "mpi4py is built for Open MPI $lib, this mpirun is $run"; return 1; }
+    for m in "$@"; do
+        $PY -c "import $m" 2>/dev/null || { echo "Debian's python3-$m is not installed"; return 1; }
+    done
+}
+# The hook's bucket allreduces and the per-step loss allreduce: rank 0's
+# allreduce counters hold them all, on paths between nodes; none fell back.
+ddp_served_by_hier() {
+    local calls steps
+    calls=$(sed -n 's/^ddp: {.*"allreduce_calls": \([0-9]*\).*/\1/p' "$1")
+    steps=$(sed -n 's/^ddp: {.*"steps": \([0-9]*\).*/\1/p' "$1")
+    [ -n "$calls" ] && [ -n "$steps" ] && [ "$calls" -ge "$steps" ] || return 1
+    grep -q '^coll:hier:stats coll=allreduce path=fallback' "$1" && return 1
+    awk -v want=$((calls + steps)) '/^coll:hier:stats coll=allreduce path=net_/ {
+        split($4, kv, "="); n += kv[2] } END { exit !(n >= want) }' "$1"
+}
+
 TF="$B/tests/mpi/test_faults"
 # killed_run NAME NP LIMIT MODE ARGS...: rank 1 is killed mid-loop. MODE
 # "ends": the job must end well before the case's 15 s (the runtime or hier's
@@ -289,6 +315,20 @@ if unshare --uts true 2>/dev/null; then
     # communicator churn between nodes: each dup's box on the shared channels
     EXTRA_CHECK=has_churn_net_stats case_run nodes2x2_churn_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
         --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 "$B/contrib/hier_churn" --iters 30 --comms 30
+    # PyTorch DDP (contrib/examples/ddp_train.py), its gradient buckets
+    # allreduced by MPI through hier: every rank's parameters bitwise equal,
+    # the loss curve within 1e-4 of DDP's own gloo allreduce (the first case),
+    # and rank 0's counters hold every bucket and every loss, between nodes.
+    if why=$(python_mpi_usable torch); then
+        DDP="$PY $S/contrib/examples/ddp_train.py --size tiny --steps 8 --check"
+        case_run nodes2x2_ddp_gloo 4 $FAKE --hostfile "$(hosts h22 2 2)" -x GLOO_SOCKET_IFNAME=lo --mca coll ^hier \
+            $DDP --comm gloo --losses "$LOG/ddp.losses"
+        EXTRA_CHECK=ddp_served_by_hier case_run nodes2x2_ddp_hier 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+            -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 \
+            $DDP --expect-losses "$LOG/ddp.losses"
+    else
+        echo "SKIP: DDP cases ($why)"
+    fi
     case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
         $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else

@@ -1,69 +1,65 @@
 /* coll_hier_types.c: MPI datatypes and ops to the core's element types.
- * Several MPI types share one storage type; the class decides which ops MPI
- * allows on them (MPI-4.0 section 6.9.2). Integer storage is picked by size so
- * MPI_LONG, MPI_INTEGER or MPI_AINT land on the right width. */
+ * hier reduces what Open MPI's own reductions reduce: Open MPI maps every
+ * predefined datatype it reduces to one element type of its op framework
+ * (ompi_op_ddt_map[], OMPI_OP_BASE_TYPE_*) and holds a function for each op
+ * defined on it. hier serves an (op, type) pair when Open MPI has that
+ * function and hier's kernels have the same element type -- not only the
+ * list the standard names: MPI_CHAR, which OSU's osu_allreduce sends, Open
+ * MPI reduces as a signed 8-bit integer, and so does hier. The class of an
+ * element type decides which ops hier's kernels have (MPI-4.0 section 6.9.2);
+ * integer storage is picked by the datatype's size, so MPI_LONG, MPI_INTEGER,
+ * MPI_WCHAR or MPI_AINT land on the right width. */
+#include <wchar.h>
+
 #include "coll_hier.h"
 
 typedef enum {
+    HIER_CLASS_NONE,    /* no kernel in hier (REAL2, INTEGER16, 5.0's short float) */
     HIER_CLASS_INT,     /* signed C/Fortran integers */
     HIER_CLASS_UINT,    /* unsigned integers */
     HIER_CLASS_FLOAT,
     HIER_CLASS_COMPLEX,
-    HIER_CLASS_LOGICAL, /* C _Bool, Fortran LOGICAL */
+    HIER_CLASS_LOGICAL, /* C _Bool, C++ bool, Fortran LOGICAL */
     HIER_CLASS_BYTE,
     HIER_CLASS_PAIR,    /* MINLOC/MAXLOC value-index pairs */
 } hier_class_t;
 
 typedef struct {
-    MPI_Datatype mpi;
     hier_class_t cls;
-    int pair; /* HIER_CLASS_PAIR: the storage type */
+    int storage; /* a fixed storage type, or -1: by the datatype's size */
 } hier_type_entry_t;
 
-static const hier_type_entry_t mca_coll_hier_types[] = {
-    {MPI_SIGNED_CHAR, HIER_CLASS_INT, 0}, {MPI_SHORT, HIER_CLASS_INT, 0}, {MPI_INT, HIER_CLASS_INT, 0},
-    {MPI_LONG, HIER_CLASS_INT, 0}, {MPI_LONG_LONG_INT, HIER_CLASS_INT, 0}, {MPI_INT8_T, HIER_CLASS_INT, 0},
-    {MPI_INT16_T, HIER_CLASS_INT, 0}, {MPI_INT32_T, HIER_CLASS_INT, 0}, {MPI_INT64_T, HIER_CLASS_INT, 0},
-    {MPI_AINT, HIER_CLASS_INT, 0}, {MPI_OFFSET, HIER_CLASS_INT, 0}, {MPI_COUNT, HIER_CLASS_INT, 0},
-    {MPI_INTEGER, HIER_CLASS_INT, 0},
-    /* Fortran's sized types exist where Open MPI was built with a Fortran
-     * compiler that has them (mpi.h defines them then; 5.0 built without
-     * Fortran has none) */
-#ifdef MPI_INTEGER1
-    {MPI_INTEGER1, HIER_CLASS_INT, 0},
-#endif
-#ifdef MPI_INTEGER2
-    {MPI_INTEGER2, HIER_CLASS_INT, 0},
-#endif
-#ifdef MPI_INTEGER4
-    {MPI_INTEGER4, HIER_CLASS_INT, 0},
-#endif
-#ifdef MPI_INTEGER8
-    {MPI_INTEGER8, HIER_CLASS_INT, 0},
-#endif
-#ifdef MPI_REAL4
-    {MPI_REAL4, HIER_CLASS_FLOAT, 0},
-#endif
-#ifdef MPI_REAL8
-    {MPI_REAL8, HIER_CLASS_FLOAT, 0},
-#endif
-    {MPI_UNSIGNED_CHAR, HIER_CLASS_UINT, 0}, {MPI_UNSIGNED_SHORT, HIER_CLASS_UINT, 0},
-    {MPI_UNSIGNED, HIER_CLASS_UINT, 0}, {MPI_UNSIGNED_LONG, HIER_CLASS_UINT, 0},
-    {MPI_UNSIGNED_LONG_LONG, HIER_CLASS_UINT, 0}, {MPI_UINT8_T, HIER_CLASS_UINT, 0},
-    {MPI_UINT16_T, HIER_CLASS_UINT, 0}, {MPI_UINT32_T, HIER_CLASS_UINT, 0}, {MPI_UINT64_T, HIER_CLASS_UINT, 0},
-    {MPI_FLOAT, HIER_CLASS_FLOAT, 0}, {MPI_DOUBLE, HIER_CLASS_FLOAT, 0}, {MPI_LONG_DOUBLE, HIER_CLASS_FLOAT, 0},
-    {MPI_REAL, HIER_CLASS_FLOAT, 0}, {MPI_DOUBLE_PRECISION, HIER_CLASS_FLOAT, 0},
-    {MPI_C_FLOAT_COMPLEX, HIER_CLASS_COMPLEX, 0}, {MPI_C_DOUBLE_COMPLEX, HIER_CLASS_COMPLEX, 0},
-    {MPI_C_LONG_DOUBLE_COMPLEX, HIER_CLASS_COMPLEX, 0}, {MPI_COMPLEX, HIER_CLASS_COMPLEX, 0},
-    {MPI_DOUBLE_COMPLEX, HIER_CLASS_COMPLEX, 0},
-    {MPI_C_BOOL, HIER_CLASS_LOGICAL, 0}, {MPI_LOGICAL, HIER_CLASS_LOGICAL, 0},
-    {MPI_BYTE, HIER_CLASS_BYTE, 0},
-    {MPI_FLOAT_INT, HIER_CLASS_PAIR, HIER_DT_FLOAT_INT}, {MPI_DOUBLE_INT, HIER_CLASS_PAIR, HIER_DT_DOUBLE_INT},
-    {MPI_LONG_INT, HIER_CLASS_PAIR, HIER_DT_LONG_INT}, {MPI_2INT, HIER_CLASS_PAIR, HIER_DT_2INT},
-    {MPI_SHORT_INT, HIER_CLASS_PAIR, HIER_DT_SHORT_INT},
-    {MPI_LONG_DOUBLE_INT, HIER_CLASS_PAIR, HIER_DT_LONG_DOUBLE_INT},
-    {MPI_2REAL, HIER_CLASS_PAIR, HIER_DT_2FLOAT}, {MPI_2DOUBLE_PRECISION, HIER_CLASS_PAIR, HIER_DT_2DOUBLE},
-    {MPI_2INTEGER, HIER_CLASS_PAIR, HIER_DT_2INT},
+#define BY_SIZE(c) {HIER_CLASS_##c, -1}
+#define FIXED(c, dt) {HIER_CLASS_##c, HIER_DT_##dt}
+/* wchar_t is signed on x86-64 and aarch64 Linux, unsigned elsewhere */
+#define WCHAR_CLASS ((wchar_t)-1 < (wchar_t)0 ? HIER_CLASS_INT : HIER_CLASS_UINT)
+
+static const hier_type_entry_t mca_coll_hier_types[OMPI_OP_BASE_TYPE_MAX] = {
+    [OMPI_OP_BASE_TYPE_INT8_T] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_UINT8_T] = BY_SIZE(UINT),
+    [OMPI_OP_BASE_TYPE_INT16_T] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_UINT16_T] = BY_SIZE(UINT),
+    [OMPI_OP_BASE_TYPE_INT32_T] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_UINT32_T] = BY_SIZE(UINT),
+    [OMPI_OP_BASE_TYPE_INT64_T] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_UINT64_T] = BY_SIZE(UINT),
+    [OMPI_OP_BASE_TYPE_LONG] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_UNSIGNED_LONG] = BY_SIZE(UINT),
+    [OMPI_OP_BASE_TYPE_INTEGER] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_INTEGER1] = BY_SIZE(INT),
+    [OMPI_OP_BASE_TYPE_INTEGER2] = BY_SIZE(INT), [OMPI_OP_BASE_TYPE_INTEGER4] = BY_SIZE(INT),
+    [OMPI_OP_BASE_TYPE_INTEGER8] = BY_SIZE(INT),
+    [OMPI_OP_BASE_TYPE_WCHAR] = {WCHAR_CLASS, -1},
+    [OMPI_OP_BASE_TYPE_FLOAT] = BY_SIZE(FLOAT), [OMPI_OP_BASE_TYPE_DOUBLE] = BY_SIZE(FLOAT),
+    [OMPI_OP_BASE_TYPE_REAL] = BY_SIZE(FLOAT), [OMPI_OP_BASE_TYPE_REAL4] = BY_SIZE(FLOAT),
+    [OMPI_OP_BASE_TYPE_REAL8] = BY_SIZE(FLOAT), [OMPI_OP_BASE_TYPE_DOUBLE_PRECISION] = BY_SIZE(FLOAT),
+    [OMPI_OP_BASE_TYPE_LONG_DOUBLE] = FIXED(FLOAT, LONG_DOUBLE),
+    /* Open MPI has REAL*16 ops only where configure found it to be C's long double */
+    [OMPI_OP_BASE_TYPE_REAL16] = FIXED(FLOAT, LONG_DOUBLE),
+    [OMPI_OP_BASE_TYPE_C_FLOAT_COMPLEX] = BY_SIZE(COMPLEX), [OMPI_OP_BASE_TYPE_C_DOUBLE_COMPLEX] = BY_SIZE(COMPLEX),
+    [OMPI_OP_BASE_TYPE_C_LONG_DOUBLE_COMPLEX] = FIXED(COMPLEX, LONG_DOUBLE_COMPLEX),
+    [OMPI_OP_BASE_TYPE_LOGICAL] = BY_SIZE(LOGICAL), [OMPI_OP_BASE_TYPE_BOOL] = BY_SIZE(LOGICAL),
+    [OMPI_OP_BASE_TYPE_BYTE] = BY_SIZE(BYTE),
+    [OMPI_OP_BASE_TYPE_FLOAT_INT] = FIXED(PAIR, FLOAT_INT), [OMPI_OP_BASE_TYPE_DOUBLE_INT] = FIXED(PAIR, DOUBLE_INT),
+    [OMPI_OP_BASE_TYPE_LONG_INT] = FIXED(PAIR, LONG_INT), [OMPI_OP_BASE_TYPE_2INT] = FIXED(PAIR, 2INT),
+    [OMPI_OP_BASE_TYPE_SHORT_INT] = FIXED(PAIR, SHORT_INT),
+    [OMPI_OP_BASE_TYPE_LONG_DOUBLE_INT] = FIXED(PAIR, LONG_DOUBLE_INT),
+    [OMPI_OP_BASE_TYPE_2REAL] = FIXED(PAIR, 2FLOAT), [OMPI_OP_BASE_TYPE_2DOUBLE_PRECISION] = FIXED(PAIR, 2DOUBLE),
+    [OMPI_OP_BASE_TYPE_2INTEGER] = FIXED(PAIR, 2INT),
 };
 
 static const struct {
@@ -87,24 +83,21 @@ static const unsigned mca_coll_hier_class_ops[] = {
     [HIER_CLASS_PAIR] = HIER_OPS_BIT(HIER_OP_MINLOC) | HIER_OPS_BIT(HIER_OP_MAXLOC),
 };
 
-/* Storage type of a non-pair class member of `size` bytes, or -1. */
-static int mca_coll_hier_storage(hier_class_t cls, size_t size, MPI_Datatype mpi)
+/* Storage type of a class member of `size` bytes, or -1. */
+static int mca_coll_hier_storage(const hier_type_entry_t *e, size_t size)
 {
     static const hier_dtype_t sint[] = {HIER_DT_INT8, HIER_DT_INT16, HIER_DT_INT32, HIER_DT_INT64};
     static const hier_dtype_t uint[] = {HIER_DT_UINT8, HIER_DT_UINT16, HIER_DT_UINT32, HIER_DT_UINT64};
     int lg = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : size == 8 ? 3 : -1;
 
-    switch (cls) {
+    if (e->storage >= 0) return e->storage;
+    switch (e->cls) {
     case HIER_CLASS_INT: return lg < 0 ? -1 : (int)sint[lg];
     case HIER_CLASS_UINT: case HIER_CLASS_BYTE: return lg < 0 ? -1 : (int)uint[lg];
     case HIER_CLASS_LOGICAL: return size == 1 ? HIER_DT_BOOL : lg < 0 ? -1 : (int)sint[lg];
-    case HIER_CLASS_FLOAT:
-        if (mpi == MPI_LONG_DOUBLE) return HIER_DT_LONG_DOUBLE;
-        return size == 4 ? HIER_DT_FLOAT : size == 8 ? HIER_DT_DOUBLE : -1;
-    case HIER_CLASS_COMPLEX:
-        if (mpi == MPI_C_LONG_DOUBLE_COMPLEX) return HIER_DT_LONG_DOUBLE_COMPLEX;
-        return size == 8 ? HIER_DT_FLOAT_COMPLEX : size == 16 ? HIER_DT_DOUBLE_COMPLEX : -1;
-    case HIER_CLASS_PAIR: return -1;
+    case HIER_CLASS_FLOAT: return size == 4 ? HIER_DT_FLOAT : size == 8 ? HIER_DT_DOUBLE : -1;
+    case HIER_CLASS_COMPLEX: return size == 8 ? HIER_DT_FLOAT_COMPLEX : size == 16 ? HIER_DT_DOUBLE_COMPLEX : -1;
+    case HIER_CLASS_NONE: case HIER_CLASS_PAIR: return -1;
     }
     return -1;
 }
@@ -125,11 +118,21 @@ static size_t mca_coll_hier_pair_size(int storage)
     }
 }
 
-static const hier_type_entry_t *mca_coll_hier_type_entry(MPI_Datatype dt)
+/* Open MPI's element type of a predefined datatype, when Open MPI reduces it
+ * with op. MPI_OFFSET is the exception: Open MPI maps it to uint64_t, but
+ * MPI_Offset is a signed type, so hier keeps it signed (MIN and MAX of
+ * negative offsets as the standard has them). */
+static hier_path_t mca_coll_hier_type_entry(ompi_datatype_t *base, ompi_op_t *op, const hier_type_entry_t **e_p)
 {
-    for (size_t i = 0; i < sizeof(mca_coll_hier_types) / sizeof(mca_coll_hier_types[0]); i++)
-        if (mca_coll_hier_types[i].mpi == dt) return &mca_coll_hier_types[i];
-    return NULL;
+    static const hier_type_entry_t offset = BY_SIZE(INT);
+    int ot;
+
+    if (base->id < 0 || base->id >= OMPI_DATATYPE_MAX_PREDEFINED) return HIER_PATH_FALLBACK_DATATYPE;
+    ot = ompi_op_ddt_map[base->id];
+    if (ot < 0 || ot >= OMPI_OP_BASE_TYPE_MAX) return HIER_PATH_FALLBACK_DATATYPE; /* not reducible */
+    if (!op->o_func.intrinsic.fns[ot]) return HIER_PATH_FALLBACK_OP; /* not with this op */
+    *e_p = base == MPI_OFFSET ? &offset : &mca_coll_hier_types[ot];
+    return MCA_COLL_HIER_SERVED;
 }
 
 hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p)
@@ -165,10 +168,11 @@ hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, h
         base = ompi_datatype_get_single_predefined_type_from_args(dtype);
         if (!base) return HIER_PATH_FALLBACK_DATATYPE;
     }
-    const hier_type_entry_t *e = mca_coll_hier_type_entry(base);
-    if (!e) return HIER_PATH_FALLBACK_DATATYPE;
+    const hier_type_entry_t *e = NULL;
+    hier_path_t path = mca_coll_hier_type_entry(base, op, &e);
+    if (path != MCA_COLL_HIER_SERVED) return path;
     ompi_datatype_type_size(base, &base_size);
-    storage = e->cls == HIER_CLASS_PAIR ? e->pair : mca_coll_hier_storage(e->cls, base_size, base);
+    storage = mca_coll_hier_storage(e, base_size);
     if (storage < 0) return HIER_PATH_FALLBACK_DATATYPE;
 
     /* The buffer must be a gap-free array of the storage type (pairs keep their C padding). */
