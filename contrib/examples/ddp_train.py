@@ -78,6 +78,9 @@ def parse_args():
                         "(as Horovod and torch's MPI backend); default: in the hook")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda (the rank's GPU: LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK); "
+                        "CUDA buckets go to MPI as device memory (mpi4py reads __cuda_array_interface__)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads per rank (1: ranks share few cores)")
     p.add_argument("--check", action="store_true",
@@ -149,7 +152,7 @@ def mpi_allreduce_hook(state, bucket):
     def allreduce():
         try:
             start = time.perf_counter()
-            state.comm.Allreduce(MPI.IN_PLACE, buf.numpy(), op=MPI.SUM)
+            state.comm.Allreduce(MPI.IN_PLACE, buf if buf.is_cuda else buf.numpy(), op=MPI.SUM)
             buf.div_(state.size)
             state.seconds += time.perf_counter() - start
             state.calls += 1
@@ -181,7 +184,7 @@ def init_gloo(comm, args):
 def param_digest(model):
     h = hashlib.sha256()
     for p in model.parameters():
-        h.update(p.detach().numpy().tobytes())
+        h.update(p.detach().cpu().numpy().tobytes())
     return h.hexdigest()
 
 
@@ -195,7 +198,7 @@ def train(args, comm, model, sizes, state):
     losses, step_s, allreduce_s = [], [], 0.0
     mean = np.zeros(1, dtype=np.float64)
     for step in range(args.steps):
-        x, y = make_batch(args, vocab, seq, rank, step)
+        x, y = (t.to(args.device) for t in make_batch(args, vocab, seq, rank, step))
         comm.Barrier()  # every rank starts the step together: step times comparable
         start, hook_start = time.perf_counter(), state.seconds
         opt.zero_grad(set_to_none=True)
@@ -231,7 +234,10 @@ def main():
     # Step 2: the same model on every rank
     sizes = SIZES[args.size][:5] + (args.seq or SIZES[args.size][5],)
     torch.manual_seed(args.seed)
-    model = DDP(TinyLM(*sizes), bucket_cap_mb=args.bucket_cap_mb)
+    if args.device == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")))
+        torch.cuda.set_device(local % torch.cuda.device_count())
+    model = DDP(TinyLM(*sizes).to(args.device), bucket_cap_mb=args.bucket_cap_mb)
     state = MpiHookState(comm, args.overlap)
     if args.comm == "mpi":
         model.register_comm_hook(state, mpi_allreduce_hook)

@@ -329,6 +329,33 @@ if unshare --uts true 2>/dev/null; then
     else
         echo "SKIP: DDP cases ($why)"
     fi
+    # mpi4py's own test suite (of the installed 3.1.4: Debian's source
+    # package, or HIER_MPI4PY_SOURCE): the same result for every test with
+    # and without hier, at np 2, np 3 and on 2 x 2 fake nodes.
+    if why=$(python_mpi_usable); then
+        for layout in "--np 2" "--np 3" "--fake-nodes 2x2"; do
+            name=mpi4py_suite_$(tr -dc 'a-z0-9' <<<"$layout")
+            [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || continue
+            start=$(date +%s)
+            out=$("$S/contrib/hier-mpi4py-tests" ${HIER_MPI4PY_SOURCE:+--source "$HIER_MPI4PY_SOURCE"} \
+                --component-dir "$B/.libs" --timeout "$TIMEOUT" $layout 2>&1)
+            rc=$?
+            if [ $rc -eq 77 ]; then
+                echo "SKIP: mpi4py suite cases (${out#SKIP: })"
+                break
+            elif [ $rc -eq 0 ]; then
+                passed=$((passed + 1))
+                echo "PASS: $name ($(($(date +%s) - start)) s): $(grep '^mpi4py ' <<<"$out")"
+                grep '^  ' <<<"$out"
+            else
+                failed=$((failed + 1))
+                echo "FAIL: $name (exit $rc):"
+                tail -n 25 <<<"$out" | sed 's/^/    /'
+            fi
+        done
+    else
+        echo "SKIP: mpi4py suite cases ($why)"
+    fi
     case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
         $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else
@@ -369,6 +396,40 @@ if why=$("$S/contrib/hier-netns-cluster" check); then
     netns_case netns_3_uneven_rails2 3 2,1,1 4 $UNEVEN $TC --quick --world-only
 else
     echo "SKIP: namespace cluster cases ($why)"
+fi
+# A real Slurm cluster (contrib/hier-slurm-cluster: slurmctld, one slurmd
+# per namespace node, munge): contrib/deploy/slurm's job script under sbatch,
+# the component found only through a parameters file (as on a ParallelCluster
+# head node), the ranks started by mpirun inside the allocation and by srun
+# --mpi=pmix; test_colls checks every result and that hier served every
+# collective between the nodes.
+slurm_case() { # slurm_case NAME LAUNCH
+    local name=$1 launch=$2 start rc out=$LOG/$1.out
+    [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
+    start=$(date +%s)
+    printf '%s\n' "mca_base_component_path = $COMPONENT_PATH" "coll_hier_priority = 100" "coll_hier_stats = 1" \
+        "coll_hier_fabric_provider = tcp" "coll_hier_fabric_iface = rail0,rail1" \
+        "coll_hier_shm_chunk_size = $CHUNK" "coll_hier_net_chunk_size = $CHUNK" >"$LOG/slurm-params.conf"
+    OMPI_MCA_mca_base_param_files="$LOG/slurm-params.conf" OMPI_MCA_btl_tcp_if_include=rail0,rail1 \
+        HIER_LAUNCH=$launch HIER_MPIRUN_ARGS="--bind-to none --mca mpi_yield_when_idle 1" \
+        timeout -k 10 "$TIMEOUT" "$S/contrib/hier-slurm-cluster" run --nodes 2 -- \
+        sbatch --wait -N 2 --ntasks-per-node=2 -o "$out" "$S/contrib/deploy/slurm/hier-job.sbatch" \
+        $TC --quick --world-only --net >"$LOG/$name.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q 'ok (0 failures)' "$out" && has_net_stats_only "$out"; then
+        passed=$((passed + 1))
+        echo "PASS: $name ($(($(date +%s) - start)) s)"
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name (exit $rc) -- last lines of $LOG/$name.log and the job's output:"
+        tail -n 12 "$LOG/$name.log" "$out" 2>/dev/null | sed 's/^/    /'
+    fi
+}
+if why=$("$S/contrib/hier-slurm-cluster" check); then
+    slurm_case slurm_sbatch_mpirun_2x2 mpirun
+    slurm_case slurm_sbatch_srun_pmix_2x2 srun
+else
+    echo "SKIP: Slurm cases ($why)"
 fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
