@@ -26,6 +26,10 @@ hier_mpirun() {
         --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" ${HIER_MPIRUN_ARGS:-} "$@"
 }
 
+# A case's verdict: counted, and its line ("PASS: ..." / "FAIL: ...").
+case_pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+case_fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
 # case NAME NP [mpirun args...] -- PROGRAM [args...]
 # HIER_TEST_CASES=REGEX runs only the cases whose names match (development,
 # the sanitizer lane); HIER_MPIRUN_ARGS go to every mpirun (before the case's).
@@ -37,11 +41,9 @@ case_run() {
     hier_mpirun "$np" "$@" >"$LOG/$name.out" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && [ -z "${EXTRA_CHECK:-}" -o "$(${EXTRA_CHECK:-true} "$LOG/$name.out" && echo ok)" = ok ]; then
-        passed=$((passed + 1))
-        echo "PASS: $name ($(($(date +%s) - start)) s)"
+        case_pass "$name ($(($(date +%s) - start)) s)"
     else
-        failed=$((failed + 1))
-        echo "FAIL: $name (exit $rc) -- last lines of $LOG/$name.out:"
+        case_fail "$name (exit $rc) -- last lines of $LOG/$name.out:"
         tail -n 25 "$LOG/$name.out" | sed 's/^/    /'
     fi
 }
@@ -124,11 +126,9 @@ killed_run() {
         [ -z "$slow" ] && [ "$done_n" -eq $((np - 1)) ] && grep -aq 'exited during a collective' "$out" && ok=1
     fi
     if [ $ok = 1 ]; then
-        passed=$((passed + 1))
-        echo "PASS: $name (ended after $took s; $done_n survivors reported, $(grep -ac 'failed after' "$out") failed calls within ${limit} s)"
+        case_pass "$name (ended after $took s; $done_n survivors reported, $(grep -ac 'failed after' "$out") failed calls within ${limit} s)"
     else
-        failed=$((failed + 1))
-        echo "FAIL: $name (after $took s) -- last lines of $out:"
+        case_fail "$name (after $took s) -- last lines of $out:"
         tail -n 25 "$out" | sed 's/^/    /'
     fi
 }
@@ -344,12 +344,10 @@ if unshare --uts true 2>/dev/null; then
                 echo "SKIP: mpi4py suite cases (${out#SKIP: })"
                 break
             elif [ $rc -eq 0 ]; then
-                passed=$((passed + 1))
-                echo "PASS: $name ($(($(date +%s) - start)) s): $(grep '^mpi4py ' <<<"$out")"
+                case_pass "$name ($(($(date +%s) - start)) s): $(grep '^mpi4py ' <<<"$out")"
                 grep '^  ' <<<"$out"
             else
-                failed=$((failed + 1))
-                echo "FAIL: $name (exit $rc):"
+                case_fail "$name (exit $rc):"
                 tail -n 25 <<<"$out" | sed 's/^/    /'
             fi
         done
@@ -417,11 +415,9 @@ slurm_case() { # slurm_case NAME LAUNCH
         $TC --quick --world-only --net >"$LOG/$name.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && grep -q 'ok (0 failures)' "$out" && has_net_stats_only "$out"; then
-        passed=$((passed + 1))
-        echo "PASS: $name ($(($(date +%s) - start)) s)"
+        case_pass "$name ($(($(date +%s) - start)) s)"
     else
-        failed=$((failed + 1))
-        echo "FAIL: $name (exit $rc) -- last lines of $LOG/$name.log and the job's output:"
+        case_fail "$name (exit $rc) -- last lines of $LOG/$name.log and the job's output:"
         tail -n 12 "$LOG/$name.log" "$out" 2>/dev/null | sed 's/^/    /'
     fi
 }
@@ -456,22 +452,18 @@ if [[ -z "${HIER_TEST_CASES:-}" || ompi_info =~ $HIER_TEST_CASES ]]; then
     want=$(grep -c '^| `coll_hier_' "$S/docs/parameters.md")
     got=$(grep -c 'parameter "coll_hier_' <<<"$info")
     if grep -q "MCA coll: hier (MCA" <<<"$info" && [ "$got" -eq "$want" ] && [ "$want" -gt 0 ]; then
-        passed=$((passed + 1))
-        echo "PASS: ompi_info lists coll/hier and its $got parameters ($(grep -o 'API v[0-9.]*' <<<"$info" | head -1))"
+        case_pass "ompi_info lists coll/hier and its $got parameters ($(grep -o 'API v[0-9.]*' <<<"$info" | head -1))"
     else
-        failed=$((failed + 1))
-        echo "FAIL: ompi_info --param coll hier: $got of $want parameters"
+        case_fail "ompi_info --param coll hier: $got of $want parameters"
         head -5 <<<"$info" | sed 's/^/    /'
     fi
 fi
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')
 if [ "$shm_after" -le "$shm_before" ]; then
-    passed=$((passed + 1))
-    echo "PASS: no coll-hier segment left in /dev/shm"
+    case_pass "no coll-hier segment left in /dev/shm"
 else
-    failed=$((failed + 1))
-    echo "FAIL: $((shm_after - shm_before)) coll-hier segment(s) left in /dev/shm"
+    case_fail "$((shm_after - shm_before)) coll-hier segment(s) left in /dev/shm"
 fi
 
 echo "mpi: $passed passed, $failed failed"

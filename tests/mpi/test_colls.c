@@ -412,7 +412,7 @@ static void sweep(MPI_Comm comm, expect_t *e)
         const ttype_t *t = &types[ti];
         size_t counts[8], nc = counts_for(t, n, counts);
         for (int o = 0; o < NOPS; o++) {
-            if (!op_valid(t->kind, o) || !t->reduces[o]) continue;
+            if (!sweep_checks(t, o)) continue;
             /* Open MPI 4.1.4 compares MPI_UNSIGNED_LONG as signed and MPI_OFFSET as
              * unsigned in MIN/MAX: when the fallback computes (--skip-ompi-bugs),
              * that is its bug, not ours */

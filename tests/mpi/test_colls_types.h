@@ -17,6 +17,7 @@ typedef struct {
     size_t size;   /* bytes of one element (C sizeof) */
     int sub;       /* K_FLOAT/K_COMPLEX: 0 float 1 double 2 long double; K_PAIR: pairv_t */
     int big;       /* also run the large counts */
+    int no_kernel; /* hier has none and this program no reference: Open MPI's calls must fall back */
     unsigned char reduces[NOPS]; /* per op: Open MPI's own reductions take it */
 } ttype_t;
 
@@ -42,6 +43,8 @@ void init_types(void);
 void init_ops(void);
 /* ops test_colls has references for on a kind */
 int op_valid(kind_t k, int o);
+/* the sweep checks (t, o) against its references */
+int sweep_checks(const ttype_t *t, int o);
 /* Open MPI checks arguments (mpi_param_check) */
 int param_check_on(void);
 /* Open MPI's own reductions take (dt, op) */
