@@ -52,8 +52,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 # Model sizes: name -> (d_model, layers, heads, feed-forward, vocabulary,
 # sequence length).  "tiny" is make check's; "small" has ~3.7 M parameters
-# (15 MB of gradients: one first bucket of 1 MB, one more); "base" ~21 M
-# (84 MB: with the default 25 MB cap, four buckets after the first).
+# (14.1 MiB of gradients: one bucket at DDP's default 25 MB cap); "base" 20.0 M
+# (76.3 MiB: three buckets of 25.4 MiB).
 SIZES = {
     "tiny": (64, 2, 2, 128, 256, 32),
     "small": (256, 4, 4, 1024, 1024, 64),
