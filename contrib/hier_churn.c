@@ -10,6 +10,10 @@
  *   split        a storm: per round, MPI_Comm_split by rank / 2 and by rank % 2
  *                (tensor- and data-parallel groups of pairs), one allreduce
  *                on each; all freed after the storm; per communicator
+ *   split_use    what ScaLAPACK's BLACS does: MPI_Comm_split into the rows
+ *                (rank / 2) or, every other round, the columns (rank % 2)
+ *                of a grid two wide, two 8-byte allreduces on it (sum, max),
+ *                MPI_Comm_free; per round
  *   live         --comms N duplicates of world kept alive, one allreduce each:
  *                resident memory (VmRSS), mapped memory (VmSize) and open
  *                file descriptors per rank, before and with them (max over ranks)
@@ -38,15 +42,15 @@ static size_t count = 1; /* doubles per first allreduce (--bytes / 8) */
 static double *in, *out;
 static int failed;
 
-enum { CASE_DUP, CASE_DUP0, CASE_DUP_ONLY, CASE_SPLIT, CASE_LIVE, CASE_COUNT };
-static const char *const case_names[CASE_COUNT] = {"dup", "dup_count0", "dup_only", "split", "live"};
-static int want[CASE_COUNT] = {1, 1, 1, 1, 1};
+enum { CASE_DUP, CASE_DUP0, CASE_DUP_ONLY, CASE_SPLIT, CASE_SPLIT_USE, CASE_LIVE, CASE_COUNT };
+static const char *const case_names[CASE_COUNT] = {"dup", "dup_count0", "dup_only", "split", "split_use", "live"};
+static int want[CASE_COUNT] = {1, 1, 1, 1, 1, 1};
 
 static void usage(const char *msg, const char *arg)
 {
     if (rank == 0 && msg) fprintf(stderr, "hier_churn: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
     if (rank == 0 && !msg)
-        printf("usage: hier_churn [--cases dup,dup_count0,dup_only,split,live] [--iters N] [--comms N] "
+        printf("usage: hier_churn [--cases dup,dup_count0,dup_only,split,split_use,live] [--iters N] [--comms N] "
                "[--bytes B] [--label NAME]\n"
                "  --iters N   iterations per time case (default: about 1 s, 20..2000)\n"
                "  --comms N   live communicators for the memory case (default 200)\n"
@@ -109,11 +113,31 @@ static void first_call(MPI_Comm comm, int any)
         if (out[i] != (double)n * (n + 1) / 2 + (double)n * (double)(i % 1000)) failed = 1;
 }
 
+/* Two checked 8-byte allreduces, a sum and a max, as BLACS's combines. */
+static void two_calls(MPI_Comm comm, int round)
+{
+    int n, r;
+    double x[2], y[2] = {-1, -1};
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &r);
+    x[0] = r + 1, x[1] = r + round;
+    MPI_Allreduce(&x[0], &y[0], 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&x[1], &y[1], 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (y[0] != (double)n * (n + 1) / 2 || y[1] != (double)(n - 1 + round)) failed = 1;
+}
+
 /* One iteration of a time case; returns the communicators it made. */
 static int one(int c)
 {
+    static int round;
     MPI_Comm a, b;
     switch (c) {
+    case CASE_SPLIT_USE:
+        round++;
+        MPI_Comm_split(MPI_COMM_WORLD, round % 2 ? rank / 2 : rank % 2, rank, &a);
+        two_calls(a, round);
+        MPI_Comm_free(&a);
+        return 1;
     case CASE_SPLIT:
         MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &a);
         first_call(a, 1);
@@ -174,7 +198,8 @@ static void run_time(int c)
         n = n < 20 ? 20 : n > 2000 ? 2000 : n;
         MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
-    row(case_names[c], c == CASE_DUP0 || c == CASE_DUP_ONLY ? 0 : count * sizeof(double), n, time_case(c, n));
+    size_t bytes = c == CASE_DUP0 || c == CASE_DUP_ONLY ? 0 : c == CASE_SPLIT_USE ? 8 : count * sizeof(double);
+    row(case_names[c], bytes, n, time_case(c, n));
 }
 
 /* kB of a /proc/self/status field. */

@@ -48,8 +48,22 @@ typedef enum {
     HIER_OP_BXOR,
     HIER_OP_MINLOC,
     HIER_OP_MAXLOC,
-    HIER_OP_COUNT
+    HIER_OP_COUNT,
+    /* not a predefined op: a user's commutative operation (MPI_Op_create),
+     * the function the calling thread installed (hier_reduce_user_set);
+     * the element type then only gives the size of one element */
+    HIER_OP_USER = 31
 } hier_op_t;
+
+/* A user's commutative operation: fn makes inout[i] = in[i] op inout[i] for
+ * `count` elements of the call's own datatype (MPI's user function
+ * contract; the glue calls the application's function through its MPI
+ * library), ctx as given. */
+typedef void (*hier_user_op_fn_t)(const void *in, void *inout, size_t count, void *ctx);
+typedef struct {
+    hier_user_op_fn_t fn;
+    void *ctx;
+} hier_user_op_t;
 
 /* Bytes one element occupies in a buffer (sizeof the C type or struct). */
 size_t hier_dtype_size(hier_dtype_t dt);

@@ -114,6 +114,12 @@ static const hier_param_desc_t hier_param_table[] = {
      "cut in a segment per rail; consecutive messages and segments on different NICs); 0 = the first shared "
      "rail only. Ranks must agree (both ends cut a message alike)",
      HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
+    {"fabric_warmup", HIER_PARAM_INT, "1",
+     "Open libfabric in the background, from the first call of a communicator that spans nodes (loading it "
+     "and finding its providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go "
+     "to the previous component (counted as fallback:warmup), so the first call costs what Open MPI's own does; "
+     "0 = the first such call opens it and waits",
+     HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
      HIER_PARAM_OFF(fabric_slot_size), 0, 0, 5},

@@ -49,6 +49,7 @@ typedef struct {
     char *fabric_iface;           /* NICs to use (or ^exclude); "" = all but lo, docker* */
     int fabric_rails_max;         /* NICs one process drives at most */
     int fabric_stripe;            /* messages spread over every shared rail */
+    int fabric_warmup;            /* open libfabric in the background; calls between nodes wait for no one */
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
     int net_algorithm;            /* between nodes: AUTO, RING, RD or RH */

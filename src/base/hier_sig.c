@@ -75,6 +75,7 @@ const char *hier_dtype_name(hier_dtype_t dt)
 
 const char *hier_op_name(hier_op_t op)
 {
+    if (op == HIER_OP_USER) return "user-defined op";
     return (unsigned)op < HIER_OP_COUNT ? hier_op_names[op] : "unknown op";
 }
 

@@ -36,6 +36,7 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_FALLBACK_DEVICE] = {"fallback:device", "fallback_device"},
     [HIER_PATH_FALLBACK_PARAMS] = {"fallback:params", "fallback_params"},
     [HIER_PATH_FALLBACK_MISMATCH] = {"fallback:mismatch", "fallback_mismatch"},
+    [HIER_PATH_FALLBACK_WARMUP] = {"fallback:warmup", "fallback_warmup"},
 };
 
 const char *hier_coll_name(hier_coll_t coll)

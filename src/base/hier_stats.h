@@ -42,6 +42,7 @@ typedef enum {
     HIER_PATH_FALLBACK_DEVICE,   /* a buffer in device memory no backend handles */
     HIER_PATH_FALLBACK_PARAMS,   /* the ranks have different coll_hier parameters */
     HIER_PATH_FALLBACK_MISMATCH, /* the ranks called different collectives on it earlier */
+    HIER_PATH_FALLBACK_WARMUP,   /* several nodes, some rank's libfabric endpoint still opening */
     HIER_PATH_COUNT
 } hier_path_t;
 

@@ -3,8 +3,10 @@
 #include "base/hier_topo.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <hwloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,13 @@
 
 struct hier_topo {
     hwloc_topology_t hw;
+    int owned; /* loaded here (destroyed at close), or another library's (hier_topo_adopt) */
+    /* PCI devices: hw itself when it has them, else loaded at the first PCI
+     * query (a topology with I/O takes ~3x as long to load: only NIC and
+     * accelerator placement need it) */
+    pthread_mutex_t io_lock;
+    hwloc_topology_t io;
+    int io_tried;
     /* counted once at open: the topology never changes afterwards */
     int numa_count;
     int package_count;
@@ -36,7 +45,45 @@ static int topo_count(hwloc_topology_t hw, hwloc_obj_type_t type)
     return n > 0 ? n : 0; /* -1 (type at several depths) cannot happen for these types */
 }
 
+/* The counts every query reads, once; a topology without PUs is refused. */
+static hier_status_t topo_count_all(hier_topo_t *topo, const char *what)
+{
+    topo->numa_count = topo_count(topo->hw, HWLOC_OBJ_NUMANODE);
+    topo->package_count = topo_count(topo->hw, HWLOC_OBJ_PACKAGE);
+    topo->core_count = topo_count(topo->hw, HWLOC_OBJ_CORE);
+    topo->pu_count = topo_count(topo->hw, HWLOC_OBJ_PU);
+    if (topo->pu_count == 0) {
+        HIER_ERROR("topo: hwloc reports no processing units");
+        return HIER_ERR_TOPOLOGY;
+    }
+    char line[160];
+    if (hier_topo_describe(topo, line, sizeof(line)) == HIER_OK)
+        HIER_LOG(HIER_LOG_DEBUG, "topo: %s topology: %s", what, line);
+    return HIER_OK;
+}
+
+/* hwloc breaks its ABI between major API versions (the upper 16 bits). */
+static int topo_abi_ok(void)
+{
+    if ((hwloc_get_api_version() >> 16) == (HWLOC_API_VERSION >> 16)) return 1;
+    HIER_ERROR("topo: compiled against hwloc API 0x%x but running with 0x%x", (unsigned)HWLOC_API_VERSION,
+               hwloc_get_api_version());
+    return 0;
+}
+
+static hier_status_t topo_open(const char *synthetic, int io, hier_topo_t **topo_p);
+
 hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
+{
+    return topo_open(synthetic, 1, topo_p);
+}
+
+hier_status_t hier_topo_open_cpus(hier_topo_t **topo_p)
+{
+    return topo_open(NULL, 0, topo_p);
+}
+
+static hier_status_t topo_open(const char *synthetic, int io, hier_topo_t **topo_p)
 {
     hier_status_t st;
     hier_topo_t *topo;
@@ -46,12 +93,7 @@ hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
         HIER_ERROR("topo: open: NULL output argument");
         return HIER_ERR_INVALID_ARG;
     }
-    /* hwloc breaks its ABI between major API versions (the upper 16 bits). */
-    if ((hwloc_get_api_version() >> 16) != (HWLOC_API_VERSION >> 16)) {
-        HIER_ERROR("topo: compiled against hwloc API 0x%x but running with 0x%x",
-                   (unsigned)HWLOC_API_VERSION, hwloc_get_api_version());
-        return HIER_ERR_NOT_SUPPORTED;
-    }
+    if (!topo_abi_ok()) return HIER_ERR_NOT_SUPPORTED;
 
     topo = calloc(1, sizeof(*topo));
     if (topo == NULL) {
@@ -66,7 +108,7 @@ hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
     }
     /* PCI devices too (NICs are placed by them); bridges and the rest only
      * where they lead to one */
-    hwloc_topology_set_io_types_filter(topo->hw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (io) hwloc_topology_set_io_types_filter(topo->hw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     size_t slen = synthetic ? strlen(synthetic) : 0;
     if (slen > 4 && !strcmp(synthetic + slen - 4, ".xml")) { /* an exported topology (tests) */
         if (hwloc_topology_set_xml(topo->hw, synthetic) != 0) {
@@ -92,19 +134,10 @@ hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p)
         goto err_destroy;
     }
 
-    topo->numa_count = topo_count(topo->hw, HWLOC_OBJ_NUMANODE);
-    topo->package_count = topo_count(topo->hw, HWLOC_OBJ_PACKAGE);
-    topo->core_count = topo_count(topo->hw, HWLOC_OBJ_CORE);
-    topo->pu_count = topo_count(topo->hw, HWLOC_OBJ_PU);
-    if (topo->pu_count == 0) {
-        HIER_ERROR("topo: hwloc reports no processing units");
-        st = HIER_ERR_TOPOLOGY;
-        goto err_destroy;
-    }
-    char line[160];
-    if (hier_topo_describe(topo, line, sizeof(line)) == HIER_OK)
-        HIER_LOG(HIER_LOG_DEBUG, "topo: loaded %s topology: %s", synthetic != NULL ? "synthetic" : "this machine's",
-                 line);
+    topo->owned = 1;
+    topo->io = io ? topo->hw : NULL;
+    pthread_mutex_init(&topo->io_lock, NULL);
+    if ((st = topo_count_all(topo, synthetic != NULL ? "synthetic" : "this machine's")) != HIER_OK) goto err_destroy;
     *topo_p = topo;
     return HIER_OK;
 
@@ -115,10 +148,37 @@ err_free:
     return st;
 }
 
+hier_topo_load_fn_t hier_topo_library(void)
+{
+    return (hier_topo_load_fn_t)hwloc_topology_load;
+}
+
+hier_status_t hier_topo_adopt(void *hwloc_topology, hier_topo_t **topo_p)
+{
+    hwloc_topology_t hw = hwloc_topology;
+    if (!hw || !topo_abi_ok()) return HIER_ERR_NOT_SUPPORTED;
+    /* one loaded from XML or synthetic would answer binding queries with the whole machine */
+    if (!hwloc_topology_is_thissystem(hw)) return HIER_ERR_NOT_SUPPORTED;
+    hier_topo_t *topo = calloc(1, sizeof(*topo));
+    if (!topo) return HIER_ERR_NO_MEMORY;
+    topo->hw = hw;
+    topo->io = hwloc_get_next_pcidev(hw, NULL) ? hw : NULL;
+    pthread_mutex_init(&topo->io_lock, NULL);
+    hier_status_t st = topo_count_all(topo, "Open MPI's");
+    if (st != HIER_OK) {
+        free(topo);
+        return st;
+    }
+    *topo_p = topo;
+    return HIER_OK;
+}
+
 void hier_topo_close(hier_topo_t *topo)
 {
     if (topo == NULL) return;
-    hwloc_topology_destroy(topo->hw);
+    if (topo->io && topo->io != topo->hw) hwloc_topology_destroy(topo->io);
+    if (topo->owned) hwloc_topology_destroy(topo->hw);
+    pthread_mutex_destroy(&topo->io_lock);
     free(topo);
 }
 
@@ -163,6 +223,18 @@ static hier_locality_t topo_locality_of(const hier_topo_t *topo, hwloc_const_cpu
 
     loc.numa = topo_sole_index(topo->hw, HWLOC_OBJ_NUMANODE, set);
     return loc;
+}
+
+int hier_topo_machine_numa_count(void)
+{
+    DIR *d = opendir("/sys/devices/system/node");
+    struct dirent *e;
+    int n = 0;
+    if (!d) return 0;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "node", 4) && isdigit((unsigned char)e->d_name[4])) n++;
+    closedir(d);
+    return n;
 }
 
 hier_status_t hier_topo_self_locality(hier_topo_t *topo, hier_locality_t *loc_p)
@@ -384,13 +456,34 @@ hier_status_t hier_topo_describe(const hier_topo_t *topo, char *buf, size_t len)
     return HIER_OK;
 }
 
-hier_status_t hier_topo_pci_locality(const hier_topo_t *topo, const char *busid, hier_locality_t *loc_p)
+/* The topology with PCI devices, loaded once when hw has none; NULL if it cannot be. */
+static hwloc_topology_t topo_io(hier_topo_t *topo)
 {
-    hwloc_obj_t dev = hwloc_get_pcidev_by_busidstring(topo->hw, busid);
-    hwloc_obj_t anc = dev ? hwloc_get_non_io_ancestor_obj(topo->hw, dev) : NULL;
+    pthread_mutex_lock(&topo->io_lock);
+    if (!topo->io && !topo->io_tried) {
+        hwloc_topology_t io;
+        topo->io_tried = 1;
+        if (hwloc_topology_init(&io) == 0) {
+            hwloc_topology_set_io_types_filter(io, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+            if (hwloc_topology_load(io) == 0) topo->io = io;
+            else hwloc_topology_destroy(io);
+        }
+        if (!topo->io) HIER_LOG(HIER_LOG_COMM, "topo: hwloc cannot list this machine's PCI devices: NICs and "
+                                "accelerators are taken as near no NUMA domain in particular");
+    }
+    pthread_mutex_unlock(&topo->io_lock);
+    return topo->io;
+}
+
+hier_status_t hier_topo_pci_locality(hier_topo_t *topo, const char *busid, hier_locality_t *loc_p)
+{
+    hwloc_topology_t io = topo_io(topo);
+    hwloc_obj_t dev = io ? hwloc_get_pcidev_by_busidstring(io, busid) : NULL;
+    hwloc_obj_t anc = dev ? hwloc_get_non_io_ancestor_obj(io, dev) : NULL;
     if (!anc || !anc->cpuset) return HIER_ERR_NOT_SUPPORTED;
-    /* (the root's CPUs: a device attached to the whole machine, near none in particular) */
-    *loc_p = anc == hwloc_get_root_obj(topo->hw) ? (hier_locality_t){.numa = -1} : topo_locality_of(topo, anc->cpuset);
+    /* (the root's CPUs: a device attached to the whole machine, near none in
+     * particular; CPU sets are the machine's, the same in either topology) */
+    *loc_p = anc == hwloc_get_root_obj(io) ? (hier_locality_t){.numa = -1} : topo_locality_of(topo, anc->cpuset);
     return HIER_OK;
 }
 

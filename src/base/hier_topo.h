@@ -44,7 +44,26 @@ typedef struct {
  * could not load; HIER_ERR_NOT_SUPPORTED: run-time hwloc ABI differs from the
  * one compiled against. */
 hier_status_t hier_topo_open(const char *synthetic, hier_topo_t **topo_p);
-void hier_topo_close(hier_topo_t *topo); /* NULL is fine */
+/* This machine without its PCI devices (a third of the time to load: what
+ * one node's communicators need); hier_topo_pci_locality loads them when
+ * first asked. */
+hier_status_t hier_topo_open_cpus(hier_topo_t **topo_p);
+void hier_topo_close(hier_topo_t *topo); /* NULL is fine; an adopted topology is left to its owner */
+
+/* Wrap a topology another library of this process has loaded (Open MPI's:
+ * loading one costs ~20 ms), without copying or owning it. Only the same
+ * hwloc library as ours may be handed over: the caller compares its own
+ * hwloc_topology_load with hier_topo_library() (an hwloc embedded under
+ * another symbol prefix differs). HIER_ERR_NOT_SUPPORTED: NULL, another
+ * ABI, or not this machine's (loaded from XML: binding queries would
+ * answer with the whole machine). */
+typedef int (*hier_topo_load_fn_t)(void *);
+hier_topo_load_fn_t hier_topo_library(void);
+hier_status_t hier_topo_adopt(void *hwloc_topology, hier_topo_t **topo_p);
+
+/* NUMA domains of this machine as the kernel lists them (sysfs
+ * node<N> entries), without hwloc; 0 when it lists none (no NUMA support). */
+int hier_topo_machine_numa_count(void);
 
 /* Locality of the calling process from its current CPU binding (all threads).
  * Unbound, or bound across NUMA domains: numa == -1.
@@ -63,7 +82,7 @@ hier_status_t hier_topo_cpulist_locality(hier_topo_t *topo, const char *cpulist,
 /* Locality of a PCI device from its bus id ("0000:00:05.0"): the NUMA
  * domain of the CPUs it attaches to, -1 when it hangs off the whole machine.
  * HIER_ERR_NOT_SUPPORTED: no such device in the topology. */
-hier_status_t hier_topo_pci_locality(const hier_topo_t *topo, const char *busid, hier_locality_t *loc_p);
+hier_status_t hier_topo_pci_locality(hier_topo_t *topo, const char *busid, hier_locality_t *loc_p);
 
 /* The PCI bus id of a network interface (from /sys/class/net/IF/device), in
  * busid (13 bytes suffice). HIER_ERR_NOT_SUPPORTED for virtual interfaces. */

@@ -22,6 +22,7 @@
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_core.h"
+#include "exec/hier_reduce.h"
 #include "net/hier_fabric.h"
 
 hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
@@ -49,6 +50,16 @@ void hier_comm_destroy(hier_comm_t *c)
     free(c->rs_displs);
     free(c->rs_slices);
     free(c);
+}
+
+void hier_comm_user_op_set(const hier_user_op_t *user)
+{
+    hier_reduce_user_set(user);
+}
+
+void hier_comm_lend_topology(void *(*get)(void))
+{
+    hier_core_lend_topology(get);
 }
 
 void hier_core_finalize(void)

@@ -43,6 +43,15 @@ hier_status_t hier_comm_allgather(hier_comm_t *comm, const void *sbuf, void *rbu
 hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
                                        hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
 
+/* The calling thread's user operation for its next calls with HIER_OP_USER
+ * (the reductions of a call run in the thread that makes it); NULL removes it. */
+void hier_comm_user_op_set(const hier_user_op_t *user);
+
+/* Where the MPI library's own topology of this machine is (an hwloc
+ * topology of the same library as the core's: base/hier_topo.h), asked for
+ * at the first set-up that needs one instead of loading one; NULL: load one. */
+void hier_comm_lend_topology(void *(*get)(void));
+
 /* Bytes this rank put on the fabric during its last collective. */
 uint64_t hier_comm_net_bytes(const hier_comm_t *comm);
 /* Whether the last collective's buffers were device memory, staged through host memory. */

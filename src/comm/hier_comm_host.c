@@ -7,8 +7,22 @@
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_setup.h"
+#include "comm/hier_core.h"
 #include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
+
+/* A communicator waiting for endpoints (HIER_COMM_WARMING): whether every
+ * rank's is ready now, agreed (the same answer on every rank). The
+ * agreement is a small collective of the previous component: asked at the
+ * 1st, 2nd, 4th, ... 64th call while warming, then every 64th (every rank
+ * counts the same calls), so a long warm-up (a busy node) costs few. */
+static int hier_comm_warm(hier_comm_t *c)
+{
+    uint64_t n = ++c->warm_calls;
+    if ((n & (n - 1)) && n % 64) return 0;
+    int ready = hier_core_fabric_ready();
+    return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
+}
 
 /* Common entry: the set-up at the first call, a forced fallback, or one rank. */
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
@@ -21,8 +35,9 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
         *path_p = HIER_PATH_SELF;
         return HIER_IN_PROGRESS; /* caller copies */
     }
+    if (c->state == HIER_COMM_WARMING && hier_comm_warm(c)) c->state = HIER_COMM_NEW;
     if (c->state == HIER_COMM_NEW) hier_comm_setup(c);
-    if (c->state == HIER_COMM_REFUSED) {
+    if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;
     }

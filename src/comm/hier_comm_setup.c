@@ -18,7 +18,12 @@
  *    segment missing somewhere: everyone gives back what it took and goes
  *    again from 1 with fresh segments; addresses unknown somewhere: they
  *    are exchanged (once per process pair in the process's life);
- * 5. leaders unlink fresh segments' names (every rank has them mapped). */
+ * 5. leaders unlink fresh segments' names (every rank has them mapped).
+ *
+ * A communicator that spans nodes while some rank's endpoint is still
+ * opening in the background (fabric_warmup; its record says so) is set up
+ * later: every rank sees that in step 3 alike, takes nothing, and the
+ * communicator is WARMING (hier_comm_host.c asks at each call). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +46,7 @@ enum { /* statuses, least first: the agreement takes the least */
 #define HIER_SETUP_DEVICE 1u   /* a device backend is here */
 #define HIER_SETUP_RECYCLED 2u /* the offered segment is recycled */
 #define HIER_SETUP_CROWDED 4u  /* more ranks on my node than cores, as I see it */
+#define HIER_SETUP_COLD 8u     /* my endpoint is still opening in the background */
 
 typedef struct {
     int32_t node;     /* my node's lowest rank; -1 when every rank shares my node */
@@ -102,6 +108,8 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
         if (c->rank == 0) HIER_ERROR("ranks disagree whether the communicator spans nodes: not served");
         return HIER_PATH_FALLBACK_RANKS;
     }
+    for (int r = 0; several && r < c->size; r++)
+        if (all[r].flags & HIER_SETUP_COLD) return HIER_PATH_FALLBACK_WARMUP; /* (not yet: set up later) */
     if (one) {
         free(node_of);
         *node_of_p = NULL;
@@ -136,7 +144,8 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
                              .nic_numa = hier_core_nic_numa(loc->me),
                              .digest = hier_params_digest(&hier_params), .box = box,
                              .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
-                                      (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0)};
+                                      (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
+                                      (loc->node >= 0 && !hier_core_fabric_ready() ? HIER_SETUP_COLD : 0)};
     hier_setup_rec_t *all = calloc((size_t)c->size, sizeof(*all));
     int status = all ? HIER_SETUP_OK : HIER_SETUP_NO_MEMORY, missing = 0, known = 1;
     *offer = (hier_node_offer_t){0};
@@ -204,6 +213,7 @@ hier_status_t hier_comm_setup(hier_comm_t *c)
     int status = HIER_SETUP_NO_MEMORY;
     uint32_t box = hier_net_new_box();
     if (hier_setup_locality(c, &loc) != HIER_OK) loc.procs = NULL;
+    if (loc.procs && loc.node >= 0) hier_core_fabric_warm(); /* (spans nodes: the endpoint will be needed) */
     for (int fresh_only = 0; fresh_only < 2; fresh_only++) {
         status = hier_setup_try(c, &loc, fresh_only, box, &offer);
         if (status < HIER_SETUP_NO_MEMORY) break; /* refused on every rank alike (c->refused) */
@@ -228,6 +238,9 @@ hier_status_t hier_comm_setup(hier_comm_t *c)
                                           : "shared-memory segment unavailable on some rank");
     }
     free(loc.procs);
-    c->state = HIER_COMM_REFUSED;
+    c->state = c->refused == HIER_PATH_FALLBACK_WARMUP ? HIER_COMM_WARMING : HIER_COMM_REFUSED;
+    if (c->state == HIER_COMM_WARMING)
+        HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is opening in the background: calls between nodes use the previous "
+                      "component until every rank's endpoint is ready (fallback:warmup)");
     return HIER_ERR_NOT_SUPPORTED;
 }

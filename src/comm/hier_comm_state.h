@@ -62,7 +62,9 @@ typedef struct {
     hier_net_exec_t netx;
 } hier_net_t;
 
-typedef enum { HIER_COMM_NEW, HIER_COMM_READY, HIER_COMM_REFUSED } hier_comm_state_t;
+/* WARMING: spans nodes and some rank's endpoint was still opening at the
+ * set-up; each call asks all whether they are ready, and sets up again then. */
+typedef enum { HIER_COMM_NEW, HIER_COMM_READY, HIER_COMM_REFUSED, HIER_COMM_WARMING } hier_comm_state_t;
 
 struct hier_pd;
 struct hier_stage;
@@ -72,6 +74,7 @@ struct hier_comm {
     hier_comm_ops_t ops;
     hier_comm_state_t state;
     hier_path_t refused;         /* why, when not served */
+    uint64_t warm_calls;         /* calls while WARMING */
     hier_layout_t layout;
     hier_node_t *node;
     hier_net_t *net;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/hier_lock.h"
@@ -14,12 +15,17 @@
 #include "shm/hier_shm_pool.h"
 
 static hier_topo_t *hier_core_topo;
+static void *(*hier_core_lent_topo)(void); /* the MPI library's topology (hier_core_lend_topology) */
 static int hier_core_numa;   /* this process's NUMA domain, -1 unknown */
-static long hier_core_ncpus; /* online CPUs, <= 0 unknown */
 static pthread_once_t hier_core_topo_once = PTHREAD_ONCE_INIT;
 static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting thread) */
 static int hier_core_fab_tried;
 static int *hier_core_place; /* the node's ranks' NUMA domains, to place NICs (hier_core_fabric_place) */
+/* fabric_warmup: the endpoint's costly first step in a thread, started by
+ * the first communicator that spans nodes, joined before the endpoint opens */
+enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED };
+static pthread_t hier_core_warm_thread;
+static _Atomic int hier_core_warm_state;
 static int hier_core_place_n, hier_core_place_me;
 
 static void hier_core_topo_load(void);
@@ -48,20 +54,67 @@ void hier_core_progress(void)
     if (fab) (void)hier_chan_progress(fab);
 }
 
+/* What the endpoint is asked for, but where it sits. */
+static hier_fabric_config_t hier_core_fabric_config(void)
+{
+    return (hier_fabric_config_t){.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
+                                  /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
+                                  .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
+                                          hier_accel_has_backend(),
+                                  .cuda = hier_accel_cuda_backend() != NULL,
+                                  .max_rails = hier_params.fabric_rails_max, .stripe = hier_params.fabric_stripe};
+}
+
+/* (At the process's own priority: a lower one starved it where ranks spin
+ * on every core, and the providers' start-up calibrations then never end.) */
+static void *hier_core_warm_main(void *arg)
+{
+    hier_fabric_config_t cfg = hier_core_fabric_config();
+    (void)arg;
+    hier_fabric_prefetch(&cfg);
+    atomic_store_explicit(&hier_core_warm_state, HIER_WARM_DONE, memory_order_release);
+    return NULL;
+}
+
+/* (locked) */
+static void hier_core_warm_join(void)
+{
+    int s = atomic_load_explicit(&hier_core_warm_state, memory_order_acquire);
+    if (s != HIER_WARM_RUNNING && s != HIER_WARM_DONE) return;
+    pthread_join(hier_core_warm_thread, NULL);
+    atomic_store_explicit(&hier_core_warm_state, HIER_WARM_JOINED, memory_order_relaxed);
+}
+
+void hier_core_fabric_warm(void)
+{
+    hier_lock_take();
+    if (hier_params.fabric_warmup && !hier_core_fab && !hier_core_fab_tried &&
+        atomic_load_explicit(&hier_core_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
+        int ret = pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
+        if (ret == 0) atomic_store_explicit(&hier_core_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
+        else HIER_LOG(HIER_LOG_COMM, "no thread to open libfabric in the background (%s): the first call "
+                      "between nodes opens it", strerror(ret));
+    }
+    hier_lock_drop();
+}
+
+int hier_core_fabric_ready(void)
+{
+    return atomic_load_explicit(&hier_core_warm_state, memory_order_acquire) != HIER_WARM_RUNNING;
+}
+
 static hier_fabric_t *hier_core_fabric_locked(void)
 {
     hier_fabric_t *fab = NULL;
     if (hier_core_fab || hier_core_fab_tried) return hier_core_fab;
     hier_core_fab_tried = 1;
     pthread_once(&hier_core_topo_once, hier_core_topo_load);
-    hier_fabric_config_t cfg = {.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
-                                /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
-                                .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
-                                        hier_accel_has_backend(),
-                                .cuda = hier_accel_cuda_backend() != NULL,
-                                .max_rails = hier_params.fabric_rails_max, .stripe = hier_params.fabric_stripe,
-                                .topo = hier_core_topo, .rank_numa = hier_core_place, .nlocal = hier_core_place_n,
-                                .me = hier_core_place_me};
+    hier_core_warm_join(); /* (its answer is step 1 of the open) */
+    hier_fabric_config_t cfg = hier_core_fabric_config();
+    cfg.topo = hier_core_topo;
+    cfg.rank_numa = hier_core_place;
+    cfg.nlocal = hier_core_place_n;
+    cfg.me = hier_core_place_me;
     if (hier_fabric_open(&cfg, &fab) != HIER_OK) fab = NULL;
     free(hier_core_place);
     hier_core_place = NULL;
@@ -98,14 +151,34 @@ hier_fabric_t *hier_core_fabric(void)
 static void hier_core_topo_load(void)
 {
     hier_locality_t loc;
-    if (hier_topo_open(NULL, &hier_core_topo) != HIER_OK) hier_core_topo = NULL;
+    void *lent = hier_core_lent_topo ? hier_core_lent_topo() : NULL;
+    if (!lent || hier_topo_adopt(lent, &hier_core_topo) != HIER_OK) {
+        if (lent) HIER_LOG(HIER_LOG_DEBUG, "topo: the MPI library's topology is not usable here: loading one");
+        if (hier_topo_open_cpus(&hier_core_topo) != HIER_OK) hier_core_topo = NULL;
+    }
     hier_core_numa = hier_core_topo && hier_topo_self_locality(hier_core_topo, &loc) == HIER_OK ? loc.numa : -1;
-    hier_core_ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+void hier_core_lend_topology(void *(*get)(void))
+{
+    hier_core_lent_topo = get;
+}
+
+/* One NUMA domain on this machine: every rank is in it, found without
+ * loading a topology (3-4 ms of a communicator's first call). */
+static int hier_core_one_numa;
+static pthread_once_t hier_core_one_numa_once = PTHREAD_ONCE_INIT;
+
+static void hier_core_one_numa_find(void)
+{
+    hier_core_one_numa = hier_topo_machine_numa_count() == 1;
 }
 
 int hier_core_my_numa(int local_index)
 {
     if (hier_params.numa_ranks_per_domain > 0) return local_index / hier_params.numa_ranks_per_domain;
+    pthread_once(&hier_core_one_numa_once, hier_core_one_numa_find);
+    if (hier_core_one_numa) return 0;
     pthread_once(&hier_core_topo_once, hier_core_topo_load);
     return hier_core_numa;
 }
@@ -117,8 +190,9 @@ int hier_core_nic_numa(int local_index)
 {
     char busid[32];
     hier_locality_t loc;
+    if (!hier_accel_has_backend()) return hier_core_my_numa(local_index); /* (no topology needed) */
     pthread_once(&hier_core_topo_once, hier_core_topo_load);
-    if (hier_accel_has_backend() && hier_core_topo && hier_accel_device_busid(busid, sizeof(busid)) == HIER_OK &&
+    if (hier_core_topo && hier_accel_device_busid(busid, sizeof(busid)) == HIER_OK &&
         hier_topo_pci_locality(hier_core_topo, busid, &loc) == HIER_OK) {
         HIER_LOG_ONCE(HIER_LOG_COMM, "NICs are placed near this rank's accelerator %s (NUMA %d)", busid, loc.numa);
         return loc.numa;
@@ -126,9 +200,18 @@ int hier_core_nic_numa(int local_index)
     return hier_core_my_numa(local_index);
 }
 
+/* (sysconf reads sysfs: once, not at every communicator's set-up) */
+static long hier_core_ncpus;
+static pthread_once_t hier_core_ncpus_once = PTHREAD_ONCE_INIT;
+
+static void hier_core_ncpus_find(void)
+{
+    hier_core_ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 long hier_core_cpus(void)
 {
-    pthread_once(&hier_core_topo_once, hier_core_topo_load);
+    pthread_once(&hier_core_ncpus_once, hier_core_ncpus_find);
     return hier_core_ncpus;
 }
 
@@ -147,11 +230,14 @@ void hier_core_release(void)
     hier_shm_pool_trim(0);
     hier_peers_clear();
     hier_lock_take();
+    hier_core_warm_join();
+    atomic_store_explicit(&hier_core_warm_state, HIER_WARM_IDLE, memory_order_relaxed);
     hier_fabric_close(hier_core_fab);
     atomic_store_explicit(&hier_core_fab, NULL, memory_order_release);
     hier_core_fab_tried = 0;
     hier_lock_drop();
     hier_topo_close(hier_core_topo);
     hier_core_topo = NULL;
+    hier_core_lent_topo = NULL;
     hier_accel_reset();
 }

@@ -11,10 +11,21 @@ void hier_core_set_progress(hier_progress_fn_t progress);
 hier_progress_fn_t hier_core_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_core_fabric(void);
+/* fabric_warmup: start opening the endpoint in the background (once; a
+ * communicator spanning nodes does at its set-up). Ready: nothing is
+ * opening in the background any more (then hier_core_fabric is quick, or
+ * opens it in the foreground when nothing was started). */
+void hier_core_fabric_warm(void);
+int hier_core_fabric_ready(void);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to
  * give each its nearest NICs when the endpoint opens: the first
  * communicator spanning nodes says, before its first hier_core_fabric. */
 void hier_core_fabric_place(const int32_t *numa, int nlocal, int me);
+/* Where the MPI library's own topology of this machine is (an hwloc
+ * topology of the same library: hier_topo_adopt), asked for at the first
+ * set-up instead of loading one (~20 ms); valid until hier_core_release.
+ * No function, or one that returns NULL: the core loads its own. */
+void hier_core_lend_topology(void *(*get)(void));
 /* This rank's NUMA domain (hwloc and its binding at the first call, or the simulation parameter), -1 unknown. */
 int hier_core_my_numa(int local_index);
 /* Where this rank's NICs should be: its accelerator's NUMA domain when a

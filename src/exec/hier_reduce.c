@@ -29,6 +29,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ multiversioning */
 
@@ -291,10 +292,36 @@ static const hier_reduce_kernel_t hier_reduce_table[HIER_DT_COUNT][HIER_OP_COUNT
     [HIER_DT_2DOUBLE] = HIER_REDUCE_LOC_ROW(2double),
 };
 
+/* ------------------------------------------------------------ user operations */
+
+/* The calling thread's user operation and its element size: per thread, so
+ * threads of an MPI_THREAD_MULTIPLE program each call their own. */
+static _Thread_local hier_user_op_t hier_reduce_user;
+static _Thread_local size_t hier_reduce_user_esize;
+
+void hier_reduce_user_set(const hier_user_op_t *user)
+{
+    hier_reduce_user = user ? *user : (hier_user_op_t){0};
+}
+
+static void hier_reduce_acc_user(void *restrict inout, const void *restrict in, size_t count)
+{
+    hier_reduce_user.fn(in, inout, count, hier_reduce_user.ctx);
+}
+
+/* out = b, then out = a op out: a op b (the op commutes) */
+static void hier_reduce_comb_user(void *restrict out, const void *restrict a, const void *restrict b, size_t count)
+{
+    memcpy(out, b, count * hier_reduce_user_esize);
+    hier_reduce_user.fn(a, out, count, hier_reduce_user.ctx);
+}
+
 bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op)
 {
     /* as unsigned: an out-of-range enum from a cast may be negative */
-    if ((unsigned)dt >= HIER_DT_COUNT || (unsigned)op >= HIER_OP_COUNT) return false;
+    if ((unsigned)dt >= HIER_DT_COUNT) return false;
+    if (op == HIER_OP_USER) return hier_reduce_user.fn != NULL;
+    if ((unsigned)op >= HIER_OP_COUNT) return false;
     return hier_reduce_table[dt][op].acc != NULL;
 }
 
@@ -302,6 +329,11 @@ hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_
 {
     if (!hier_reduce_supported(dt, op)) return HIER_ERR_NOT_SUPPORTED;
     if (kernel_p == NULL) return HIER_ERR_INVALID_ARG;
+    if (op == HIER_OP_USER) {
+        hier_reduce_user_esize = hier_dtype_size(dt);
+        *kernel_p = (hier_reduce_kernel_t){hier_reduce_acc_user, hier_reduce_comb_user};
+        return HIER_OK;
+    }
     *kernel_p = hier_reduce_table[dt][op];
     return HIER_OK;
 }

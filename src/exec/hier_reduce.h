@@ -28,10 +28,18 @@ typedef struct {
     hier_reduce_comb_fn_t comb;
 } hier_reduce_kernel_t;
 
-/* Whether the core can reduce this (type, op) pair. */
+/* Whether the core can reduce this (type, op) pair (HIER_OP_USER: with any
+ * type, once the calling thread has installed a user operation). */
 bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op);
 
-/* Kernels for (dt, op); HIER_ERR_NOT_SUPPORTED when the pair has none. */
+/* Kernels for (dt, op); HIER_ERR_NOT_SUPPORTED when the pair has none. With
+ * HIER_OP_USER they call the calling thread's user operation on elements of
+ * dt's size (kernels run in the thread that makes the call: the user's
+ * function is never called from another thread). */
 hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p);
+
+/* Install the calling thread's user operation (hier_dtype.h) for its next
+ * HIER_OP_USER calls; NULL removes it. */
+void hier_reduce_user_set(const hier_user_op_t *user);
 
 #endif

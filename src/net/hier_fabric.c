@@ -113,6 +113,48 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
     return HIER_ERR_NOT_SUPPORTED;
 }
 
+/* hier_fabric_prefetch's answer, for the provider and hmem it was asked
+ * with (provider "" = the default order), until hier_fabric_open takes it. */
+static struct {
+    int done, hmem;
+    char provider[64];
+    hier_status_t st;
+    struct fi_info *list;
+} hier_fabric_pre;
+
+static const char *hier_fabric_key(const hier_fabric_config_t *cfg)
+{
+    return cfg->provider ? cfg->provider : "";
+}
+
+void hier_fabric_prefetch(const hier_fabric_config_t *cfg)
+{
+    if (hier_fabric_pre.done || strlen(hier_fabric_key(cfg)) >= sizeof(hier_fabric_pre.provider)) return;
+    hier_fabric_pre.st = hier_fi_load() == HIER_OK ? hier_fabric_getinfo(cfg, &hier_fabric_pre.list)
+                                                   : HIER_ERR_NOT_SUPPORTED;
+    hier_fabric_pre.hmem = cfg->hmem != 0;
+    strcpy(hier_fabric_pre.provider, hier_fabric_key(cfg));
+    hier_fabric_pre.done = 1;
+}
+
+/* Step 1: the prefetched answer when it was for the same question (it
+ * said why already if it failed), else asked now. */
+static hier_status_t hier_fabric_list(const hier_fabric_config_t *cfg, struct fi_info **info_p)
+{
+    int same = hier_fabric_pre.done && hier_fabric_pre.hmem == (cfg->hmem != 0) &&
+               !strcmp(hier_fabric_pre.provider, hier_fabric_key(cfg));
+    if (hier_fabric_pre.done) {
+        hier_fabric_pre.done = 0;
+        if (same) {
+            *info_p = hier_fabric_pre.list;
+            return hier_fabric_pre.st;
+        }
+        if (hier_fabric_pre.list) hier_fi.freeinfo(hier_fabric_pre.list);
+    }
+    hier_fabric_pre.list = NULL;
+    return hier_fabric_getinfo(cfg, info_p);
+}
+
 /* What device memory the endpoint may register: none without FI_HMEM. With
  * CUDA buffers about, the provider is asked not to call CUDA itself
  * (FI_OPT_CUDA_API_PERMITTED, libfabric >= 1.18, as aws-ofi-nccl does): a
@@ -157,7 +199,7 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     hier_fabric_t *fab = calloc(1, sizeof(*fab));
     if (!fab) return HIER_ERR_NO_MEMORY;
     fab->stripe = cfg->stripe;
-    HIER_CHECK_GOTO(hier_fabric_getinfo(cfg, &fab->list), free_fab, st); /* 1 */
+    HIER_CHECK_GOTO(hier_fabric_list(cfg, &fab->list), free_fab, st); /* 1 */
     fab->mr_mode = fab->list->domain_attr->mr_mode;
     if (fab->list->domain_attr->cq_data_size < 4) {
         HIER_ERROR("provider %s carries %zu bytes of remote CQ data; coll/hier needs 4",
@@ -446,6 +488,9 @@ void hier_fabric_close(hier_fabric_t *fab)
 {
     hier_lock_take();
     hier_fabric_close_locked(fab);
+    if (hier_fabric_pre.done && hier_fabric_pre.list) hier_fi.freeinfo(hier_fabric_pre.list); /* (never taken) */
+    hier_fabric_pre.done = 0;
+    hier_fabric_pre.list = NULL;
     hier_lock_drop();
 }
 

@@ -45,7 +45,7 @@ typedef struct {
     /* where the node's ranks run, to place NICs near them: rank_numa[nlocal]
      * (-1 unknown) and mine is [me]; NULL: this process alone. topo locates
      * the NICs (NULL: every NIC near every rank). */
-    const hier_topo_t *topo;
+    hier_topo_t *topo;
     const int *rank_numa;
     int nlocal, me;
 } hier_fabric_config_t;
@@ -84,7 +84,13 @@ typedef struct {
 const char *hier_fabric_fork_safety(void);
 
 hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p);
-void hier_fabric_close(hier_fabric_t *fab);
+/* Step 1 of hier_fabric_open ahead of it (loading libfabric and asking it
+ * for providers: the costly part, 0.1-0.5 s where every provider
+ * initialises), e.g. in a thread while the application runs: the next
+ * hier_fabric_open with the same provider and hmem takes its answer. Not
+ * concurrently with hier_fabric_open (the caller orders them). */
+void hier_fabric_prefetch(const hier_fabric_config_t *cfg);
+void hier_fabric_close(hier_fabric_t *fab); /* (NULL: drops an answer prefetched and never taken) */
 /* The provider actually used, e.g. "tcp;ofi_rxm". */
 const char *hier_fabric_provider(const hier_fabric_t *fab);
 

@@ -65,7 +65,7 @@ static size_t hier_fabric_nics(struct fi_info *list, const char *filter, struct 
 }
 
 /* 2 */
-static int hier_fabric_nic_numa(const hier_topo_t *topo, const struct fi_info *i)
+static int hier_fabric_nic_numa(hier_topo_t *topo, const struct fi_info *i)
 {
     char busid[16];
     hier_locality_t loc;

@@ -12,7 +12,7 @@ const char *const check_served_paths[] = {"self", "shm_ll", "shm_flat", "shm_num
 const char *const check_fallback_paths[] = {"fallback_op", "fallback_datatype",
                                             "fallback_intercomm", "fallback_shm", "fallback_ranks",
                                             "fallback_forced", "fallback_net", "fallback_device",
-                                            "fallback_params", "fallback_mismatch", NULL};
+                                            "fallback_params", "fallback_mismatch", "fallback_warmup", NULL};
 
 static MPI_T_pvar_session check_session;
 static int check_open;
@@ -103,6 +103,28 @@ void check_pvars_read(check_counters_t *c)
             c->fallback[k] += c->reason_calls[k][p];
         }
     }
+}
+
+long check_warm_up(MPI_Comm comm, long max_calls)
+{
+    int warmup = check_reason_index("fallback_warmup"), n;
+    check_counters_t a, b;
+    MPI_Comm_size(comm, &n);
+    for (long i = 0; i < max_calls; i++) {
+        int in = 1, out = 0;
+        check_pvars_read(&a);
+        MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, comm);
+        check_pvars_read(&b);
+        CHECK(out == n, "warm-up allreduce %ld gave %d, want %d", i, out, n);
+        if (b.served[0] == a.served[0] + 1 && b.fallback[0] == a.fallback[0]) return i;
+        /* (the same verdict on every rank: agreed) */
+        if (b.reason_calls[0][warmup] != a.reason_calls[0][warmup] + 1) {
+            CHECK(0, "warm-up allreduce %ld: neither served nor fallback:warmup", i);
+            return -1;
+        }
+    }
+    CHECK(0, "still warming up after %ld calls", max_calls);
+    return -1;
 }
 
 void check_pvars_close(void)

@@ -26,6 +26,12 @@ int check_pvars_open(void);
 void check_pvars_read(check_counters_t *c);
 void check_pvars_close(void);
 
+/* 8-byte allreduces on comm until hier serves one (coll_hier_fabric_warmup:
+ * calls between nodes fall back while libfabric opens in the background);
+ * every one before must be fallback:warmup and right. The calls that fell
+ * back, or -1 (a failure is counted) after max_calls or another verdict. */
+long check_warm_up(MPI_Comm comm, long max_calls);
+
 int check_coll_index(const char *coll);
 int check_path_index(const char *path);   /* served path ident -> index, -1 if unknown */
 int check_reason_index(const char *reason);

@@ -15,6 +15,10 @@ TIMEOUT=${HIER_TEST_TIMEOUT:-300}
 LOG=$(mktemp -d /tmp/hier-mpi-tests.XXXXXX)
 passed=0 failed=0
 
+# coll_hier_fabric_warmup 0 (WARMUP=1 for the default): every call between
+# nodes is served from the first, so the cases can require it of each call;
+# the *_warmup cases run the default, where the first calls fall back while
+# libfabric opens in the background.
 # The component path goes in the environment (-x), not --mca: Open MPI 5's
 # mpirun hands an --mca component path to PMIx as well, which then prints a
 # complaint for every file in it. (-x applies to one MPMD context in 5.0.)
@@ -23,6 +27,7 @@ hier_mpirun() {
     shift
     ${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100 \
+        --mca coll_hier_fabric_warmup "${WARMUP:-0}" \
         --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" ${HIER_MPIRUN_ARGS:-} "$@"
 }
 
@@ -137,6 +142,9 @@ TC="$B/tests/mpi/test_colls --chunk $CHUNK"
 
 case_run np1_self 1 $TC --allreduce-path self
 case_run np2_auto 2 $TC
+# user-defined operations: commutative ones served on every path, checked against a local fold; a non-commutative one falls back
+case_run np2_userop 2 "$B/tests/mpi/test_userop"
+case_run np3_userop 3 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_userop" --quick
 # bound to cores, NUMA domains come from hwloc and each rank's binding
 BIND="--bind-to core" case_run np2_bound 2 $TC --quick
 case_run np3_rsag 3 --mca coll_hier_allreduce_algorithm rsag $TC --allreduce-path shm_rsag
@@ -249,6 +257,12 @@ hosts() { # hosts FILE SLOTS... : this host, then node1, node2, ... with those s
 if unshare --uts true 2>/dev/null; then
     FAKE="$FALLBACK_ARGS --mca plm_rsh_agent $S/contrib/hier-fake-node --mca mpi_yield_when_idle 1"
     case_run nodes2x2_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp $TC $NET
+    # the default: libfabric opens in the background; calls fall back (fallback:warmup) until it is open
+    # everywhere, then everything is served (the sweep on world, a dup, splits, interleaved)
+    case_run nodes2x2_userop_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        "$B/tests/mpi/test_userop" --quick
+    WARMUP=1 case_run nodes2x2_tcp_warmup 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        $TC --quick $NET --warm
     case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
     case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
     case_run nodes3_uneven_2_1_1_tcp_rxm 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN \
@@ -406,7 +420,7 @@ slurm_case() { # slurm_case NAME LAUNCH
     [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
     start=$(date +%s)
     printf '%s\n' "mca_base_component_path = $COMPONENT_PATH" "coll_hier_priority = 100" "coll_hier_stats = 1" \
-        "coll_hier_fabric_provider = tcp" "coll_hier_fabric_iface = rail0,rail1" \
+        "coll_hier_fabric_provider = tcp" "coll_hier_fabric_iface = rail0,rail1" "coll_hier_fabric_warmup = 0" \
         "coll_hier_shm_chunk_size = $CHUNK" "coll_hier_net_chunk_size = $CHUNK" >"$LOG/slurm-params.conf"
     OMPI_MCA_mca_base_param_files="$LOG/slurm-params.conf" OMPI_MCA_btl_tcp_if_include=rail0,rail1 \
         HIER_LAUNCH=$launch HIER_MPIRUN_ARGS="--bind-to none --mca mpi_yield_when_idle 1" \

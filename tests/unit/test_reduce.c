@@ -764,3 +764,36 @@ Test(dtype, sizes_match_c_types)
     cr_expect_eq(hier_dtype_size(HIER_DT_COUNT), 0);
 }
 
+
+/* ------------------------------------------------------------ user operations */
+
+/* inout = in op inout: a sum of int64s that also counts its calls and
+ * checks the context it was given. */
+static int user_calls;
+static void user_sum(const void *in, void *inout, size_t count, void *ctx)
+{
+    cr_expect_eq(*(int *)ctx, 42, "context lost");
+    for (size_t i = 0; i < count; i++) ((int64_t *)inout)[i] += ((const int64_t *)in)[i];
+    user_calls++;
+}
+
+Test(reduce, user_op_kernels_call_the_installed_function)
+{
+    hier_reduce_kernel_t k;
+    int ctx = 42;
+    int64_t a[5] = {1, 2, 3, 4, 5}, b[5] = {10, 20, 30, 40, 50}, out[5];
+    cr_expect(!hier_reduce_supported(HIER_DT_UINT64, HIER_OP_USER), "a user op with none installed");
+    cr_expect_eq(hier_reduce_kernel_get(HIER_DT_UINT64, HIER_OP_USER, &k), HIER_ERR_NOT_SUPPORTED);
+    hier_reduce_user_set(&(hier_user_op_t){user_sum, &ctx});
+    cr_assert_eq(hier_reduce_kernel_get(HIER_DT_UINT64, HIER_OP_USER, &k), HIER_OK);
+    k.comb(out, a, b, 5); /* out = a op b, neither touched */
+    for (int i = 0; i < 5; i++) cr_expect_eq(out[i], a[i] + b[i], "comb [%d]", i);
+    cr_expect_eq(a[4], 5);
+    cr_expect_eq(b[4], 50);
+    k.acc(a, b, 3); /* a = a op b on the first 3 */
+    cr_expect(a[0] == 11 && a[2] == 33 && a[3] == 4, "acc: %lld %lld %lld", (long long)a[0], (long long)a[2],
+              (long long)a[3]);
+    cr_expect_eq(user_calls, 2);
+    hier_reduce_user_set(NULL);
+    cr_expect(!hier_reduce_supported(HIER_DT_UINT64, HIER_OP_USER), "removed, still supported");
+}

@@ -433,6 +433,7 @@ static void nodes_setup(const char *provider)
     hier_params.net_chunk_size = 8192;
     hier_params.net_split_min = 1024;
     hier_params.fabric_slot_size = 4096;
+    hier_params.fabric_warmup = 0; /* (every call between nodes served: the warm-up has its own case) */
     fork_ranks_per_node = 2;
 }
 
@@ -483,5 +484,50 @@ Test(shm, a_rank_without_provider_makes_all_fall_back)
     int st[64];
     nodes_setup("tcp");
     cr_assert_eq(run_ranks(4, one_without_provider, st), 4, "statuses %d %d %d %d", st[0], st[1], st[2], st[3]);
+    fork_ranks_per_node = 0;
+}
+
+/* fabric_warmup: libfabric opens in a thread from the first call; until
+ * every rank's endpoint is ready calls fall back (fallback:warmup, every
+ * rank alike), then every call is served, right, between the nodes; the
+ * communicator made after that is served from its first call. With a
+ * rank missing the provider, the warm-up ends in fallback:net. */
+static int warm_up(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    int64_t x = me + 1, y = 0;
+    hier_path_t path = HIER_PATH_COUNT;
+    long fell = 0;
+    int missing = getenv("HIER_TEST_NO_PROVIDER") != NULL;
+    (void)w;
+    if (missing && me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
+    for (;; fell++) {
+        if (fell > 100000) return 1;
+        usleep(100); /* (work between calls, as an application has: 4 ranks spin on 2 cores here) */
+        hier_status_t st = hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path);
+        if (st == HIER_OK) break;
+        if (st != HIER_ERR_NOT_SUPPORTED) return 2;
+        if (path == HIER_PATH_FALLBACK_NET && missing) return fell > 0 ? 0 : 3;
+        if (path != HIER_PATH_FALLBACK_WARMUP) return 4;
+    }
+    if (missing) return 5;
+    if (y != (int64_t)n * (n + 1) / 2 || path != HIER_PATH_NET_RD) return 6;
+    if (fell == 0) return 7; /* (the first call opened nothing: it cannot have been ready) */
+    for (int i = 0; i < 5; i++) /* served from now on */
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK || path != HIER_PATH_NET_RD)
+            return 8;
+    return 0;
+}
+
+Test(shm, warm_up_falls_back_until_every_endpoint_is_ready)
+{
+    int st[64];
+    for (int missing = 0; missing < 2; missing++) {
+        nodes_setup("tcp");
+        hier_params.fabric_warmup = 1;
+        if (missing) setenv("HIER_TEST_NO_PROVIDER", "1", 1);
+        cr_expect_eq(run_ranks(4, warm_up, st), 4, "%s: statuses %d %d %d %d", missing ? "a rank without provider" : "",
+                     st[0], st[1], st[2], st[3]);
+        unsetenv("HIER_TEST_NO_PROVIDER");
+    }
     fork_ranks_per_node = 0;
 }

@@ -459,3 +459,90 @@ Test(topo, virtual_interfaces_have_no_bus_id)
     cr_expect_eq(hier_topo_netdev_busid("no-such-interface", busid, sizeof(busid)), HIER_ERR_NOT_SUPPORTED);
     cr_expect_eq(hier_topo_netdev_busid("../etc", busid, sizeof(busid)), HIER_ERR_INVALID_ARG);
 }
+
+/* ------------------------------------------------ cheaper loads, lent topologies */
+
+/* The first PCI device hwloc lists on this machine, if any. */
+static int first_pci_busid(char *busid, size_t len)
+{
+    hwloc_topology_t t;
+    int found = 0;
+    cr_assert_eq(hwloc_topology_init(&t), 0);
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
+    cr_assert_eq(hwloc_topology_load(t), 0);
+    hwloc_obj_t dev = hwloc_get_next_pcidev(t, NULL);
+    if (dev) {
+        snprintf(busid, len, "%04x:%02x:%02x.%01x", dev->attr->pcidev.domain, dev->attr->pcidev.bus,
+                 dev->attr->pcidev.dev, dev->attr->pcidev.func);
+        found = 1;
+    }
+    hwloc_topology_destroy(t);
+    return found;
+}
+
+/* Without PCI devices at open, the first PCI query loads them: the same
+ * answer as a topology opened with them. */
+Test(topo, cpus_only_loads_pci_devices_when_asked)
+{
+    char busid[16];
+    hier_topo_t *full, *cpus;
+    hier_locality_t a = {.numa = 7}, b = {.numa = 9};
+    if (!first_pci_busid(busid, sizeof(busid))) cr_skip_test("SKIP: hwloc lists no PCI device on this machine");
+    cr_assert_eq(hier_topo_open(NULL, &full), HIER_OK);
+    cr_assert_eq(hier_topo_open_cpus(&cpus), HIER_OK);
+    hier_status_t sa = hier_topo_pci_locality(full, busid, &a), sb = hier_topo_pci_locality(cpus, busid, &b);
+    cr_expect_eq(sa, sb, "%s: %d with PCI devices loaded at open, %d loaded when asked", busid, sa, sb);
+    if (sa == HIER_OK) cr_expect_eq(a.numa, b.numa, "%s: NUMA %d against %d", busid, a.numa, b.numa);
+    cr_expect_eq(hier_topo_pci_locality(cpus, "0000:ff:1f.7", &b), HIER_ERR_NOT_SUPPORTED);
+    hier_topo_close(full);
+    hier_topo_close(cpus);
+    cr_expect_eq(n_errors, 0);
+}
+
+/* A topology another library loaded: used as it is, left to its owner. */
+Test(topo, adopted_topology_is_used_and_left_alone)
+{
+    hwloc_topology_t t;
+    hier_topo_t *topo = NULL;
+    hier_locality_t loc = {.numa = -7};
+    cr_expect(hier_topo_library() == (hier_topo_load_fn_t)hwloc_topology_load, "not the hwloc linked here");
+    cr_assert_eq(hwloc_topology_init(&t), 0);
+    cr_assert_eq(hwloc_topology_load(t), 0);
+    cr_assert_eq(hier_topo_adopt(t, &topo), HIER_OK);
+    cr_expect_eq(hier_topo_self_locality(topo, &loc), HIER_OK);
+    cr_expect_geq(loc.numa, -1);
+    hier_topo_close(topo);
+    /* still the owner's: usable after close (valgrind and ASan see a use after free otherwise) */
+    cr_expect_gt(hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU), 0);
+    hwloc_topology_destroy(t);
+    cr_expect_eq(n_errors, 0);
+}
+
+Test(topo, adopt_refuses_what_is_not_this_machine)
+{
+    hwloc_topology_t t;
+    hier_topo_t *topo = (hier_topo_t *)&topo;
+    cr_expect_eq(hier_topo_adopt(NULL, &topo), HIER_ERR_NOT_SUPPORTED);
+    cr_assert_eq(hwloc_topology_init(&t), 0);
+    cr_assert_eq(hwloc_topology_set_synthetic(t, SYN_4NUMA), 0);
+    cr_assert_eq(hwloc_topology_load(t), 0);
+    cr_expect_eq(hier_topo_adopt(t, &topo), HIER_ERR_NOT_SUPPORTED);
+    cr_expect(topo == (hier_topo_t *)&topo, "output touched");
+    hwloc_topology_destroy(t);
+}
+
+/* The kernel's count of NUMA domains is hwloc's (the one-domain shortcut
+ * of the first call rests on it). */
+Test(topo, machine_numa_count_is_hwlocs)
+{
+    hier_topo_t *topo;
+    char buf[128];
+    int numa = -1;
+    cr_assert_eq(hier_topo_open(NULL, &topo), HIER_OK);
+    cr_assert_eq(hier_topo_describe(topo, buf, sizeof(buf)), HIER_OK);
+    cr_assert_eq(sscanf(buf, "packages=%*d numa=%d", &numa), 1, "%s", buf);
+    int sysfs = hier_topo_machine_numa_count();
+    if (sysfs == 0) cr_skip_test("SKIP: the kernel lists no NUMA node (no NUMA support)");
+    cr_expect_eq(sysfs, numa, "sysfs lists %d NUMA nodes, hwloc %d", sysfs, numa);
+    hier_topo_close(topo);
+}

@@ -59,9 +59,19 @@ int mca_coll_hier_register_pvars(void);
 void mca_coll_hier_stats_report(void);
 
 /* MPI datatype (and op) to core element type and element count. Returns
- * MCA_COLL_HIER_SERVED or the fallback reason. */
+ * MCA_COLL_HIER_SERVED or the fallback reason. A user's commutative op maps
+ * to HIER_OP_USER, one element per item of the datatype. */
 hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p,
                                         size_t *per_type_p, hier_op_t *op_p);
+/* Around a core call with HIER_OP_USER (nothing for the others): the
+ * calling thread's reductions call the user's function through Open MPI
+ * (ompi_op_reduce) with the call's datatype. u lives until the end. */
+typedef struct {
+    ompi_op_t *op;
+    ompi_datatype_t *dtype;
+} mca_coll_hier_user_op_t;
+void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op, ompi_datatype_t *dtype);
+void mca_coll_hier_user_op_end(hier_op_t hop);
 /* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
 hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p);
 

@@ -13,8 +13,11 @@ int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     ompi_datatype_type_size(dtype, &tsize);
     if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
     if (path == MCA_COLL_HIER_SERVED) {
+        mca_coll_hier_user_op_t user;
+        mca_coll_hier_user_op_begin(&user, hop, op, dtype);
         hier_status_t st = hier_comm_allreduce(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf,
                                                (size_t)count * per_type, dt, hop, &path);
+        mca_coll_hier_user_op_end(hop);
         if (st == HIER_OK) {
             mca_coll_hier_account(hm, HIER_COLL_ALLREDUCE, path, (size_t)count * tsize);
             return MPI_SUCCESS;

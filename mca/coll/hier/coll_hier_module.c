@@ -5,6 +5,7 @@
 #include "ompi/group/group.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/proc/proc.h"
+#include "opal/mca/hwloc/hwloc-internal.h"
 #include "opal/runtime/opal_progress.h"
 #if MCA_COLL_HIER_HAVE_ACCELERATOR
 #include "opal/mca/accelerator/accelerator.h"
@@ -17,6 +18,7 @@
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
+#include "base/hier_topo.h"
 
 static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
 {
@@ -49,14 +51,26 @@ static int mca_coll_hier_accel_is_device(const void *p)
 }
 #endif
 
+/* The machine's topology if Open MPI has loaded it already (5.0 maps the
+ * one its daemon found) and its hwloc is ours, not an embedded copy; NULL:
+ * the core loads its own (Open MPI 4.1 would discover one with its PCI
+ * devices, 3x what the core needs on one node). */
+static void *mca_coll_hier_topology(void)
+{
+    if ((hier_topo_load_fn_t)hwloc_topology_load != hier_topo_library()) return NULL;
+    return opal_hwloc_topology;
+}
+
 /* enable_mpi_threads: MPI_THREAD_MULTIPLE, collectives on different
  * communicators may run at once; the shared endpoint then takes a lock.
  * Open MPI 5's accelerator framework, when a real component (not null) was
- * selected, tells the core device memory its own backends cannot. */
+ * selected, tells the core device memory its own backends cannot. Open MPI
+ * has loaded the machine's topology by now: the core borrows it. */
 int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
     hier_lock_set_threads(enable_mpi_threads);
+    hier_comm_lend_topology(mca_coll_hier_topology);
 #if MCA_COLL_HIER_HAVE_ACCELERATOR
     const char *acc = opal_accelerator_base_selected_component.base_version.mca_component_name;
     if (strcmp(acc, "null") != 0) {

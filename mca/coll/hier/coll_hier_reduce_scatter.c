@@ -30,7 +30,10 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
         return path;
     }
     for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;
+    mca_coll_hier_user_op_t user;
+    mca_coll_hier_user_op_begin(&user, hop, op, dtype);
     *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf, counts, dt, hop, &path);
+    mca_coll_hier_user_op_end(hop);
     if (counts != stack) free(counts);
     return path;
 }

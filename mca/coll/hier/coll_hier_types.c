@@ -151,6 +151,55 @@ hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdif
     return MCA_COLL_HIER_SERVED;
 }
 
+/* A user's commutative operation (MPI_Op_create) on a gap-free array of
+ * one predefined type (the type itself, or a contiguous derived type of it)
+ * whose extent is one of the core's element sizes: the core cuts buffers
+ * only between elements of that size, so the user's function always gets
+ * whole elements of the call's own datatype, which it is called with
+ * (mca_coll_hier_user_reduce). Non-commutative operations keep MPI's
+ * canonical order only in the previous component. */
+static hier_path_t mca_coll_hier_map_user(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p)
+{
+    static const hier_dtype_t carriers[] = {HIER_DT_UINT8, HIER_DT_UINT16, HIER_DT_UINT32, HIER_DT_UINT64,
+                                            HIER_DT_DOUBLE_COMPLEX, HIER_DT_LONG_DOUBLE_COMPLEX};
+    ptrdiff_t lb, extent, tlb, textent;
+    size_t size;
+
+    if (!ompi_op_is_commute(op)) return HIER_PATH_FALLBACK_OP;
+    if (!ompi_datatype_is_predefined(dtype) && !ompi_datatype_get_single_predefined_type_from_args(dtype))
+        return HIER_PATH_FALLBACK_DATATYPE;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &tlb, &textent);
+    ompi_datatype_type_size(dtype, &size);
+    if (lb != 0 || tlb != 0 || size != (size_t)extent || !ompi_datatype_is_contiguous_memory_layout(dtype, 2))
+        return HIER_PATH_FALLBACK_DATATYPE;
+    for (size_t i = 0; i < sizeof(carriers) / sizeof(carriers[0]); i++)
+        if (hier_dtype_size(carriers[i]) == size) {
+            *dt_p = carriers[i];
+            return MCA_COLL_HIER_SERVED;
+        }
+    return HIER_PATH_FALLBACK_DATATYPE;
+}
+
+static void mca_coll_hier_user_reduce(const void *in, void *inout, size_t count, void *ctx)
+{
+    mca_coll_hier_user_op_t *u = ctx;
+    ompi_op_reduce(u->op, (void *)in, inout, count, u->dtype); /* inout = in op inout, the user's function */
+}
+
+void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op, ompi_datatype_t *dtype)
+{
+    if (hop != HIER_OP_USER) return;
+    u->op = op;
+    u->dtype = dtype;
+    hier_comm_user_op_set(&(hier_user_op_t){mca_coll_hier_user_reduce, u});
+}
+
+void mca_coll_hier_user_op_end(hier_op_t hop)
+{
+    if (hop == HIER_OP_USER) hier_comm_user_op_set(NULL);
+}
+
 hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p,
                                         size_t *per_type_p, hier_op_t *op_p)
 {
@@ -161,7 +210,14 @@ hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, h
 
     for (size_t i = 0; i < sizeof(mca_coll_hier_ops) / sizeof(mca_coll_hier_ops[0]); i++)
         if (mca_coll_hier_ops[i].mpi == op) hop = (int)mca_coll_hier_ops[i].op;
-    if (hop < 0) return HIER_PATH_FALLBACK_OP; /* user-defined op */
+    if (hop < 0 && ompi_op_is_intrinsic(op)) return HIER_PATH_FALLBACK_OP; /* (MPI_REPLACE, MPI_NO_OP) */
+    if (hop < 0) {
+        hier_path_t path = mca_coll_hier_map_user(dtype, op, dt_p);
+        if (path != MCA_COLL_HIER_SERVED) return path;
+        *per_type_p = 1;
+        *op_p = HIER_OP_USER;
+        return path;
+    }
 
     /* A derived type qualifies when it is a contiguous run of one predefined type. */
     if (!ompi_datatype_is_predefined(dtype)) {
