@@ -91,9 +91,10 @@ static const hier_param_desc_t hier_param_table[] = {
      "(process_vm_readv: each rank reads the others' blocks, one copy instead of two through the segment) when "
      "every local rank has a core of its own and the kernel allows it (probed once per communicator)",
      HIER_PARAM_OFF(allgather_cma_min), 0, 0, 5},
-    {"allgather_cma_max", HIER_PARAM_SIZE, "128K",
-     "The largest such block; above it the segment's pipeline is faster (measured: np 2, 2 cores); 0 = never "
-     "single copy under auto",
+    {"allgather_cma_max", HIER_PARAM_SIZE, "0",
+     "The largest such block; 0 = never single copy under auto (the default: timed with a barrier before every "
+     "call, as OSU and IMB do, the segment's path was 2-3x faster at every block size on np 2 with a core each; "
+     "single copy only looked faster back to back, one call's copies overlapping the next)",
      HIER_PARAM_OFF(allgather_cma_max), 0, 0, 5},
     {"fabric_provider", HIER_PARAM_STRING, "",
      "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "

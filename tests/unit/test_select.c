@@ -77,9 +77,13 @@ Test(select, allreduce_forced)
     EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8193, HIER_PATH_SHM_RSAG); /* does not: auto's choice */
 }
 
+/* The window is closed by default (the segment wins with a barrier before
+ * every call); opened, it holds between its bounds. */
 Test(select, allgather_single_copy_window)
 {
     hier_select_shape_t s = one_node(2);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_cma_min, HIER_PATH_SHM_COPY);
+    hier_params.allgather_cma_max = 128 << 10;
     size_t lo = hier_params.allgather_cma_min, hi = hier_params.allgather_cma_max;
     cr_assert(hier_params.allgather_ll_max < lo && lo <= hi);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_ll_max, HIER_PATH_SHM_LL);
