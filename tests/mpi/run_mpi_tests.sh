@@ -348,9 +348,12 @@ if unshare --uts true 2>/dev/null; then
     else
         echo "SKIP: DDP cases ($why)"
     fi
-    # mpi4py's own test suite (of the installed 3.1.4: Debian's source
-    # package, or HIER_MPI4PY_SOURCE): the same result for every test with
+    # mpi4py's own test suite (of the installed 3.1.4: HIER_MPI4PY_SOURCE,
+    # the copy in shared/ beside the tree (Debian's archive does not serve
+    # it), or Debian's source package): the same result for every test with
     # and without hier, at np 2, np 3 and on 2 x 2 fake nodes.
+    [ -n "${HIER_MPI4PY_SOURCE:-}" ] || [ ! -f "$S/../shared/mpi4py-3.1.4/test/runtests.py" ] ||
+        HIER_MPI4PY_SOURCE=$(cd "$S/../shared/mpi4py-3.1.4" && pwd)
     if why=$(python_mpi_usable); then
         for layout in "--np 2" "--np 3" "--fake-nodes 2x2"; do
             name=mpi4py_suite_$(tr -dc 'a-z0-9' <<<"$layout")
