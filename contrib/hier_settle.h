@@ -9,12 +9,16 @@
 #define HIER_SETTLE_H
 
 #include <mpi.h>
+#include <stdlib.h>
 
-/* 4-byte allreduces on comm until one is not counted as fallback:warmup
- * (hier's MPI_T counter coll_hier_allreduce_fallback_warmup_calls), or for
- * max_s seconds at most (the slowest rank's clock decides, so every rank
- * stops at the same call; the verdict per call is the same on every rank).
- * Returns the calls that fell back; 0 at once where hier is not loaded. */
+/* 1 MiB allreduces on comm (large enough to start the opening under any
+ * coll_hier_fabric_open_min up to that) until one is not counted as
+ * fallback:warmup (hier's MPI_T counter
+ * coll_hier_allreduce_fallback_warmup_calls), or for max_s seconds at most
+ * (the slowest rank's clock decides, so every rank stops at the same call;
+ * the verdict per call is the same on every rank). Returns the calls that
+ * fell back; 0 at once where hier is not loaded. */
+#define HIER_SETTLE_INTS (1 << 18)
 static inline long hier_settle(MPI_Comm comm, double max_s)
 {
     int provided, idx, count;
@@ -30,14 +34,17 @@ static inline long hier_settle(MPI_Comm comm, double max_s)
     }
     MPI_T_pvar_handle_alloc(session, idx, NULL, &handle, &count);
     double t0 = MPI_Wtime();
-    for (;; fell++) {
+    int *in = calloc(HIER_SETTLE_INTS, sizeof(int)), *out = malloc(HIER_SETTLE_INTS * sizeof(int));
+    for (; in && out; fell++) {
         unsigned long long before = 0, after = 0;
-        int late = MPI_Wtime() - t0 > max_s, any_late = 0;
+        in[0] = MPI_Wtime() - t0 > max_s;
         MPI_T_pvar_read(session, handle, &before);
-        MPI_Allreduce(&late, &any_late, 1, MPI_INT, MPI_MAX, comm);
+        MPI_Allreduce(in, out, HIER_SETTLE_INTS, MPI_INT, MPI_MAX, comm); /* out[0]: some rank is late */
         MPI_T_pvar_read(session, handle, &after);
-        if (after == before || any_late) break;
+        if (after == before || out[0]) break;
     }
+    free(in);
+    free(out);
     MPI_T_pvar_handle_free(session, &handle);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();

@@ -121,6 +121,12 @@ static const hier_param_desc_t hier_param_table[] = {
      "to the previous component (counted as fallback:warmup), so the first call costs what Open MPI's own does; "
      "0 = the first such call opens it and waits",
      HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
+    {"fabric_open_min", HIER_PARAM_SIZE, "64K",
+     "With fabric_warmup, libfabric starts opening at the first call between nodes of at least this many bytes "
+     "(the whole vector: allreduce's, allgather's or reduce_scatter's), or at a communicator's 1024th call "
+     "between nodes; smaller calls before that go to the previous component: the opening costs 0.1-0.5 s of a "
+     "core, which a few small calls never pay back. 0 = at the first call",
+     HIER_PARAM_OFF(fabric_open_min), 0, 1, 4},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",
      HIER_PARAM_OFF(fabric_slot_size), 0, 0, 5},

@@ -50,6 +50,7 @@ typedef struct {
     int fabric_rails_max;         /* NICs one process drives at most */
     int fabric_stripe;            /* messages spread over every shared rail */
     int fabric_warmup;            /* open libfabric in the background; calls between nodes wait for no one */
+    size_t fabric_open_min;       /* bytes of a call between nodes that starts the opening */
     size_t fabric_slot_size;      /* bytes per message slot of an inter-node channel */
     int fabric_slots;             /* slots per channel: messages in flight before credit returns */
     int net_algorithm;            /* between nodes: AUTO, RING, RD or RH */

@@ -140,7 +140,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, path_p)) == HIER_ERR_NOT_SUPPORTED)
+    if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, bytes, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
     dev.chunked = hier_comm_chunked(c, ready, bytes);
     if (!c->staged && !dev.chunked) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
@@ -157,7 +157,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, path_p)) == HIER_ERR_NOT_SUPPORTED)
+    if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, total, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
     if (ready == HIER_OK && hier_coll_pd_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
         c->staged = 0; /* NIC to NIC: nothing staged */
@@ -181,7 +181,8 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, path_p)) == HIER_ERR_NOT_SUPPORTED)
+    if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, total * es, path_p)) ==
+        HIER_ERR_NOT_SUPPORTED)
         return ready;
     dev.chunked = hier_comm_chunked(c, ready, total * es);
     if (!c->staged && !dev.chunked) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);

@@ -12,20 +12,25 @@
 #include "select/hier_select.h"
 
 /* A communicator waiting for endpoints (HIER_COMM_WARMING): whether every
- * rank's is ready now, agreed (the same answer on every rank). The
- * agreement is a small collective of the previous component: asked at the
- * 1st, 2nd, 4th, ... 64th call while warming, then every 64th (every rank
- * counts the same calls), so a long warm-up (a busy node) costs few. */
-static int hier_comm_warm(hier_comm_t *c)
+ * rank's is ready now, agreed (the same answer on every rank). Small calls
+ * before the 1024th neither start the opening (fabric_open_min) nor ask.
+ * The agreement is a small collective of the previous component: asked at
+ * the 1st, 2nd, 4th, ... 64th call that may open, then every 64th (every
+ * rank counts the same calls), so a long warm-up (a busy node) costs few. */
+#define HIER_COMM_WARM_CALLS 1024
+
+static int hier_comm_warm(hier_comm_t *c, size_t bytes)
 {
-    uint64_t n = ++c->warm_calls;
+    if (++c->warm_calls < HIER_COMM_WARM_CALLS && bytes < hier_params.fabric_open_min) return 0;
+    hier_core_fabric_warm();
+    uint64_t n = ++c->warm_asks;
     if ((n & (n - 1)) && n % 64) return 0;
     int ready = hier_core_fabric_ready();
     return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
 }
 
 /* Common entry: the set-up at the first call, a forced fallback, or one rank. */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_path_t *path_p)
 {
     if (algo == HIER_ALGO_FALLBACK) {
         *path_p = HIER_PATH_FALLBACK_FORCED;
@@ -35,8 +40,10 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p)
         *path_p = HIER_PATH_SELF;
         return HIER_IN_PROGRESS; /* caller copies */
     }
-    if (c->state == HIER_COMM_WARMING && hier_comm_warm(c)) c->state = HIER_COMM_NEW;
-    if (c->state == HIER_COMM_NEW) hier_comm_setup(c);
+    if (c->state == HIER_COMM_WARMING && hier_comm_warm(c, bytes)) c->state = HIER_COMM_NEW;
+    if (c->state == HIER_COMM_NEW && hier_comm_setup(c) == HIER_ERR_NOT_SUPPORTED && c->state == HIER_COMM_WARMING &&
+        (bytes >= hier_params.fabric_open_min))
+        hier_core_fabric_warm(); /* (the first call may open too) */
     if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;
@@ -117,7 +124,7 @@ static hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_
 static hier_status_t hier_coll_begin(hier_comm_t *c, int algo, const void *sbuf, void *rbuf, size_t self_bytes,
                                      hier_path_t *path_p)
 {
-    hier_status_t st = hier_comm_prepare(c, algo, path_p);
+    hier_status_t st = hier_comm_prepare(c, algo, self_bytes, path_p);
     if (st != HIER_IN_PROGRESS) return st;
     if (sbuf) memcpy(rbuf, sbuf, self_bytes);
     return st;

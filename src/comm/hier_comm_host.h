@@ -11,7 +11,9 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
 hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                             hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
 /* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
- * communicator (the caller copies), or a fallback with its reason. */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, hier_path_t *path_p);
+ * communicator (the caller copies), or a fallback with its reason. bytes:
+ * the call's whole vector, the same on every rank (it may start opening
+ * libfabric: fabric_open_min). */
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_path_t *path_p);
 
 #endif

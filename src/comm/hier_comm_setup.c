@@ -213,7 +213,6 @@ hier_status_t hier_comm_setup(hier_comm_t *c)
     int status = HIER_SETUP_NO_MEMORY;
     uint32_t box = hier_net_new_box();
     if (hier_setup_locality(c, &loc) != HIER_OK) loc.procs = NULL;
-    if (loc.procs && loc.node >= 0) hier_core_fabric_warm(); /* (spans nodes: the endpoint will be needed) */
     for (int fresh_only = 0; fresh_only < 2; fresh_only++) {
         status = hier_setup_try(c, &loc, fresh_only, box, &offer);
         if (status < HIER_SETUP_NO_MEMORY) break; /* refused on every rank alike (c->refused) */

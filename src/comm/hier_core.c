@@ -23,7 +23,7 @@ static int hier_core_fab_tried;
 static int *hier_core_place; /* the node's ranks' NUMA domains, to place NICs (hier_core_fabric_place) */
 /* fabric_warmup: the endpoint's costly first step in a thread, started by
  * the first communicator that spans nodes, joined before the endpoint opens */
-enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED };
+enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED, HIER_WARM_NO_THREAD };
 static pthread_t hier_core_warm_thread;
 static _Atomic int hier_core_warm_state;
 static int hier_core_place_n, hier_core_place_me;
@@ -91,16 +91,21 @@ void hier_core_fabric_warm(void)
     if (hier_params.fabric_warmup && !hier_core_fab && !hier_core_fab_tried &&
         atomic_load_explicit(&hier_core_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
         int ret = pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
-        if (ret == 0) atomic_store_explicit(&hier_core_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
-        else HIER_LOG(HIER_LOG_COMM, "no thread to open libfabric in the background (%s): the first call "
-                      "between nodes opens it", strerror(ret));
+        if (ret == 0) {
+            atomic_store_explicit(&hier_core_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
+        } else {
+            atomic_store_explicit(&hier_core_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
+            HIER_LOG(HIER_LOG_COMM, "no thread to open libfabric in the background (%s): the next call between "
+                     "nodes opens it", strerror(ret));
+        }
     }
     hier_lock_drop();
 }
 
 int hier_core_fabric_ready(void)
 {
-    return atomic_load_explicit(&hier_core_warm_state, memory_order_acquire) != HIER_WARM_RUNNING;
+    if (!hier_params.fabric_warmup || atomic_load_explicit(&hier_core_fab, memory_order_acquire)) return 1;
+    return atomic_load_explicit(&hier_core_warm_state, memory_order_acquire) >= HIER_WARM_DONE;
 }
 
 static hier_fabric_t *hier_core_fabric_locked(void)

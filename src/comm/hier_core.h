@@ -12,9 +12,10 @@ hier_progress_fn_t hier_core_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_core_fabric(void);
 /* fabric_warmup: start opening the endpoint in the background (once; a
- * communicator spanning nodes does at its set-up). Ready: nothing is
- * opening in the background any more (then hier_core_fabric is quick, or
- * opens it in the foreground when nothing was started). */
+ * communicator spanning nodes does at its first call large enough,
+ * fabric_open_min). Ready: opened in the background, or open, or
+ * fabric_warmup 0 (then hier_core_fabric opens it in the foreground), or
+ * no thread could be had (the same). */
 void hier_core_fabric_warm(void);
 int hier_core_fabric_ready(void);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to

@@ -26,7 +26,7 @@ int check_pvars_open(void);
 void check_pvars_read(check_counters_t *c);
 void check_pvars_close(void);
 
-/* 8-byte allreduces on comm until hier serves one (coll_hier_fabric_warmup:
+/* 128 KiB allreduces on comm until hier serves one (coll_hier_fabric_warmup:
  * calls between nodes fall back while libfabric opens in the background);
  * every one before must be fallback:warmup and right. The calls that fell
  * back, or -1 (a failure is counted) after max_calls or another verdict. */

@@ -487,31 +487,43 @@ Test(shm, a_rank_without_provider_makes_all_fall_back)
     fork_ranks_per_node = 0;
 }
 
-/* fabric_warmup: libfabric opens in a thread from the first call; until
- * every rank's endpoint is ready calls fall back (fallback:warmup, every
- * rank alike), then every call is served, right, between the nodes; the
- * communicator made after that is served from its first call. With a
- * rank missing the provider, the warm-up ends in fallback:net. */
+/* fabric_warmup: small calls between nodes fall back and open nothing;
+ * the first large one (fabric_open_min) starts libfabric opening in a
+ * thread; until every rank's endpoint is ready calls fall back
+ * (fallback:warmup, every rank alike), then every call is served, right,
+ * between the nodes. With a rank missing the provider, the warm-up ends in
+ * fallback:net. */
+#define WARM_BIG 16384 /* int64: 128 KiB, past fabric_open_min */
 static int warm_up(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
+    static int64_t xs[WARM_BIG], ys[WARM_BIG];
     int64_t x = me + 1, y = 0;
     hier_path_t path = HIER_PATH_COUNT;
     long fell = 0;
     int missing = getenv("HIER_TEST_NO_PROVIDER") != NULL;
     (void)w;
     if (missing && me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
-    for (;; fell++) {
+    for (int i = 0; i < 50; i++) { /* small calls start nothing: they keep falling back */
+        usleep(100);
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED ||
+            path != HIER_PATH_FALLBACK_WARMUP)
+            return 9;
+    }
+    for (int k = 0; k < WARM_BIG; k++) xs[k] = me + k;
+    for (;; fell++) { /* a large one starts the opening */
         if (fell > 100000) return 1;
         usleep(100); /* (work between calls, as an application has: 4 ranks spin on 2 cores here) */
-        hier_status_t st = hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path);
+        hier_status_t st = hier_comm_allreduce(comm, xs, ys, WARM_BIG, HIER_DT_INT64, HIER_OP_SUM, &path);
         if (st == HIER_OK) break;
         if (st != HIER_ERR_NOT_SUPPORTED) return 2;
         if (path == HIER_PATH_FALLBACK_NET && missing) return fell > 0 ? 0 : 3;
         if (path != HIER_PATH_FALLBACK_WARMUP) return 4;
     }
     if (missing) return 5;
-    if (y != (int64_t)n * (n + 1) / 2 || path != HIER_PATH_NET_RD) return 6;
-    if (fell == 0) return 7; /* (the first call opened nothing: it cannot have been ready) */
+    for (int k = 0; k < WARM_BIG; k++)
+        if (ys[k] != (int64_t)n * (n - 1) / 2 + (int64_t)n * k) return 6;
+    if (path < HIER_PATH_NET_RING || path > HIER_PATH_NET_RS) return 6;
+    if (fell == 0) return 7; /* (the first large call opened nothing: it cannot have been ready) */
     for (int i = 0; i < 5; i++) /* served from now on */
         if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK || path != HIER_PATH_NET_RD)
             return 8;
