@@ -116,10 +116,10 @@ static const hier_param_desc_t hier_param_table[] = {
      "rail only. Ranks must agree (both ends cut a message alike)",
      HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
     {"fabric_warmup", HIER_PARAM_INT, "1",
-     "Open libfabric in the background, from the first call of a communicator that spans nodes (loading it "
-     "and finding its providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go "
-     "to the previous component (counted as fallback:warmup), so the first call costs what Open MPI's own does; "
-     "0 = the first such call opens it and waits",
+     "Open libfabric in a thread, once a call between nodes is worth it (fabric_open_min; loading it and "
+     "finding its providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go to "
+     "the previous component (counted as fallback:warmup), so no call waits for it; 0 = the first call "
+     "between nodes opens it and waits",
      HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
     {"fabric_open_min", HIER_PARAM_SIZE, "64K",
      "With fabric_warmup, libfabric starts opening at the first call between nodes of at least this many bytes "
