@@ -41,9 +41,9 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_pat
         return HIER_IN_PROGRESS; /* caller copies */
     }
     if (c->state == HIER_COMM_WARMING && hier_comm_warm(c, bytes)) c->state = HIER_COMM_NEW;
-    if (c->state == HIER_COMM_NEW && hier_comm_setup(c) == HIER_ERR_NOT_SUPPORTED && c->state == HIER_COMM_WARMING &&
-        (bytes >= hier_params.fabric_open_min))
-        hier_core_fabric_warm(); /* (the first call may open too) */
+    if (c->state == HIER_COMM_NEW) hier_comm_setup(c);
+    if (c->state == HIER_COMM_WARMING && !c->warm_calls && bytes >= hier_params.fabric_open_min)
+        hier_core_fabric_warm(); /* (the call that found it warming may start the opening too) */
     if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;

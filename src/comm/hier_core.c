@@ -22,7 +22,8 @@ static hier_fabric_t *_Atomic hier_core_fab; /* (read unlocked by every waiting 
 static int hier_core_fab_tried;
 static int *hier_core_place; /* the node's ranks' NUMA domains, to place NICs (hier_core_fabric_place) */
 /* fabric_warmup: the endpoint's costly first step in a thread, started by
- * the first communicator that spans nodes, joined before the endpoint opens */
+ * the first call between nodes worth it (hier_comm_host.c), joined before
+ * the endpoint opens */
 enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED, HIER_WARM_NO_THREAD };
 static pthread_t hier_core_warm_thread;
 static _Atomic int hier_core_warm_state;
