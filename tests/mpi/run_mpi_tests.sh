@@ -186,6 +186,7 @@ case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
 DEV="-x HIER_TEST_DEVICE=1 -x HIER_TEST_DEVICE_DELAY_US=5 --mca coll_hier_device_stage_chunk 4K"
 PD="--mca coll_hier_fabric_provider shm --mca coll_hier_device_peer_direct_min 4K"
 case_run np3_device_staged 3 $DEV $TC
+case_run np3_device_staged_userop 3 $DEV "$B/tests/mpi/test_userop" --quick
 case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --direct-min 4096
 case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_staging 1 $TC --quick
 case_run np4_device_on_even_ranks_shm 4 $DEV -x HIER_TEST_DEVICE=even $PD $TC --quick --direct-min 4096

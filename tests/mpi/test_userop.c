@@ -12,6 +12,11 @@
  * count, and never by two threads at once.
  * A non-commutative one (composition of affine maps mod 2^32) must fall
  * back (fallback:op) and be right in MPI's canonical order.
+ * With HIER_TEST_DEVICE=1 every buffer handed to MPI is "device memory" of
+ * the test backend (tests/common/test_dev_backend.c, which the CPU cannot
+ * touch directly): every call must be staged through host memory, so the
+ * user's function only ever sees host memory (the non-commutative op, which
+ * the previous component would apply to device memory, is left out).
  *
  *   test_userop [--quick]
  */
@@ -22,6 +27,32 @@
 #include <string.h>
 
 #include "mpi_check.h"
+#include "test_dev_backend.h"
+
+static int device; /* HIER_TEST_DEVICE set: buffers handed to MPI are device memory */
+
+/* A buffer: what MPI gets (p) and what this program reads and writes (h). */
+typedef struct {
+    char *p, *h;
+} xbuf_t;
+
+static xbuf_t xalloc(size_t bytes)
+{
+    xbuf_t b;
+    if (device) {
+        b.p = tdev_alloc(bytes);
+        b.h = (char *)tdev_alias(b.p);
+    } else {
+        b.p = b.h = malloc(bytes);
+    }
+    return b;
+}
+
+static void xfree(xbuf_t b)
+{
+    if (device) tdev_free(b.p);
+    else free(b.p);
+}
 
 static MPI_Datatype expect_type, vec4;
 static atomic_int inside;
@@ -144,34 +175,35 @@ static void same_everywhere(const char *what, const void *buf, size_t len)
 static int one_count(const userop_t *u, MPI_Op op, size_t items, int rank, int n)
 {
     size_t bytes = items * u->esize, per = items / (size_t)n;
-    char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *want = malloc(bytes + 1), *tmp = malloc(bytes + 1);
+    xbuf_t xin = xalloc(bytes + 1), xout = xalloc(bytes + 1);
+    char *in = xin.h, *out = xout.h, *want = malloc(bytes + 1), *tmp = malloc(bytes + 1);
     int *rc = malloc(sizeof(int) * (size_t)n), calls = 0;
     char what[96];
     expect_type = *u->type;
     reference(u, op, n, items, want, tmp);
 
     fill(u, rank, items, in);
-    MPI_Allreduce(in, out, (int)items, *u->type, op, MPI_COMM_WORLD), calls++;
+    MPI_Allreduce(xin.p, xout.p, (int)items, *u->type, op, MPI_COMM_WORLD), calls++;
     snprintf(what, sizeof(what), "%s allreduce of %zu", u->name, items);
     CHECK(!memcmp(out, want, bytes), "%s: wrong result", what);
     if (u->commute) same_everywhere(what, out, bytes);
     memcpy(out, in, bytes);
-    MPI_Allreduce(MPI_IN_PLACE, out, (int)items, *u->type, op, MPI_COMM_WORLD), calls++;
+    MPI_Allreduce(MPI_IN_PLACE, xout.p, (int)items, *u->type, op, MPI_COMM_WORLD), calls++;
     CHECK(!memcmp(out, want, bytes), "%s in place: wrong result", what);
 
     size_t first = 0; /* reduce_scatter: rank r gets per + (r < items % n) */
     for (int r = 0; r < n; r++) rc[r] = (int)(per + ((size_t)r < items % (size_t)n));
     for (int r = 0; r < rank; r++) first += (size_t)rc[r];
-    MPI_Reduce_scatter(in, out, rc, *u->type, op, MPI_COMM_WORLD), calls++;
+    MPI_Reduce_scatter(xin.p, xout.p, rc, *u->type, op, MPI_COMM_WORLD), calls++;
     CHECK(!memcmp(out, want + first * u->esize, (size_t)rc[rank] * u->esize), "%s reduce_scatter of %zu: wrong",
           u->name, items);
     if (per > 0) {
-        MPI_Reduce_scatter_block(in, out, (int)per, *u->type, op, MPI_COMM_WORLD), calls++;
+        MPI_Reduce_scatter_block(xin.p, xout.p, (int)per, *u->type, op, MPI_COMM_WORLD), calls++;
         reference(u, op, n, per * (size_t)n, want, tmp); /* (the first n x per items, folded alike) */
         CHECK(!memcmp(out, want + (size_t)rank * per * u->esize, per * u->esize),
               "%s reduce_scatter_block of %zu: wrong", u->name, per);
     }
-    free(in), free(out), free(want), free(tmp), free(rc);
+    xfree(xin), xfree(xout), free(want), free(tmp), free(rc);
     return calls;
 }
 
@@ -183,6 +215,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Type_contiguous(4, MPI_INT, &vec4);
     MPI_Type_commit(&vec4);
+    device = getenv("HIER_TEST_DEVICE") != NULL;
+    if (device && tdev_register_with_component() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     if (check_pvars_open() != 0) {
         fprintf(stderr, "test_userop: coll/hier's MPI_T counters are missing: the component was not loaded\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -195,6 +229,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < NOPS; k++) {
         const userop_t *u = &ops[k];
         MPI_Op op;
+        if (device && !u->commute) continue; /* (the previous component would apply it to device memory) */
         check_counters_t a, b;
         long calls = 0, served = 0, fell = 0, before = fn_calls, fn_all;
         MPI_Op_create(u->fn, u->commute, &op);
@@ -203,6 +238,9 @@ int main(int argc, char **argv)
         check_pvars_read(&b);
         for (int i = 0; i < NCOLL; i++) {
             served += (long)(b.served[i] - a.served[i]);
+            CHECK(!device || i == 1 || b.staged[i] - a.staged[i] == b.served[i] - a.served[i] - (i == 0 ? 2 * ncounts : 0),
+                  "%s: %s: %lu of %lu served calls staged from device memory", u->name, check_colls[i],
+                  b.staged[i] - a.staged[i], b.served[i] - a.served[i]);
             fell += (long)(b.reason_calls[i][op_index] - a.reason_calls[i][op_index]);
             CHECK(b.fallback[i] - a.fallback[i] == b.reason_calls[i][op_index] - a.reason_calls[i][op_index],
                   "%s: %s fell back for another reason than the op", u->name, check_colls[i]);
