@@ -229,3 +229,21 @@ int tdev_register_with_component(void)
     if (lib) dlclose(lib);
     return rc;
 }
+
+tdev_buf_t tdev_buf_alloc(int device, size_t bytes)
+{
+    tdev_buf_t b;
+    if (device) {
+        b.p = tdev_alloc(bytes);
+        b.h = (char *)tdev_alias(b.p);
+    } else {
+        b.p = b.h = malloc(bytes);
+    }
+    return b;
+}
+
+void tdev_buf_free(int device, tdev_buf_t b)
+{
+    if (device) tdev_free(b.p);
+    else free(b.p);
+}

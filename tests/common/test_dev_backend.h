@@ -24,6 +24,14 @@ const hier_accel_backend_t *tdev_backend(void);
 /* Under MPI: hand the backend to the mca_coll_hier.so Open MPI loaded (its
  * hier_accel_register), after MPI_Init; 0, or -1 with a message on stderr. */
 int tdev_register_with_component(void);
+/* A buffer a test hands to MPI (p: this backend's device memory when
+ * `device`, else host memory) and reads and writes itself (h: p's alias,
+ * or p). */
+typedef struct {
+    char *p, *h;
+} tdev_buf_t;
+tdev_buf_t tdev_buf_alloc(int device, size_t bytes);
+void tdev_buf_free(int device, tdev_buf_t b);
 /* How many device copies the backend made (to host, from host). */
 extern unsigned long tdev_copies_in, tdev_copies_out;
 

@@ -51,27 +51,16 @@ static int comm_all_device(MPI_Comm comm)
     return ok;
 }
 
-typedef struct {
-    char *p; /* what MPI gets */
-    char *h; /* what this program reads and writes */
-} xbuf_t;
+typedef tdev_buf_t xbuf_t; /* p: what MPI gets; h: what this program reads and writes */
 
 static xbuf_t xalloc(size_t bytes)
 {
-    xbuf_t b;
-    if (device) {
-        b.p = tdev_alloc(bytes);
-        b.h = (char *)tdev_alias(b.p);
-    } else {
-        b.p = b.h = malloc(bytes);
-    }
-    return b;
+    return tdev_buf_alloc(device, bytes);
 }
 
 static void xfree(xbuf_t b)
 {
-    if (device) tdev_free(b.p);
-    else free(b.p);
+    tdev_buf_free(device, b);
 }
 
 #include "test_colls_types.h"

@@ -31,28 +31,6 @@
 
 static int device; /* HIER_TEST_DEVICE set: buffers handed to MPI are device memory */
 
-/* A buffer: what MPI gets (p) and what this program reads and writes (h). */
-typedef struct {
-    char *p, *h;
-} xbuf_t;
-
-static xbuf_t xalloc(size_t bytes)
-{
-    xbuf_t b;
-    if (device) {
-        b.p = tdev_alloc(bytes);
-        b.h = (char *)tdev_alias(b.p);
-    } else {
-        b.p = b.h = malloc(bytes);
-    }
-    return b;
-}
-
-static void xfree(xbuf_t b)
-{
-    if (device) tdev_free(b.p);
-    else free(b.p);
-}
 
 static MPI_Datatype expect_type, vec4;
 static atomic_int inside;
@@ -175,7 +153,7 @@ static void same_everywhere(const char *what, const void *buf, size_t len)
 static int one_count(const userop_t *u, MPI_Op op, size_t items, int rank, int n)
 {
     size_t bytes = items * u->esize, per = items / (size_t)n;
-    xbuf_t xin = xalloc(bytes + 1), xout = xalloc(bytes + 1);
+    tdev_buf_t xin = tdev_buf_alloc(device, bytes + 1), xout = tdev_buf_alloc(device, bytes + 1);
     char *in = xin.h, *out = xout.h, *want = malloc(bytes + 1), *tmp = malloc(bytes + 1);
     int *rc = malloc(sizeof(int) * (size_t)n), calls = 0;
     char what[96];
@@ -203,7 +181,7 @@ static int one_count(const userop_t *u, MPI_Op op, size_t items, int rank, int n
         CHECK(!memcmp(out, want + (size_t)rank * per * u->esize, per * u->esize),
               "%s reduce_scatter_block of %zu: wrong", u->name, per);
     }
-    xfree(xin), xfree(xout), free(want), free(tmp), free(rc);
+    tdev_buf_free(device, xin), tdev_buf_free(device, xout), free(want), free(tmp), free(rc);
     return calls;
 }
 
