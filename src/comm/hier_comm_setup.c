@@ -23,7 +23,8 @@
  * A communicator that spans nodes while some rank's endpoint is still
  * opening in the background (fabric_warmup; its record says so) is set up
  * later: every rank sees that in step 3 alike, takes nothing, and the
- * communicator is WARMING (hier_comm_host.c asks at each call). */
+ * communicator is WARMING (hier_comm_host.c starts the opening at a large
+ * enough call and asks whether every rank is ready). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -147,6 +147,7 @@ static hier_status_t hier_fabric_list(const hier_fabric_config_t *cfg, struct fi
         hier_fabric_pre.done = 0;
         if (same) {
             *info_p = hier_fabric_pre.list;
+            hier_fabric_pre.list = NULL; /* (the open's now) */
             return hier_fabric_pre.st;
         }
         if (hier_fabric_pre.list) hier_fi.freeinfo(hier_fabric_pre.list);

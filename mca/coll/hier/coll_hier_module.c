@@ -64,8 +64,9 @@ static void *mca_coll_hier_topology(void)
 /* enable_mpi_threads: MPI_THREAD_MULTIPLE, collectives on different
  * communicators may run at once; the shared endpoint then takes a lock.
  * Open MPI 5's accelerator framework, when a real component (not null) was
- * selected, tells the core device memory its own backends cannot. Open MPI
- * has loaded the machine's topology by now: the core borrows it. */
+ * selected, tells the core device memory its own backends cannot. Where
+ * Open MPI has the machine's topology loaded when the core first needs
+ * one, the core borrows it. */
 int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
