@@ -148,10 +148,20 @@ def mpi_allreduce_hook(state, bucket):
     CPU memory; its numpy view shares it)."""
     buf = bucket.buffer()
     fut = torch.futures.Future()
+    # A CUDA bucket is written by kernels still queued on torch's stream: MPI
+    # reads the memory itself, so the hook waits for them first (what
+    # Horovod does), with an event, so that --overlap's thread waits, not
+    # backward.
+    ready = None
+    if buf.is_cuda:
+        ready = torch.cuda.Event()
+        ready.record(torch.cuda.current_stream(buf.device))
 
     def allreduce():
         try:
             start = time.perf_counter()
+            if ready is not None:
+                ready.synchronize()
             state.comm.Allreduce(MPI.IN_PLACE, buf if buf.is_cuda else buf.numpy(), op=MPI.SUM)
             buf.div_(state.size)
             state.seconds += time.perf_counter() - start

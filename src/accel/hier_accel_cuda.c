@@ -27,7 +27,13 @@ enum { /* CUpointer_attribute values of the driver API */
     HIER_CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
 };
 #define HIER_CU_MEMORYTYPE_DEVICE 2
-#define HIER_CU_STREAM_NON_BLOCKING 1
+/* Staging streams are created blocking (CU_STREAM_DEFAULT, not
+ * CU_STREAM_NON_BLOCKING): their copies start after the work the
+ * application queued on the legacy default stream, where cudaMemcpy and
+ * PyTorch's kernels run. A synchronous copy from pageable memory returns
+ * before its DMA lands; a non-blocking stream read the buffer before it had
+ * (seen on an H100: sums of zeros). */
+#define HIER_CU_STREAM_ORDERED_AFTER_LEGACY 0
 #define HIER_CU_EVENT_DISABLE_TIMING 2
 #define HIER_CU_MEMHOSTREGISTER_PORTABLE 1
 #define HIER_CU_MAX_DEVICES 64
@@ -150,11 +156,13 @@ typedef struct {
     int device;
 } hier_cu_fence_t;
 
-/* The device's staging stream, created in its primary context (current). */
+/* The device's staging stream, created in its primary context (current),
+ * ordered after the legacy default stream's work. */
 static CUstream hier_cu_stream(int device)
 {
     pthread_mutex_lock(&hier_cu_lock);
-    if (!hier_cu_streams[device] && hier_cu.stream_create(&hier_cu_streams[device], HIER_CU_STREAM_NON_BLOCKING) != 0)
+    if (!hier_cu_streams[device] &&
+        hier_cu.stream_create(&hier_cu_streams[device], HIER_CU_STREAM_ORDERED_AFTER_LEGACY) != 0)
         hier_cu_streams[device] = NULL;
     CUstream stream = hier_cu_streams[device];
     pthread_mutex_unlock(&hier_cu_lock);

@@ -12,6 +12,12 @@
  *  - copies on a created stream are deferred until an event recorded after
  *    them, or the stream, is synchronised: a caller that reads the result or
  *    reuses the source before waiting sees stale bytes;
+ *  - cuMemcpyHtoD returns before its bytes reach the device, as the driver's
+ *    does from pageable memory: they land with the legacy stream's next work
+ *    (a legacy copy, cuStreamSynchronize(NULL), an event on it) or with work
+ *    on a stream created blocking, never before work on a stream created
+ *    CU_STREAM_NON_BLOCKING, which reads what was there before (an H100 did
+ *    the same to hier's staging copies);
  *  - cuPointerGetAttribute fails on host memory and answers memory type,
  *    range, device ordinal and buffer id for device memory.
  * HIER_FAKE_CUDA_DEVICES sets the device count (default 1); every entry
@@ -46,9 +52,9 @@ enum { ATTR_MEMORY_TYPE = 2, ATTR_BUFFER_ID = 7, ATTR_IS_MANAGED = 8, ATTR_DEVIC
 #define FAKE_CTX_DEPTH 8
 
 struct fake_ctx { int device; };
-struct fake_copy { char *dst; const char *src; size_t len; };
+struct fake_copy { char *dst; const char *src; size_t len; char *owned; /* src, freed once run */ };
 struct fake_stream {
-    int device;
+    int device, non_blocking;
     struct fake_copy *q; /* deferred copies, executed in order */
     size_t n, cap, done;
 };
@@ -106,9 +112,33 @@ static CUresult fake_copy_now(CUdeviceptr dst, CUdeviceptr src, size_t len)
     return OK;
 }
 
+/* Each device's legacy default stream: only cuMemcpyHtoD's DMA waits there. */
+static struct fake_stream legacy[FAKE_MAX_DEVICES];
+
 static void fake_stream_run(struct fake_stream *s, size_t upto)
 {
-    for (; s->done < upto; s->done++) memmove(s->q[s->done].dst, s->q[s->done].src, s->q[s->done].len);
+    for (; s->done < upto; s->done++) {
+        memmove(s->q[s->done].dst, s->q[s->done].src, s->q[s->done].len);
+        free(s->q[s->done].owned);
+        s->q[s->done].owned = NULL;
+    }
+}
+
+/* Work on the legacy stream, or on a blocking stream, starts after the
+ * legacy stream's earlier work. Caller holds the lock. */
+static void fake_legacy_drain(int device) { fake_stream_run(&legacy[device], legacy[device].n); }
+
+/* Appends a copy to s's queue. Caller holds the lock. */
+static CUresult fake_stream_push(struct fake_stream *s, char *dst, const char *src, size_t len, char *owned)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        struct fake_copy *q = realloc(s->q, cap * sizeof(*q));
+        if (!q) return ERR_OUT_OF_MEMORY;
+        s->q = q, s->cap = cap;
+    }
+    s->q[s->n++] = (struct fake_copy){dst, src, len, owned};
+    return OK;
 }
 
 FAKE_EXPORT CUresult cuInit(unsigned flags)
@@ -244,6 +274,7 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
     pthread_mutex_lock(&lock);
     int i = fake_find(p);
     if (i >= 0 && allocs[i].base == p) {
+        fake_legacy_drain(allocs[i].device); /* cuMemFree waits for the device */
         munmap(allocs[i].alias, allocs[i].map_len);
         munmap((void *)allocs[i].base, allocs[i].map_len);
         memset(&allocs[i], 0, sizeof(allocs[i]));
@@ -254,17 +285,32 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 
 FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t len)
 {
-    if (!fake_current()) return ERR_INVALID_CONTEXT;
+    CUcontext ctx = fake_current();
+    if (!ctx) return ERR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
     calls_memcpy++;
+    fake_legacy_drain(ctx->device);
     CUresult rc = fake_copy_now(dst, src, len);
     pthread_mutex_unlock(&lock);
     return rc;
 }
 
+/* From pageable memory: the source is taken at once, the device written
+ * later (see the header). */
 FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t len)
 {
-    return cuMemcpy(dst, (CUdeviceptr)src, len);
+    CUcontext ctx = fake_current();
+    if (!ctx) return ERR_INVALID_CONTEXT;
+    char *owned = malloc(len ? len : 1);
+    if (!owned) return ERR_OUT_OF_MEMORY;
+    memcpy(owned, src, len);
+    pthread_mutex_lock(&lock);
+    calls_memcpy++;
+    char *d = fake_cpu_view(dst, len);
+    CUresult rc = d ? fake_stream_push(&legacy[ctx->device], d, owned, len, owned) : ERR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    if (rc != OK) free(owned);
+    return rc;
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)
@@ -274,12 +320,14 @@ FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)
 
 FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
-    (void)flags;
+    enum { STREAM_NON_BLOCKING = 1 };
     CUcontext ctx = fake_current();
     if (!ctx) return ERR_INVALID_CONTEXT;
+    if (flags & ~(unsigned)STREAM_NON_BLOCKING) return ERR_INVALID_VALUE;
     struct fake_stream *st = calloc(1, sizeof(*st));
     if (!st) return ERR_OUT_OF_MEMORY;
     st->device = ctx->device;
+    st->non_blocking = (flags & STREAM_NON_BLOCKING) != 0;
     *s = st;
     return OK;
 }
@@ -297,22 +345,20 @@ FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len,
     char *d = fake_cpu_view(dst, len);
     const char *sv = fake_cpu_view(src, len);
     if (!d || !sv) rc = ERR_INVALID_VALUE;
-    else if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        struct fake_copy *q = realloc(s->q, cap * sizeof(*q));
-        if (!q) rc = ERR_OUT_OF_MEMORY;
-        else s->q = q, s->cap = cap;
+    else {
+        if (!s->non_blocking) fake_legacy_drain(s->device);
+        rc = fake_stream_push(s, d, sv, len, NULL);
     }
-    if (rc == OK) s->q[s->n++] = (struct fake_copy){d, sv, len};
     pthread_mutex_unlock(&lock);
     return rc;
 }
 
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
-    if (!fake_current()) return ERR_INVALID_CONTEXT;
-    if (!s) return OK; /* the legacy stream: cuMemcpy ran at once */
+    CUcontext ctx = fake_current();
+    if (!ctx) return ERR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
+    if (!s) s = &legacy[ctx->device];
     fake_stream_run(s, s->n);
     pthread_mutex_unlock(&lock);
     return OK;
@@ -328,11 +374,13 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags)
 
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
 {
-    if (!fake_current()) return ERR_INVALID_CONTEXT;
+    CUcontext ctx = fake_current();
+    if (!ctx) return ERR_INVALID_CONTEXT;
     if (!e) return ERR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
+    if (!s) s = &legacy[ctx->device];
     e->stream = s;
-    e->upto = s ? s->n : 0;
+    e->upto = s->n;
     pthread_mutex_unlock(&lock);
     return OK;
 }

@@ -66,6 +66,9 @@ has_stats_lines() {
     done
 }
 has_net_stats_only() { has_net_stats "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
+has_dlopen_stats() {
+    grep -Eq "^coll:hier:stats coll=allreduce path=shm_[a-z]+ calls=3 " "$1" && ! grep -q "unable to open mca_coll_hier" "$1"
+}
 has_churn_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=shm_rsag calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
 }
@@ -454,6 +457,11 @@ else
     echo "SKIP: Slurm cases ($why)"
 fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
+# libmpi dlopened RTLD_LOCAL by a program not linked with it (mpi4py 4's
+# wheels): hier must still load (its stats lines) and serve the allreduces.
+LIBMPI=$(mpicc --showme:libdirs 2>/dev/null | awk '{print $1}')/libmpi.so
+EXTRA_CHECK=has_dlopen_stats case_run np2_libmpi_dlopen_local 2 --mca coll_hier_stats 1 \
+    "$B/tests/mpi/test_dlopen" "$LIBMPI"
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
 # Communicator churn (dups, split storms, live ones) with checked 256 KiB
 # first calls: every communicator maps pipeline buffers, recycled from the
