@@ -101,7 +101,7 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
         for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
             struct fi_info *hints = hier_fabric_hints(cand[i], hmem);
             if (!hints) return HIER_ERR_NO_MEMORY;
-            ret = hier_fi.getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, info_p);
+            ret = hier_fi.getinfo(HIER_FI_API_VERSION, NULL, NULL, 0, hints, info_p);
             hier_fi.freeinfo(hints);
             if (ret == 0) return HIER_OK;
             HIER_LOG(HIER_LOG_DEBUG, "provider %s unavailable%s: %s", cand[i], hmem ? " with FI_HMEM" : "",
@@ -167,7 +167,8 @@ static void hier_fabric_hmem_setup(hier_fabric_t *fab, const hier_fabric_config_
     if (!(fab->list->caps & FI_HMEM)) return;
     atomic_store_explicit(&fab->hmem_ifaces, ~(uint64_t)0, memory_order_relaxed);
 #if FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 18))
-    if (cfg->cuda) {
+    /* (the option exists in the headers; the library may still be older) */
+    if (cfg->cuda && FI_VERSION_GE(hier_fi_runtime_version(), FI_VERSION(1, 18))) {
         bool permitted = false;
         int ret = 0;
         for (unsigned j = 0; j < fab->nrails && !ret; j++)
@@ -221,8 +222,11 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
     HIER_CHECK_GOTO(hier_fabric_ctl_open(fab), close_ctl, st); /* 4 */
     const char *fork = hier_fabric_fork_safety();
     int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
-    HIER_LOG(HIER_LOG_COMM, "libfabric provider %s, %u rail(s) (first: %s), mr_mode 0x%llx, %zu bytes of CQ data, "
-             "%s, device memory: %s", fab->list->fabric_attr->prov_name, fab->nrails,
+    uint32_t lib = hier_fi_runtime_version();
+    HIER_LOG(HIER_LOG_COMM, "libfabric %u.%u (API %u.%u asked; built with %u.%u headers), provider %s, %u rail(s) "
+             "(first: %s), mr_mode 0x%llx, %zu bytes of CQ data, %s, device memory: %s", FI_MAJOR(lib),
+             FI_MINOR(lib), FI_MAJOR(HIER_FI_API_VERSION), FI_MINOR(HIER_FI_API_VERSION), FI_MAJOR_VERSION,
+             FI_MINOR_VERSION, fab->list->fabric_attr->prov_name, fab->nrails,
              fab->rail[0].info->domain_attr->name, (unsigned long long)fab->mr_mode,
              fab->list->domain_attr->cq_data_size, fork, hmem ? "registered (FI_HMEM)" : "staged");
     if (!strcmp(fork, "not fork-safe"))

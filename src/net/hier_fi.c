@@ -22,7 +22,7 @@ static void hier_fi_open(void)
                  "previous component", dlerror());
         return;
     }
-    if (!(HIER_FI_SYM(lib, getinfo, "fi_getinfo") && HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") &&
+    if (!(HIER_FI_SYM(lib, version, "fi_version") && HIER_FI_SYM(lib, getinfo, "fi_getinfo") && HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") &&
           HIER_FI_SYM(lib, dupinfo, "fi_dupinfo") && HIER_FI_SYM(lib, fabric, "fi_fabric") &&
           HIER_FI_SYM(lib, strerror, "fi_strerror") && HIER_FI_SYM(lib, tostr, "fi_tostr"))) {
         HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): communicators that span nodes use the "
@@ -36,7 +36,19 @@ static void hier_fi_open(void)
         hier_fi.fork_initialized = NULL;
         dlclose(verbs);
     }
+    if (FI_VERSION_LT(hier_fi.version(), HIER_FI_API_VERSION)) {
+        HIER_ERROR("libfabric %u.%u is older than coll/hier needs (%u.%u): communicators that span nodes use the "
+                   "previous component", FI_MAJOR(hier_fi.version()), FI_MINOR(hier_fi.version()),
+                   FI_MAJOR(HIER_FI_API_VERSION), FI_MINOR(HIER_FI_API_VERSION));
+        memset(&hier_fi, 0, sizeof(hier_fi));
+        return; /* (stays loaded: the verbs library may be too) */
+    }
     hier_fi_status = HIER_OK;
+}
+
+uint32_t hier_fi_runtime_version(void)
+{
+    return hier_fi_load() == HIER_OK ? hier_fi.version() : 0;
 }
 
 hier_status_t hier_fi_load(void)

@@ -14,7 +14,16 @@
 
 #include "base/hier_status.h"
 
+/* The libfabric API version hier asks fi_getinfo for: the oldest whose
+ * features it needs (FI_HMEM and fi_mr_attr's iface, 1.10; mr_mode bits,
+ * 1.5), never the headers' FI_MAJOR/MINOR_VERSION: a libfabric older than
+ * the headers hier was built with (a head node's 2.x, compute nodes' 1.17)
+ * answers a newer request with FI_ENOSYS for every provider. Anything newer
+ * is used only where hier_fi_runtime_version() says the library has it. */
+#define HIER_FI_API_VERSION FI_VERSION(1, 10)
+
 typedef struct {
+    uint32_t (*version)(void);
     int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
                    const struct fi_info *hints, struct fi_info **info);
     void (*freeinfo)(struct fi_info *info);
@@ -30,6 +39,8 @@ extern hier_fi_t hier_fi;
 /* Load libfabric.so.1 (and libibverbs.so.1 when present), once; HIER_ERR_NOT_SUPPORTED
  * without libfabric, said once. */
 hier_status_t hier_fi_load(void);
+/* The loaded libfabric's version (fi_version()); 0 before it is loaded. */
+uint32_t hier_fi_runtime_version(void);
 /* fi_strerror, or a plain text before libfabric is loaded. */
 const char *hier_fi_strerror(int errnum);
 

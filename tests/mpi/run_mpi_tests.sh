@@ -66,6 +66,7 @@ has_stats_lines() {
     done
 }
 has_net_stats_only() { has_net_stats "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
+has_old_libfabric() { grep -q "libfabric 1.12 (API 1.10 asked" "$1"; }
 has_dlopen_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=shm_[a-z]+ calls=3 " "$1" && ! grep -q "unable to open mca_coll_hier" "$1"
 }
@@ -277,6 +278,20 @@ if unshare --uts true 2>/dev/null; then
         $TC --quick $NET --warm
     case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
     case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
+    # a libfabric older than the headers hier was built with: the installed one answering as 1.12
+    # (tests/common/old_libfabric.c). Where libmpi itself links libfabric (5.0) it would load the
+    # stand-in too; Open MPI's own ofi components are left out.
+    OLD_FI_REAL=$(ldconfig -p 2>/dev/null | awk '/libfabric\.so\.1 / {print $NF; exit}')
+    if [ -n "$OLD_FI_REAL" ] && ! ldd "$(mpicc --showme:libdirs | awk '{print $1}')/libmpi.so" | grep -q libfabric; then
+        OLD_FI=$LOG/oldfabric
+        mkdir -p "$OLD_FI" && ln -sf "$B/tests/common/.libs/liboldfabric.so" "$OLD_FI/libfabric.so.1"
+        EXTRA_CHECK=has_old_libfabric case_run nodes2x2_libfabric_older_than_headers 4 $FAKE \
+            --hostfile "$(hosts h22 2 2)" --mca mtl ^ofi --mca btl ^ofi -x LD_LIBRARY_PATH="$OLD_FI" \
+            -x HIER_OLD_FI_REAL="$OLD_FI_REAL" -x HIER_OLD_FI_VERSION=1.12 --mca coll_hier_verbose 1 \
+            --mca coll_hier_fabric_provider tcp $TC --quick $NET
+    else
+        echo "SKIP: nodes2x2_libfabric_older_than_headers (no libfabric.so.1 in the loader's cache, or libmpi links it)"
+    fi
     case_run nodes3_uneven_2_1_1_tcp_rxm 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN \
         --mca coll_hier_fabric_provider 'tcp;ofi_rxm' $TC --quick $NET
     case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN --mca coll_hier_fabric_provider tcp \
