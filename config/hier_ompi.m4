@@ -3,7 +3,7 @@ dnl --with-ompi=PREFIX names an installation (PREFIX/bin/mpicc, devel headers
 dnl under PREFIX/include/openmpi); without it, the first mpicc in PATH. The
 dnl include directories come from that mpicc (--showme:incdirs) plus
 dnl PREFIX/include/openmpi, where the devel headers are, after
-dnl --with-ompi-headers=DIR when the installation has none. The line (4.1 or 5.0)
+dnl --with-ompi-headers=DIR when the installation has none. The line (4.1, 5.0 or 6.0)
 dnl comes from the headers' OMPI_MAJOR_VERSION/OMPI_MINOR_VERSION; the glue's
 dnl compatibility header (mca/coll/hier/coll_hier_compat.h) maps what differs.
 dnl Sets MPICC, OMPI_PREFIX, OMPI_CPPFLAGS, OMPI_LIBS, OMPI_PKGLIBDIR and
@@ -44,8 +44,9 @@ AC_DEFUN([HIER_CHECK_OMPI], [
     AS_CASE([$hier_ompi_major.$hier_ompi_minor],
         [4.1], [AC_MSG_RESULT([$OMPI_VERSION_STRING: 4.1, coll API 2.0.0])],
         [5.*], [AC_MSG_RESULT([$OMPI_VERSION_STRING: 5.0, coll API 2.4.0])],
+        [6.*], [AC_MSG_RESULT([$OMPI_VERSION_STRING: 6.0, coll API 3.0.0])],
         [AC_MSG_RESULT([$OMPI_VERSION_STRING])
-         AC_MSG_ERROR([Open MPI $OMPI_VERSION_STRING: coll/hier builds against 4.1 and 5.0])])
+         AC_MSG_ERROR([Open MPI $OMPI_VERSION_STRING: coll/hier builds against 4.1, 5.0 and 6.0])])
     dnl Headers that ompi_config.h includes but 5.0's --with-devel-headers
     dnl installations leave out.
     AC_MSG_CHECKING([whether the glue's Open MPI headers compile])

@@ -63,15 +63,32 @@ int ompi_reduces(MPI_Datatype dt, MPI_Op op)
     return rc == MPI_SUCCESS;
 }
 
+/* Fortran's types (MPI_C_* are C's). */
+static int fortran_type(const char *name)
+{
+    static const char *const prefixes[] = {"MPI_INTEGER", "MPI_REAL", "MPI_DOUBLE_PRECISION", "MPI_COMPLEX",
+                                           "MPI_DOUBLE_COMPLEX", "MPI_LOGICAL", "MPI_CHARACTER", "MPI_2INTEGER",
+                                           "MPI_2REAL", "MPI_2DOUBLE_PRECISION"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+    return 0;
+}
+
 static void add(const char *name, MPI_Datatype dt, kind_t kind, size_t size, int sub, int big, int no_kernel)
 {
     int tsize;
     if (dt == MPI_DATATYPE_NULL) return;
     MPI_Type_size(dt, &tsize);
     if (tsize == 0) return; /* a Fortran type of an Open MPI built without Fortran */
-    types[ntypes] = (ttype_t){name, dt, kind, size ? size : (size_t)tsize, sub, big, no_kernel, {0}};
     static int checked = -1;
     if (checked < 0) checked = param_check_on();
+    /* Without argument checks nothing here can ask whether Open MPI reduces
+     * a Fortran type: 6.0 built without Fortran sizes them but has no
+     * kernels, and its own reductions call the missing function (SIGSEGV in
+     * tuned's reduce_scatter on MPI_INTEGER). The sweep has them where the
+     * checks are on. */
+    if (!checked && fortran_type(name)) return;
+    types[ntypes] = (ttype_t){name, dt, kind, size ? size : (size_t)tsize, sub, big, no_kernel, {0}};
     for (int o = 0; o < NOPS; o++)
         types[ntypes].reduces[o] =
             (unsigned char)(checked ? ompi_reduces(dt, all_ops()[o]) : standard_allows(name, o));

@@ -12,28 +12,40 @@
 #include <stdlib.h>
 
 #include "accel/hier_accel_mirror.h"
+#include "base/hier_log.h"
+
+int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
+                         ompi_datatype_t *rdtype)
+{
+    if (scount > MCA_COLL_HIER_COUNT_MAX || rcount > MCA_COLL_HIER_COUNT_MAX) { /* (4.1, 5.0: int32 counts) */
+        HIER_ERROR("a datatype copy of %zu items is past this Open MPI's counts", scount > rcount ? scount : rcount);
+        return MPI_ERR_COUNT;
+    }
+    return ompi_datatype_sndrcv(sbuf, (mca_coll_hier_count_t)scount, sdtype, rbuf, (mca_coll_hier_count_t)rcount,
+                                rdtype) == MPI_SUCCESS ? MPI_SUCCESS : OMPI_ERROR;
+}
 
 /* A buffer described by a non-contiguous type: its span (gaps included) to
  * mirror when it is device memory (the core copies it), so the datatype
  * engine works on the host. Contiguous ones need no mirror: the core stages
  * them itself. */
-static int mca_coll_hier_mirror_in(const void *buf, int count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
+static int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
 {
     ptrdiff_t lb, ext, tlb, text, ignored;
     *m = (hier_accel_mirror_t){0};
-    if (count <= 0 || !buf || buf == MPI_IN_PLACE ||
-        mca_coll_hier_map_bytes(dt, (size_t)count, &ignored) == MCA_COLL_HIER_SERVED)
+    if (!count || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
         return OMPI_SUCCESS;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
-    hier_status_t st = hier_accel_mirror_in((char *)buf + tlb, (size_t)(count - 1) * (size_t)ext + (size_t)text, m);
+    hier_status_t st = hier_accel_mirror_in((char *)buf + tlb, (count - 1) * (size_t)ext + (size_t)text, m);
     return st == HIER_OK ? OMPI_SUCCESS : st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
 }
 
 /* The call on mirrors of its non-contiguous device buffers; the receive
  * mirror goes back to the device. */
-static int mca_coll_hier_allgather_mirrored(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                            int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+static int mca_coll_hier_allgather_mirrored(const void *sbuf, mca_coll_hier_count_t scount, ompi_datatype_t *sdtype,
+                                            void *rbuf, mca_coll_hier_count_t rcount, ompi_datatype_t *rdtype,
+                                            ompi_communicator_t *comm,
                                             mca_coll_base_module_t *module, hier_accel_mirror_t *sm,
                                             hier_accel_mirror_t *rm)
 {
@@ -45,8 +57,9 @@ static int mca_coll_hier_allgather_mirrored(const void *sbuf, int scount, ompi_d
     return rc;
 }
 
-int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi_datatype_t *sdtype, void *rbuf,
+                            mca_coll_hier_count_t rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     int n = ompi_comm_size(comm), rank = ompi_comm_rank(comm), in_place = sbuf == MPI_IN_PLACE, rc = MPI_SUCCESS;
@@ -55,16 +68,17 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
     char *spack = NULL, *rpack = NULL;
     const char *s = NULL;
     char *r;
+    hier_status_t st = HIER_ERR_NOT_SUPPORTED;
 
     ompi_datatype_type_size(rdtype, &rsize);
-    size_t block = (size_t)rcount * rsize, total = block * (size_t)n;
+    size_t items = (size_t)rcount * (size_t)n, block = (size_t)rcount * rsize, total = block * (size_t)n;
     hier_path_t path = hm->comm_fallback;
     if (path != MCA_COLL_HIER_SERVED) goto fallback;
 
     /* 0. device buffers with non-contiguous layouts: through host mirrors */
     hier_accel_mirror_t sm, rm;
-    if ((rc = mca_coll_hier_mirror_in(rbuf, rcount * n, rdtype, &rm)) != OMPI_SUCCESS) return rc;
-    if ((rc = mca_coll_hier_mirror_in(in_place ? NULL : sbuf, scount, sdtype, &sm)) != OMPI_SUCCESS) {
+    if ((rc = mca_coll_hier_mirror_in(rbuf, items, rdtype, &rm)) != OMPI_SUCCESS) return rc;
+    if ((rc = mca_coll_hier_mirror_in(in_place ? NULL : sbuf, (size_t)scount, sdtype, &sm)) != OMPI_SUCCESS) {
         hier_accel_mirror_free(&rm);
         return rc;
     }
@@ -72,14 +86,15 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
         return mca_coll_hier_allgather_mirrored(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module, &sm, &rm);
 
     /* 1. the receive side: straight into rbuf, or through a contiguous temporary */
-    if (mca_coll_hier_map_bytes(rdtype, (size_t)rcount * (size_t)n, &rlb) == MCA_COLL_HIER_SERVED) {
+    if (mca_coll_hier_map_bytes(rdtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
         r = (char *)rbuf + rlb;
     } else {
         if (!(r = rpack = malloc(total ? total : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
         ompi_datatype_get_extent(rdtype, &rext_lb, &rext);
-        if (in_place) /* my block sits in rbuf in the receive layout */
-            ompi_datatype_sndrcv((char *)rbuf + (ptrdiff_t)rank * rcount * rext, rcount, rdtype,
-                                 rpack + (size_t)rank * block, (int32_t)block, MPI_BYTE);
+        if (in_place && /* my block sits in rbuf in the receive layout */
+            (rc = mca_coll_hier_sndrcv((char *)rbuf + (ptrdiff_t)rank * (ptrdiff_t)rcount * rext, (size_t)rcount,
+                                       rdtype, rpack + (size_t)rank * block, block, MPI_BYTE)) != MPI_SUCCESS)
+            goto free_rpack;
     }
     /* 2. the send side: straight from sbuf, or packed */
     if (!in_place) {
@@ -91,13 +106,16 @@ int mca_coll_hier_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                 rc = OMPI_ERR_OUT_OF_RESOURCE;
                 goto free_rpack;
             }
-            ompi_datatype_sndrcv(sbuf, scount, sdtype, spack, (int32_t)block, MPI_BYTE);
+            if ((rc = mca_coll_hier_sndrcv(sbuf, (size_t)scount, sdtype, spack, block, MPI_BYTE)) != MPI_SUCCESS) {
+                free(spack);
+                goto free_rpack;
+            }
             s = spack;
         }
     } /* (in place: in rbuf, or in the temporary rpack) */
     /* 3. the exchange, then 4. unpacking */
-    hier_status_t st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &path);
-    if (st == HIER_OK && rpack) ompi_datatype_sndrcv(rpack, (int32_t)total, MPI_BYTE, rbuf, rcount * n, rdtype);
+    st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &path);
+    if (st == HIER_OK && rpack) rc = mca_coll_hier_sndrcv(rpack, total, MPI_BYTE, rbuf, items, rdtype);
     free(spack);
 free_rpack:
     free(rpack);

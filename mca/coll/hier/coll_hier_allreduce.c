@@ -1,8 +1,8 @@
 /* coll_hier_allreduce.c: MPI_Allreduce arguments to hier_comm_allreduce. */
 #include "coll_hier.h"
 
-int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t count, ompi_datatype_t *dtype,
+                            ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     hier_path_t path = hm->comm_fallback;

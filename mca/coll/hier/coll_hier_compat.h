@@ -10,16 +10,25 @@
  *        OMPI_DECLSPEC (no OMPI_MODULE_DECLSPEC); the accelerator framework
  *        (opal_accelerator.check_addr) can tell device memory of runtimes
  *        hier has no backend for.
- *   6.0 (main): coll API 3.0.0, size_t counts, MCA_COLL_SAVE_API /
- *        MCA_COLL_INSTALL_API instead of reading comm->c_coll in enable:
- *        its branch goes here when it is released; until then configure
- *        refuses it with this header's message. */
+ *   6.0: coll API 3.0.0; size_t counts, and reduce_scatter's counts an
+ *        ompi_count_array_t (int or size_t, MPI_Reduce_scatter_c); the
+ *        framework no longer copies a module's functions into the
+ *        communicator: enable saves what it replaces (MCA_COLL_SAVE_API)
+ *        and installs its own (MCA_COLL_INSTALL_API), disable puts them
+ *        back.
+ *
+ * Counts: mca_coll_hier_count_t is the line's count type (int, size_t);
+ * products of counts are computed in size_t, and a count handed back to
+ * Open MPI must fit MCA_COLL_HIER_COUNT_MAX. */
 #ifndef MCA_COLL_HIER_COMPAT_H
 #define MCA_COLL_HIER_COMPAT_H
 
 #include "ompi_config.h"
 
 #include "ompi/communicator/communicator.h"
+
+#include <limits.h>
+#include <stdint.h>
 
 #if OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION >= 1
 #define MCA_COLL_HIER_COMPONENT_T mca_coll_base_component_2_0_0_t
@@ -39,8 +48,37 @@ static inline unsigned mca_coll_hier_comm_cid(ompi_communicator_t *comm)
 {
     return (unsigned)ompi_comm_get_local_cid(comm);
 }
+#elif OMPI_MAJOR_VERSION == 6
+#include "ompi/util/count_disp_array.h"
+#define MCA_COLL_HIER_COMPONENT_T mca_coll_base_component_3_0_0_t
+#define MCA_COLL_HIER_BASE_VERSION MCA_COLL_BASE_VERSION_3_0_0
+#define MCA_COLL_HIER_HAVE_ACCELERATOR 1
+#define MCA_COLL_HIER_DECLSPEC OMPI_DECLSPEC
+#define MCA_COLL_HIER_INSTALLS_API 1
+typedef size_t mca_coll_hier_count_t;
+typedef ompi_count_array_t mca_coll_hier_counts_t;
+#define MCA_COLL_HIER_COUNT_MAX SIZE_MAX
+static inline size_t mca_coll_hier_counts_get(mca_coll_hier_counts_t counts, int i)
+{
+    return ompi_count_array_get(counts, (size_t)i);
+}
+static inline unsigned mca_coll_hier_comm_cid(ompi_communicator_t *comm)
+{
+    return (unsigned)ompi_comm_get_local_cid(comm);
+}
 #else
-#error "coll/hier builds against Open MPI 4.1 and 5.0; this is another line (6.0's coll API 3.0.0 is not supported yet)"
+#error "coll/hier builds against Open MPI 4.1, 5.0 and 6.0; this is another line"
+#endif
+
+#if OMPI_MAJOR_VERSION < 6
+#define MCA_COLL_HIER_INSTALLS_API 0 /* (the framework copies the module's functions) */
+typedef int mca_coll_hier_count_t;
+typedef const int *mca_coll_hier_counts_t;
+#define MCA_COLL_HIER_COUNT_MAX ((size_t)INT_MAX)
+static inline size_t mca_coll_hier_counts_get(mca_coll_hier_counts_t counts, int i)
+{
+    return (size_t)counts[i];
+}
 #endif
 
 #endif

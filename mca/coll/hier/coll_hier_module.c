@@ -88,8 +88,8 @@ int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threa
 static int mca_coll_hier_core_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 {
     mca_coll_hier_module_t *hm = arg;
-    return hm->prev_allgather(sbuf, (int)len, MPI_BYTE, rbuf, (int)len, MPI_BYTE, hm->comm,
-                              hm->prev_allgather_module);
+    return hm->prev_allgather(sbuf, (mca_coll_hier_count_t)len, MPI_BYTE, rbuf, (mca_coll_hier_count_t)len, MPI_BYTE,
+                              hm->comm, hm->prev_allgather_module);
 }
 
 static int mca_coll_hier_core_agree(int *values, int n, void *arg)
@@ -136,12 +136,33 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
     return MCA_COLL_HIER_SERVED;
 }
 
+/* What the communicator has now (the components of lower priority chose
+ * it) becomes our fallback; 6.0 then takes our function in its place
+ * (4.1 and 5.0 copy the module's functions themselves after enable). */
 #define MCA_COLL_HIER_SAVE(hm, comm, api)                                 \
     do {                                                                  \
         (hm)->prev_##api = (comm)->c_coll->coll_##api;                    \
         (hm)->prev_##api##_module = (comm)->c_coll->coll_##api##_module;  \
         if ((hm)->prev_##api##_module) OBJ_RETAIN((hm)->prev_##api##_module); \
     } while (0)
+#if MCA_COLL_HIER_INSTALLS_API
+#define MCA_COLL_HIER_INSTALL(hm, comm, api) \
+    MCA_COLL_INSTALL_API(comm, api, mca_coll_hier_##api, &(hm)->super, "hier")
+#define MCA_COLL_HIER_RESTORE(hm, comm, api) \
+    MCA_COLL_INSTALL_API(comm, api, (hm)->prev_##api, (hm)->prev_##api##_module, "hier")
+
+/* 6.0: the communicator goes, or another module takes over: what we
+ * replaced goes back, in the reverse order of enable. */
+static int mca_coll_hier_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter_block);
+    MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter);
+    MCA_COLL_HIER_RESTORE(hm, comm, allgather);
+    MCA_COLL_HIER_RESTORE(hm, comm, allreduce);
+    return OMPI_SUCCESS;
+}
+#endif
 
 static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
@@ -173,6 +194,12 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): not served, %s; calls go to the previous component",
                  comm->c_name, mca_coll_hier_comm_cid(comm), ompi_comm_size(comm), why);
     }
+#if MCA_COLL_HIER_INSTALLS_API
+    MCA_COLL_HIER_INSTALL(hm, comm, allreduce);
+    MCA_COLL_HIER_INSTALL(hm, comm, allgather);
+    MCA_COLL_HIER_INSTALL(hm, comm, reduce_scatter);
+    MCA_COLL_HIER_INSTALL(hm, comm, reduce_scatter_block);
+#endif
     return OMPI_SUCCESS;
 }
 
@@ -184,6 +211,9 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
     (void)comm;
     *priority = hier_params.priority;
     hm->super.coll_module_enable = mca_coll_hier_module_enable;
+#if MCA_COLL_HIER_INSTALLS_API
+    hm->super.coll_module_disable = mca_coll_hier_module_disable;
+#endif
     hm->super.coll_allreduce = mca_coll_hier_allreduce;
     hm->super.coll_allgather = mca_coll_hier_allgather;
     hm->super.coll_reduce_scatter = mca_coll_hier_reduce_scatter;

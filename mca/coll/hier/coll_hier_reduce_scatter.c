@@ -9,8 +9,8 @@
 
 /* Shared by both entry points: rcounts in MPI datatype units. */
 static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf, void *rbuf,
-                                    const int *rcounts, int block, ompi_datatype_t *dtype, ompi_op_t *op,
-                                    size_t *bytes_p, hier_status_t *st_p)
+                                    const mca_coll_hier_counts_t *rcounts, size_t block, ompi_datatype_t *dtype,
+                                    ompi_op_t *op, size_t *bytes_p, hier_status_t *st_p)
 {
     int n = ompi_comm_size(hm->comm);
     size_t tsize, per_type = 0, stack[MCA_COLL_HIER_RS_STACK], *counts = stack, total = 0;
@@ -19,7 +19,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
     hier_op_t hop;
 
     ompi_datatype_type_size(dtype, &tsize);
-    for (int r = 0; r < n; r++) total += (size_t)(rcounts ? rcounts[r] : block);
+    for (int r = 0; r < n; r++) total += rcounts ? mca_coll_hier_counts_get(*rcounts, r) : block;
     *bytes_p = total * tsize;
     *st_p = HIER_ERR_NOT_SUPPORTED;
     if (path != MCA_COLL_HIER_SERVED) return path;
@@ -29,7 +29,7 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
         *st_p = HIER_ERR_NO_MEMORY;
         return path;
     }
-    for (int r = 0; r < n; r++) counts[r] = (size_t)(rcounts ? rcounts[r] : block) * per_type;
+    for (int r = 0; r < n; r++) counts[r] = (rcounts ? mca_coll_hier_counts_get(*rcounts, r) : block) * per_type;
     mca_coll_hier_user_op_t user;
     mca_coll_hier_user_op_begin(&user, hop, op, dtype);
     *st_p = hier_comm_reduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf, counts, dt, hop, &path);
@@ -38,13 +38,13 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
     return path;
 }
 
-int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, mca_coll_hier_counts_t rcounts, ompi_datatype_t *dtype,
                                  ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     size_t bytes;
     hier_status_t st;
-    hier_path_t path = mca_coll_hier_rs(hm, sbuf, rbuf, rcounts, 0, dtype, op, &bytes, &st);
+    hier_path_t path = mca_coll_hier_rs(hm, sbuf, rbuf, &rcounts, 0, dtype, op, &bytes, &st);
 
     if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED) return mca_coll_hier_error(hm, HIER_COLL_REDUCE_SCATTER, st);
     mca_coll_hier_account(hm, HIER_COLL_REDUCE_SCATTER, path, bytes);
@@ -52,14 +52,14 @@ int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, const int *rcount
     return hm->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, hm->prev_reduce_scatter_module);
 }
 
-int mca_coll_hier_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                       ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_hier_reduce_scatter_block(const void *sbuf, void *rbuf, mca_coll_hier_count_t rcount,
+                                       ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                       mca_coll_base_module_t *module)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     size_t bytes;
     hier_status_t st;
-    hier_path_t path =
-        mca_coll_hier_rs(hm, sbuf, rbuf, NULL, rcount, dtype, op, &bytes, &st);
+    hier_path_t path = mca_coll_hier_rs(hm, sbuf, rbuf, NULL, (size_t)rcount, dtype, op, &bytes, &st);
 
     if (st != HIER_OK && st != HIER_ERR_NOT_SUPPORTED)
         return mca_coll_hier_error(hm, HIER_COLL_REDUCE_SCATTER_BLOCK, st);
