@@ -1,12 +1,21 @@
-/* hier_nic.h: which of its node's NICs each local rank drives (pure).
+/* hier_nic.h: which of its node's NICs hier drives, and which each local
+ * rank drives (pure).
  *
- * The rule, the same on every rank of every node (so each computes the whole
- * node's plan, alike, and rail i of one node meets rail i of another):
- * - with no more ranks than NICs, every rank drives k = min(max_per_rank,
- *   NICs / ranks) NICs of its own (p5: 8 GPUs, 32 NICs, 4 each; NICs left
- *   over by an uneven division stay idle so every rank has as many);
- * - with more ranks than NICs, every rank drives one NIC and the NICs serve
- *   ranks / NICs ranks each, the first (ranks mod NICs) NICs taken one more;
+ * The default set (hier_nic_default_set), where the user names none: every
+ * NIC but the one that carries the node's default route (its management
+ * link) and those slower than the fastest (where the speeds are known),
+ * unless that would leave none.
+ *
+ * The plan (hier_nic_assign), the same on every rank of every node (so each
+ * computes the whole node's plan, alike, and rail i of one node meets rail i
+ * of another):
+ * - every NIC carries the same share: with g = gcd(NICs, ranks), each rank
+ *   drives NICs / g NICs and each NIC serves ranks / g ranks (p5: 32 NICs, 8
+ *   ranks, 4 each; 3 NICs, 2 ranks: both drive all 3; 4 NICs, 6 ranks: 2
+ *   each, 3 ranks per NIC); a rank stripes its messages over its NICs;
+ * - where NICs / g exceeds max_per_rank: NICs / ranks each (leftovers idle),
+ *   or, with more ranks than NICs, one each, the first (ranks mod NICs)
+ *   NICs serving one rank more;
  * - each rank takes, one by one, the NIC that is near it (same NUMA domain,
  *   or either location unknown: a NIC without one counts as near to
  *   everything), then the least loaded, then the lowest index; ranks with a
@@ -42,6 +51,16 @@ void hier_nic_plan_free(hier_nic_plan_t *plan);
  * balance" for a far NIC, "location unknown" for a NIC without one). */
 void hier_nic_plan_describe(const hier_nic_plan_t *plan, const char *const *names, const int *nic_numa, int r,
                             char *buf, size_t len);
+
+/* What hier knows of a NIC for the default set. */
+typedef struct {
+    long speed_mbps;   /* the link's speed, -1 unknown (not a network interface, or it does not say) */
+    int default_route; /* it carries the node's default route */
+} hier_nic_fact_t;
+
+/* The default set: keep[n] set for the NICs kept; why[n] says why a NIC was
+ * left out (NULL: kept). At least one is kept. */
+void hier_nic_default_set(const hier_nic_fact_t *facts, int n, unsigned char *keep, const char **why);
 
 /* Whether `name` passes `filter`: a comma list of names to use, or, after a
  * leading '^', to exclude; an entry ending in '*' is a prefix. NULL or ""

@@ -511,3 +511,34 @@ hier_status_t hier_topo_netdev_busid(const char *ifname, char *busid, size_t len
     free(path);
     return st;
 }
+
+/* The kernel's link speed in Mb/s (sysfs), -1 where it does not say: not a
+ * network interface (an EFA device's name), down, or a virtual one without. */
+long hier_topo_netdev_speed(const char *ifname)
+{
+    char path[128];
+    long mbps = -1;
+    if (strchr(ifname, '/') || snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname) >= (int)sizeof(path))
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    if (fscanf(f, "%ld", &mbps) != 1 || mbps <= 0) mbps = -1; /* (down: EINVAL; unknown: -1) */
+    fclose(f);
+    return mbps;
+}
+
+/* Whether the interface carries a default route (IPv4, /proc/net/route:
+ * destination 0 and mask 0). */
+int hier_topo_netdev_default_route(const char *ifname)
+{
+    char line[256], name[64];
+    unsigned long dest, gw, flags, mask;
+    int found = 0;
+    FILE *f = fopen("/proc/net/route", "r");
+    if (!f) return 0;
+    while (!found && fgets(line, sizeof(line), f))
+        if (sscanf(line, "%63s %lx %lx %lx %*d %*d %*d %lx", name, &dest, &gw, &flags, &mask) == 5)
+            found = dest == 0 && mask == 0 && (flags & 1) && !strcmp(name, ifname); /* (RTF_UP) */
+    fclose(f);
+    return found;
+}

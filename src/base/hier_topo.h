@@ -87,6 +87,10 @@ hier_status_t hier_topo_pci_locality(hier_topo_t *topo, const char *busid, hier_
 /* The PCI bus id of a network interface (from /sys/class/net/IF/device), in
  * busid (13 bytes suffice). HIER_ERR_NOT_SUPPORTED for virtual interfaces. */
 hier_status_t hier_topo_netdev_busid(const char *ifname, char *busid, size_t len);
+/* The interface's link speed in Mb/s, -1 unknown; whether it carries the
+ * machine's (IPv4) default route. */
+long hier_topo_netdev_speed(const char *ifname);
+int hier_topo_netdev_default_route(const char *ifname);
 
 /* Group ranks by locs[rank].numa. If any rank's numa is -1 the result is one
  * flat group. HIER_ERR_INVALID_ARG: nranks below 1, or a numa below -1;

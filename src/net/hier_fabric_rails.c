@@ -5,8 +5,10 @@
  * 1. the node's NICs: every domain the provider offers (one fi_info each,
  *    first of its name, same address format as the first) that passes the
  *    user's list (without one: all but loopback and docker*, unless nothing
- *    else), in the order of their names (numbers compared as numbers): the
- *    same order on every node, so NIC i is rail i everywhere;
+ *    else, and then (1b) not the management link that carries the default
+ *    route nor NICs slower than the fastest), in the order of their names
+ *    (numbers compared as numbers): the same order on every node, so NIC i
+ *    is rail i everywhere;
  * 2. where each is: its PCI bus id (fi_info's nic, as EFA gives; for tcp the
  *    interface's device in sysfs) located by hwloc, or unknown;
  * 3. the node's plan (hier_nic_assign), the same on every rank: this rank's
@@ -26,6 +28,7 @@
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_nic.h"
+#include "base/hier_topo.h"
 #include "net/hier_fabric_impl.h"
 #include "net/hier_fi.h"
 
@@ -42,8 +45,36 @@ static int hier_fabric_nic_order(const void *a, const void *b)
     return strverscmp((*(struct fi_info *const *)a)->domain_attr->name, (*(struct fi_info *const *)b)->domain_attr->name);
 }
 
+/* 1b: without a user's list, the NICs meant for data (hier_nic_default_set):
+ * not the management link that carries the default route, none slower than
+ * the fastest; what goes is said (by the node's first rank). */
+static size_t hier_fabric_default_set(struct fi_info **nics, size_t n, int log)
+{
+    hier_nic_fact_t *facts = malloc(sizeof(*facts) * n);
+    unsigned char *keep = malloc(n);
+    const char **why = malloc(sizeof(*why) * n);
+    size_t kept = n;
+    if (facts && keep && why) {
+        for (size_t i = 0; i < n; i++)
+            facts[i] = (hier_nic_fact_t){.speed_mbps = hier_topo_netdev_speed(nics[i]->domain_attr->name),
+                                         .default_route = hier_topo_netdev_default_route(nics[i]->domain_attr->name)};
+        hier_nic_default_set(facts, (int)n, keep, why);
+        kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!keep[i] && log)
+                HIER_LOG(HIER_LOG_COMM, "fabric: NIC %s left out: %s (coll_hier_fabric_iface names NICs to use)",
+                         nics[i]->domain_attr->name, why[i]);
+            if (keep[i]) nics[kept++] = nics[i];
+        }
+    }
+    free(facts);
+    free(keep);
+    free(why);
+    return kept;
+}
+
 /* 1 */
-static size_t hier_fabric_nics(struct fi_info *list, const char *filter, struct fi_info **nics)
+static size_t hier_fabric_nics(struct fi_info *list, const char *filter, struct fi_info **nics, int log)
 {
     size_t n = 0, usual = 0;
     for (int pass = 0; pass < 2 && !usual; pass++) { /* pass 1: loopback after all, when alone */
@@ -59,6 +90,7 @@ static size_t hier_fabric_nics(struct fi_info *list, const char *filter, struct 
             if ((filter && filter[0]) || pass || hier_fabric_default_nic(name)) nics[n++] = i;
         }
         usual = n || (filter && filter[0]);
+        if (n > 1 && !pass && !(filter && filter[0])) n = hier_fabric_default_set(nics, n, log);
     }
     qsort(nics, n, sizeof(*nics), hier_fabric_nic_order); /* rail0 .. rail9, rail10: the same order on every node */
     return n;
@@ -148,7 +180,8 @@ hier_status_t hier_fabric_rails_open(hier_fabric_t *fab, const hier_fabric_confi
     int mine[HIER_FABRIC_RAILS_MAX], near[HIER_FABRIC_RAILS_MAX];
     unsigned nmine = 0;
     hier_status_t st = nics ? HIER_OK : HIER_ERR_NO_MEMORY;
-    size_t nnics = nics ? hier_fabric_nics(fab->list, cfg->iface, nics) : 0;                    /* 1 */
+    int log = (cfg->rank_numa && cfg->nlocal > 0 ? cfg->me : 0) == 0;
+    size_t nnics = nics ? hier_fabric_nics(fab->list, cfg->iface, nics, log) : 0;               /* 1 */
     if (st == HIER_OK && !nnics) {
         HIER_ERROR("provider %s offers no NIC that coll_hier_fabric_iface (\"%s\") lets through",
                    fab->list->fabric_attr->prov_name, cfg->iface ? cfg->iface : "");

@@ -432,7 +432,29 @@ netns_case() { # netns_case NAME NODES SLOTS NP PROGRAM [args...]
         case_run "$name" "$np" --mca coll_hier_fabric_provider tcp --mca coll_hier_fabric_iface rail0,rail1 \
         --mca coll_hier_stats 2 --mca mpi_yield_when_idle 1 "$@"
 }
+# No NICs named, three rails and a management link with the default route
+# for 2 ranks per node: hier must leave mgmt out (it says so) and every rail
+# must carry a near-equal share (within 20% of the rails' mean, by hier's
+# counters; the kernel's at least as much).
+rails_share() {
+    grep -q "NIC mgmt left out: carries the default route" "$1" || { echo "mgmt not left out" >&2; return 1; }
+    rails_agree "$1" || return 1
+    awk '/^coll:hier:nic / {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            b[f["nic"]] += f["bytes"] }
+        END {
+            if ("mgmt" in b) { print "mgmt carried " b["mgmt"] " bytes" > "/dev/stderr"; exit 1 }
+            n = 0; for (r in b) { n++; sum += b[r] }
+            for (r in b) { printf "%s: %.2f of the mean\n", r, b[r] / (sum / n) > "/dev/stderr"
+                           if (n != 3 || b[r] < 0.8 * sum / n || b[r] > 1.2 * sum / n) exit 1 }
+        }' "$1"
+}
 if why=$("$S/contrib/hier-netns-cluster" check); then
+    RAILS=rail0,rail1,rail2 RAILS_STATS=$LOG/netns_2x2_rails3_default_nics.rails EXTRA_CHECK=rails_share \
+        HIER_NETNS_SLOTS=2 NETNS_RUN="$S/contrib/hier-netns-cluster run --nodes 2 --rails 3 --rate none \
+        --stats $LOG/netns_2x2_rails3_default_nics.rails --" case_run netns_2x2_rails3_default_nics 4 \
+        --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 2 --mca coll_hier_verbose 1 \
+        --mca mpi_yield_when_idle 1 "$B/contrib/hier_bench" -c allreduce,allgather -b 16M -e 16M -n 5
     netns_case netns_2x2_rails2 2 2 4 $TC --world-only
     netns_case netns_2x1_rails2_striped 2 1 2 $TC --world-only
     netns_case netns_3_uneven_rails2 3 2,1,1 4 $UNEVEN $TC --quick --world-only

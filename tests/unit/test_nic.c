@@ -16,13 +16,21 @@ static hier_nic_plan_t assign(int nnics, const int *nic_numa, int nranks, const 
     return plan;
 }
 
-/* The properties every plan has: each rank its NICs, all different; every
- * NIC serving as many ranks as any other, give or take one (none idle
- * unless there are more NICs than ranks can use); near recorded truly. */
+static int gcd(int a, int b)
+{
+    return b ? gcd(b, a % b) : a;
+}
+
+/* The properties every plan has: each rank its NICs, all different; near
+ * recorded truly; and the shape: where NICs / gcd fits in max, every NIC
+ * serves exactly ranks / gcd ranks (every NIC the same share of the node's
+ * bytes), else NICs / ranks each with the leftovers idle, or one each with
+ * loads that differ by one at most. */
 static void check_plan(const hier_nic_plan_t *plan, int nnics, const int *nic_numa, int nranks, const int *rank_numa,
                        int max)
 {
-    int k = nranks <= nnics ? (nnics / nranks < max ? nnics / nranks : max) : 1;
+    int g = gcd(nnics, nranks), balanced = nnics / g <= max;
+    int k = balanced ? nnics / g : nranks <= nnics ? (nnics / nranks < max ? nnics / nranks : max) : 1;
     cr_assert_eq(plan->per_rank, k, "%d ranks, %d NICs, max %d: %d per rank", nranks, nnics, max, plan->per_rank);
     int *load = calloc((size_t)nnics, sizeof(int));
     for (int r = 0; r < nranks; r++)
@@ -40,7 +48,11 @@ static void check_plan(const hier_nic_plan_t *plan, int nnics, const int *nic_nu
         if (load[n] && load[n] < lo) lo = load[n];
         if (load[n] > hi) hi = load[n];
     }
-    if (nranks > nnics) {
+    if (balanced) {
+        cr_assert_eq(used, nnics, "%d ranks, %d NICs: a NIC idle", nranks, nnics);
+        cr_assert_eq(lo, nranks / g, "%d ranks, %d NICs: loads %d..%d", nranks, nnics, lo, hi);
+        cr_assert_eq(hi, nranks / g, "%d ranks, %d NICs: loads %d..%d", nranks, nnics, lo, hi);
+    } else if (nranks > nnics) {
         cr_assert_eq(used, nnics, "%d ranks, %d NICs: a NIC idle", nranks, nnics);
         cr_assert_leq(hi - lo, 1, "%d ranks, %d NICs: loads %d..%d", nranks, nnics, lo, hi);
     } else {
@@ -95,15 +107,63 @@ Test(nic, eight_ranks_thirty_two_nics)
 }
 
 /* More ranks than NICs, not a multiple: 3 ranks, 2 NICs: loads 2 and 1. */
-Test(nic, three_ranks_two_nics)
+/* Counts that do not divide: every NIC carries the same share (the
+ * issue's shapes: 3 NICs and 2 ranks, 4 and 3, 4 and 6, 2 and 3). Shares are
+ * what each NIC carries when each rank stripes its bytes evenly over its
+ * NICs: within 20% of each other (here: equal). */
+Test(nic, counts_that_do_not_divide_share_every_nic)
 {
-    int nic_numa[2] = {-1, -1}, rank_numa[3] = {-1, -1, -1};
-    hier_nic_plan_t plan = assign(2, nic_numa, 3, rank_numa, 4);
-    check_plan(&plan, 2, nic_numa, 3, rank_numa, 4);
-    cr_assert_eq(plan.nic[0], 0);
-    cr_assert_eq(plan.nic[1], 1);
-    cr_assert_eq(plan.nic[2], 0);
+    static const int shapes[][2] = {{3, 2}, {4, 3}, {4, 6}, {2, 3}, {6, 4}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        int nnics = shapes[i][0], nranks = shapes[i][1], nn[8], rn[8];
+        for (int n = 0; n < nnics; n++) nn[n] = -1;
+        for (int r = 0; r < nranks; r++) rn[r] = -1;
+        hier_nic_plan_t plan = assign(nnics, nn, nranks, rn, 4);
+        check_plan(&plan, nnics, nn, nranks, rn, 4);
+        double share[8] = {0}, lo = 1e9, hi = 0;
+        for (int r = 0; r < nranks; r++)
+            for (int j = 0; j < plan.per_rank; j++) share[plan.nic[r * plan.per_rank + j]] += 1.0 / plan.per_rank;
+        for (int n = 0; n < nnics; n++) {
+            lo = share[n] < lo ? share[n] : lo;
+            hi = share[n] > hi ? share[n] : hi;
+        }
+        cr_assert(lo > 0 && hi <= lo * 1.2, "%d NICs, %d ranks: shares %.2f..%.2f", nnics, nranks, lo, hi);
+        hier_nic_plan_free(&plan);
+    }
+}
+
+/* Beyond max_per_rank the closest shape: 5 NICs for 3 ranks at most 4 each
+ * leaves two idle, one NIC per rank. */
+Test(nic, balance_needing_more_than_max_falls_back)
+{
+    int nn[5] = {-1, -1, -1, -1, -1}, rn[3] = {-1, -1, -1};
+    hier_nic_plan_t plan = assign(5, nn, 3, rn, 4);
+    check_plan(&plan, 5, nn, 3, rn, 4);
+    cr_assert_eq(plan.per_rank, 1);
     hier_nic_plan_free(&plan);
+}
+
+/* The default set: the management NIC (default route) and slower NICs go
+ * when others stay; unknown speeds stay; never none. */
+Test(nic, default_set_leaves_out_management_and_slower_nics)
+{
+    unsigned char keep[4];
+    const char *why[4];
+    hier_nic_fact_t bed[4] = {{10000, 1}, {10000, 0}, {10000, 0}, {10000, 0}}; /* mgmt + 3 rails */
+    hier_nic_default_set(bed, 4, keep, why);
+    cr_assert(!keep[0] && keep[1] && keep[2] && keep[3]);
+    cr_assert_str_eq(why[0], "carries the default route (management)");
+    cr_assert_null(why[1]);
+    hier_nic_fact_t mixed[4] = {{1000, 1}, {100000, 0}, {25000, 0}, {-1, 0}}; /* 1G mgmt, 100G, 25G, EFA */
+    hier_nic_default_set(mixed, 4, keep, why);
+    cr_assert(!keep[0] && keep[1] && !keep[2] && keep[3]);
+    cr_assert_str_eq(why[2], "slower than the fastest NIC");
+    hier_nic_fact_t alone[1] = {{1000, 1}}; /* the one NIC carries the default route: it stays */
+    hier_nic_default_set(alone, 1, keep, why);
+    cr_assert(keep[0]);
+    hier_nic_fact_t two[2] = {{1000, 1}, {1000, 1}}; /* (two default routes: nothing else to use) */
+    hier_nic_default_set(two, 2, keep, why);
+    cr_assert(keep[0] && keep[1]);
 }
 
 /* A NIC without a location is near everything; an unbound rank never takes
