@@ -22,11 +22,21 @@ static void hier_fi_open(void)
                  "previous component", dlerror());
         return;
     }
-    if (!(HIER_FI_SYM(lib, version, "fi_version") && HIER_FI_SYM(lib, getinfo, "fi_getinfo") && HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") &&
-          HIER_FI_SYM(lib, dupinfo, "fi_dupinfo") && HIER_FI_SYM(lib, fabric, "fi_fabric") &&
-          HIER_FI_SYM(lib, strerror, "fi_strerror") && HIER_FI_SYM(lib, tostr, "fi_tostr"))) {
+    if (!(HIER_FI_SYM(lib, version, "fi_version") && HIER_FI_SYM(lib, getinfo, "fi_getinfo") &&
+          HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") && HIER_FI_SYM(lib, dupinfo, "fi_dupinfo") &&
+          HIER_FI_SYM(lib, fabric, "fi_fabric") && HIER_FI_SYM(lib, strerror, "fi_strerror") &&
+          HIER_FI_SYM(lib, tostr, "fi_tostr"))) {
         HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): communicators that span nodes use the "
                    "previous component", dlerror());
+        memset(&hier_fi, 0, sizeof(hier_fi));
+        dlclose(lib);
+        return;
+    }
+    uint32_t version = hier_fi.version();
+    if (FI_VERSION_LT(version, HIER_FI_API_VERSION)) {
+        HIER_ERROR("libfabric %u.%u is older than coll/hier needs (%u.%u): communicators that span nodes use the "
+                   "previous component", FI_MAJOR(version), FI_MINOR(version), FI_MAJOR(HIER_FI_API_VERSION),
+                   FI_MINOR(HIER_FI_API_VERSION));
         memset(&hier_fi, 0, sizeof(hier_fi));
         dlclose(lib);
         return;
@@ -35,13 +45,6 @@ static void hier_fi_open(void)
     if (verbs && !HIER_FI_SYM(verbs, fork_initialized, "ibv_is_fork_initialized")) {
         hier_fi.fork_initialized = NULL;
         dlclose(verbs);
-    }
-    if (FI_VERSION_LT(hier_fi.version(), HIER_FI_API_VERSION)) {
-        HIER_ERROR("libfabric %u.%u is older than coll/hier needs (%u.%u): communicators that span nodes use the "
-                   "previous component", FI_MAJOR(hier_fi.version()), FI_MINOR(hier_fi.version()),
-                   FI_MAJOR(HIER_FI_API_VERSION), FI_MINOR(HIER_FI_API_VERSION));
-        memset(&hier_fi, 0, sizeof(hier_fi));
-        return; /* (stays loaded: the verbs library may be too) */
     }
     hier_fi_status = HIER_OK;
 }

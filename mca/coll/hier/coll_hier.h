@@ -80,11 +80,6 @@ void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_pa
 /* Turn a core error into an MPI error, logged once with its cause. */
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st);
 
-/* Open MPI's datatype copy (pack, unpack) of counts in size_t: an error
- * where the line's counts cannot hold them. */
-int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
-                         ompi_datatype_t *rdtype);
-
 int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t count, ompi_datatype_t *dtype,
                             ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi_datatype_t *sdtype, void *rbuf,

@@ -14,8 +14,10 @@
 #include "accel/hier_accel_mirror.h"
 #include "base/hier_log.h"
 
-int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
-                         ompi_datatype_t *rdtype)
+/* Open MPI's datatype copy (pack, unpack) of counts in size_t: an error
+ * where the line's counts cannot hold them. */
+static int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
+                                ompi_datatype_t *rdtype)
 {
     if (scount > MCA_COLL_HIER_COUNT_MAX || rcount > MCA_COLL_HIER_COUNT_MAX) { /* (4.1, 5.0: int32 counts) */
         HIER_ERROR("a datatype copy of %zu items is past this Open MPI's counts", scount > rcount ? scount : rcount);
