@@ -116,9 +116,11 @@ static const hier_param_desc_t hier_param_table[] = {
      "rail only. Ranks must agree (both ends cut a message alike)",
      HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
     {"fabric_warmup", HIER_PARAM_INT, "1",
-     "Open libfabric in a thread, once a call between nodes is worth it (fabric_open_min; loading it and "
-     "finding its providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go to "
-     "the previous component (counted as fallback:warmup), so no call waits for it; 0 = the first call "
+     "Open libfabric once a call between nodes is worth it (fabric_open_min; loading it and finding its "
+     "providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go to the previous "
+     "component (counted as fallback:warmup). hier opens it in a thread of its own, so no call waits, unless "
+     "libfabric was in the process before hier (Open MPI's ofi components, the application): then the next "
+     "call between nodes opens it on MPI's thread, which that libfabric's user expects; 0 = the first call "
      "between nodes opens it and waits",
      HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
     {"fabric_open_min", HIER_PARAM_SIZE, "64K",

@@ -240,7 +240,7 @@ hier_status_t hier_comm_setup(hier_comm_t *c)
     free(loc.procs);
     c->state = c->refused == HIER_PATH_FALLBACK_WARMUP ? HIER_COMM_WARMING : HIER_COMM_REFUSED;
     if (c->state == HIER_COMM_WARMING)
-        HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is opening in the background: calls between nodes use the previous "
-                      "component until every rank's endpoint is ready (fallback:warmup)");
+        HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is not open yet: calls between nodes use the previous component until "
+                      "every rank's endpoint is ready (fallback:warmup)");
     return HIER_ERR_NOT_SUPPORTED;
 }

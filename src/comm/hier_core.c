@@ -12,6 +12,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_core.h"
 #include "net/hier_dev_mr.h"
+#include "net/hier_fi.h"
 #include "shm/hier_shm_pool.h"
 
 static hier_topo_t *hier_core_topo;
@@ -91,9 +92,19 @@ void hier_core_fabric_warm(void)
     hier_lock_take();
     if (hier_params.fabric_warmup && !hier_core_fab && !hier_core_fab_tried &&
         atomic_load_explicit(&hier_core_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
-        int ret = pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
-        if (ret == 0) {
+        /* (a libfabric someone else uses is called from MPI's threads only:
+         * hier_fi_shared) */
+        int ret = hier_fi_load() != HIER_OK || hier_fi_shared()
+                      ? -1
+                      : pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
+        if (ret < 0) {
+            atomic_store_explicit(&hier_core_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
+            HIER_LOG(HIER_LOG_COMM, "libfabric %s: the next call between nodes opens it, not a thread of hier's",
+                     hier_fi_load() != HIER_OK ? "cannot be loaded"
+                                               : "was loaded before hier (by the MPI library or the application)");
+        } else if (ret == 0) {
             atomic_store_explicit(&hier_core_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
+            HIER_LOG(HIER_LOG_COMM, "libfabric opens in a thread of hier's, in the background");
         } else {
             atomic_store_explicit(&hier_core_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
             HIER_LOG(HIER_LOG_COMM, "no thread to open libfabric in the background (%s): the next call between "

@@ -15,7 +15,8 @@ hier_fabric_t *hier_core_fabric(void);
  * communicator spanning nodes does at its first call large enough,
  * fabric_open_min). Ready: opened in the background, or open, or
  * fabric_warmup 0 (then hier_core_fabric opens it in the foreground), or
- * no thread could be had (the same). */
+ * no thread of hier's may call libfabric (hier_fi_shared) or could be had
+ * (the same). */
 void hier_core_fabric_warm(void);
 int hier_core_fabric_ready(void);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to

@@ -10,11 +10,15 @@
 hier_fi_t hier_fi;
 static hier_status_t hier_fi_status = HIER_ERR_NOT_SUPPORTED;
 static pthread_once_t hier_fi_once = PTHREAD_ONCE_INIT;
+static int hier_fi_was_loaded; /* (hier_fi_shared) */
 
 #define HIER_FI_SYM(lib, field, name) ((*(void **)&hier_fi.field = dlsym(lib, name)) != NULL)
 
 static void hier_fi_open(void)
 {
+    void *before = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    hier_fi_was_loaded = before != NULL;
+    if (before) dlclose(before);
     /* (loaded for the life of the process: endpoints outlive communicators) */
     void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -47,6 +51,11 @@ static void hier_fi_open(void)
         dlclose(verbs);
     }
     hier_fi_status = HIER_OK;
+}
+
+int hier_fi_shared(void)
+{
+    return hier_fi_load() == HIER_OK && hier_fi_was_loaded;
 }
 
 uint32_t hier_fi_runtime_version(void)

@@ -4,6 +4,7 @@
  * delivers nothing, a peer that left gives a bounded, clean outcome. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +25,7 @@
 #include "sched/hier_sched_net.h"
 #include "net/hier_fabric.h"
 #include "net/hier_dev_mr.h"
+#include "net/hier_fi.h"
 
 #include <rdma/fi_domain.h>
 
@@ -466,6 +468,21 @@ Test(fabric, unknown_provider_is_a_clean_error)
     hier_fabric_t *fab;
     hier_fabric_config_t cfg = {.provider = "no-such-provider"};
     cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_ERR_NOT_SUPPORTED);
+}
+
+/* Whether hier may call libfabric from a thread of its own (fabric_warmup):
+ * only where it loaded the library itself. (Each test is its own process.) */
+Test(fabric, libfabric_loaded_before_hier_is_shared)
+{
+    void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    cr_assert(lib, "libfabric.so.1: %s", dlerror());
+    cr_assert(hier_fi_shared(), "a libfabric the process had before hier is another user's");
+}
+
+Test(fabric, libfabric_loaded_by_hier_alone_is_its_own)
+{
+    cr_assert_eq(hier_fi_load(), HIER_OK);
+    cr_assert(!hier_fi_shared(), "hier loaded libfabric first: nobody else calls it");
 }
 
 Test(fabric, fork_safety_is_reported)
