@@ -70,6 +70,7 @@ has_stats_lines() {
 }
 has_net_stats_only() { has_net_stats "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
 has_old_libfabric() { grep -q "libfabric 1.12 (API 1.10 asked" "$1"; }
+loaded_fi() { [ "$(grep -c "$FI_WANT" "$1")" -eq 4 ]; } # every rank loaded the libfabric FI_WANT names
 # fabric_warmup: every rank opened libfabric on MPI's own thread where the
 # process had it before hier (4 ranks), in a thread of hier's where not
 warm_on_mpi_thread() { [ "$(grep -c "libfabric was loaded before hier" "$1")" -eq 4 ] && ! grep -q "thread of hier's, in" "$1"; }
@@ -308,6 +309,19 @@ if unshare --uts true 2>/dev/null; then
             --mca coll_hier_fabric_provider tcp $TC --quick $NET
     else
         echo "SKIP: nodes2x2_libfabric_older_than_headers (no libfabric.so.1 in the loader's cache, or libmpi links it)"
+    fi
+    # The libfabric 2.x lane (.ci/run): this hier, built against the headers of HIER_FI_LANE (a prefix
+    # holding libfabric HIER_FI_LANE_VERSION), loads the library the node has: that one, and the
+    # system's older one (a head node's newer headers, compute nodes' older library)
+    if [ -n "${HIER_FI_LANE:-}" ]; then
+        lane_headers="built with $HIER_FI_LANE_VERSION headers"
+        FI_WANT="libfabric $HIER_FI_LANE_VERSION (API 1.10 asked; $lane_headers)" EXTRA_CHECK=loaded_fi \
+            case_run nodes2x2_libfabric_lane_library 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+            -x LD_LIBRARY_PATH="$HIER_FI_LANE/lib" --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp \
+            $TC --quick $NET
+        FI_WANT="libfabric $(env -u PKG_CONFIG_PATH pkg-config --modversion libfabric | cut -d. -f1,2) (API 1.10 asked; $lane_headers)" \
+            EXTRA_CHECK=loaded_fi case_run nodes2x2_libfabric_system_library 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+            -x LD_LIBRARY_PATH= --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp $TC --quick $NET
     fi
     case_run nodes3_uneven_2_1_1_tcp_rxm 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN \
         --mca coll_hier_fabric_provider 'tcp;ofi_rxm' $TC --quick $NET
