@@ -45,7 +45,7 @@ hier_status_t hier_fi_load(void);
  * called by its owner from the threads that call MPI, without locks: hier
  * then calls it only from those threads too, never from a thread of its own
  * (with Open MPI 5.0/6.0's ofi components loaded, fi_getinfo from a second
- * thread while the first was in Open MPI's progress hung 4-7 runs in 20). */
+ * thread while the first was in Open MPI's progress hung 3-7 runs in 20). */
 int hier_fi_shared(void);
 /* The loaded libfabric's version (fi_version()); 0 before it is loaded. */
 uint32_t hier_fi_runtime_version(void);

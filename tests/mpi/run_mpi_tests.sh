@@ -282,7 +282,7 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes2x2_userop_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         "$B/tests/mpi/test_userop" --quick
     # Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
-    # thread (fi_getinfo from hier's own thread while Open MPI progressed hung 4-7 runs in 20 on 5.0)
+    # thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
     WARMUP=1 EXTRA_CHECK=warm_on_mpi_thread case_run nodes2x2_tcp_warmup 4 $FAKE --hostfile "$(hosts h22 2 2)" \
         --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 $TC --quick $NET --warm
     # and where nothing had loaded libfabric (Open MPI without its ofi components, as a UCX-only build):
