@@ -94,21 +94,18 @@ void hier_core_fabric_warm(void)
         atomic_load_explicit(&hier_core_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
         /* (a libfabric someone else uses is called from MPI's threads only:
          * hier_fi_shared) */
-        int ret = hier_fi_load() != HIER_OK || hier_fi_shared()
-                      ? -1
-                      : pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
-        if (ret < 0) {
-            atomic_store_explicit(&hier_core_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
-            HIER_LOG(HIER_LOG_COMM, "libfabric %s: the next call between nodes opens it, not a thread of hier's",
-                     hier_fi_load() != HIER_OK ? "cannot be loaded"
-                                               : "was loaded before hier (by the MPI library or the application)");
-        } else if (ret == 0) {
+        const char *why = hier_fi_load() != HIER_OK ? "libfabric cannot be loaded"
+                          : hier_fi_shared()         ? "libfabric was loaded before hier (by the MPI library or "
+                                                       "the application)"
+                                                     : NULL;
+        int ret = why ? 0 : pthread_create(&hier_core_warm_thread, NULL, hier_core_warm_main, NULL);
+        if (!why && ret == 0) {
             atomic_store_explicit(&hier_core_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
             HIER_LOG(HIER_LOG_COMM, "libfabric opens in a thread of hier's, in the background");
         } else {
             atomic_store_explicit(&hier_core_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
-            HIER_LOG(HIER_LOG_COMM, "no thread to open libfabric in the background (%s): the next call between "
-                     "nodes opens it", strerror(ret));
+            HIER_LOG(HIER_LOG_COMM, "%s%s: the next call between nodes opens it, not a thread of hier's",
+                     why ? why : "no thread to open libfabric in the background: ", why ? "" : strerror(ret));
         }
     }
     hier_lock_drop();

@@ -150,6 +150,8 @@ killed_run() {
     fi
 }
 shm_before=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')
+LIBMPI=$(mpicc --showme:libdirs 2>/dev/null | awk '{print $1}')/libmpi.so
+MPI_LINKS_FABRIC=$(ldd "$LIBMPI" 2>/dev/null | grep -c libfabric) # (5.0, 6.0: libfabric is always in the process)
 TC="$B/tests/mpi/test_colls --chunk $CHUNK"
 
 case_run np1_self 1 $TC --allreduce-path self
@@ -287,12 +289,14 @@ if unshare --uts true 2>/dev/null; then
         --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 $TC --quick $NET --warm
     # and where nothing had loaded libfabric (Open MPI without its ofi components, as a UCX-only build):
     # hier's own thread opens it. Only where libmpi itself does not link libfabric (4.1).
-    if ! ldd "$(mpicc --showme:libdirs | awk '{print $1}')/libmpi.so" | grep -q libfabric; then
+    if [ "$MPI_LINKS_FABRIC" = 0 ]; then
         NO_OFI=$LOG/components-without-ofi
         mkdir -p "$NO_OFI" && for f in "$PKGLIB"/*; do case $f in *ofi*) ;; *) ln -sf "$f" "$NO_OFI/" ;; esac; done
         COMPONENT_PATH="$B/.libs:$NO_OFI" WARMUP=1 EXTRA_CHECK=warm_in_own_thread case_run nodes2x2_tcp_warmup_own_thread 4 \
             $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
             $TC --quick $NET --warm
+    elif [[ -z "${HIER_TEST_CASES:-}" || nodes2x2_tcp_warmup_own_thread =~ $HIER_TEST_CASES ]]; then
+        case_skip "nodes2x2_tcp_warmup_own_thread (libmpi links libfabric: no process here is without it)"
     fi
     case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
     case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
@@ -300,7 +304,7 @@ if unshare --uts true 2>/dev/null; then
     # (tests/common/old_libfabric.c). Where libmpi itself links libfabric (5.0) it would load the
     # stand-in too; Open MPI's own ofi components are left out.
     OLD_FI_REAL=$(ldconfig -p 2>/dev/null | awk '/libfabric\.so\.1 / {print $NF; exit}')
-    if [ -n "$OLD_FI_REAL" ] && ! ldd "$(mpicc --showme:libdirs | awk '{print $1}')/libmpi.so" | grep -q libfabric; then
+    if [ -n "$OLD_FI_REAL" ] && [ "$MPI_LINKS_FABRIC" = 0 ]; then
         OLD_FI=$LOG/oldfabric
         mkdir -p "$OLD_FI" && ln -sf "$B/tests/common/.libs/liboldfabric.so" "$OLD_FI/libfabric.so.1"
         EXTRA_CHECK=has_old_libfabric case_run nodes2x2_libfabric_older_than_headers 4 $FAKE \
@@ -530,7 +534,6 @@ fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
 # libmpi dlopened RTLD_LOCAL by a program not linked with it (mpi4py 4's
 # wheels): hier must still load (its stats lines) and serve the allreduces.
-LIBMPI=$(mpicc --showme:libdirs 2>/dev/null | awk '{print $1}')/libmpi.so
 EXTRA_CHECK=has_dlopen_stats case_run np2_libmpi_dlopen_local 2 --mca coll_hier_stats 1 \
     "$B/tests/mpi/test_dlopen" "$LIBMPI"
 CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
