@@ -224,14 +224,14 @@ void hier_node_free(hier_comm_t *c)
     c->node = NULL;
 }
 
-/* An agreement inside a call (ops.agree: the previous component's
- * allreduce of the minimum) that also agrees every rank runs the same call:
+/* An agreement inside a call (ops.agree: an allreduce of the minimum over
+ * point-to-point) that also agrees every rank runs the same call:
  * 1. the node's ranks meet at a barrier, each saying it is at an agreement,
  *    and compare signatures;
  * 2. a rank that finds another call there agrees only when every rank of
  *    its node is at an agreement too (across nodes: the other nodes' ranks
  *    may be in it already), saying "mismatch"; else it leaves the call: the
- *    previous component's allreduce has no timeout, and a rank alone in it
+ *    allreduce has no timeout, and a rank alone in it
  *    would take the user's next allreduce for the agreement;
  * 3. every rank adds h and -h of its signature's digest h (a mismatch: -1
  *    and -1): min(h) equals -min(-h) only when every h is the same.

@@ -9,9 +9,10 @@
 #include "base/hier_wait.h"
 
 typedef struct {
-    /* Gather len bytes from every rank into rbuf, by rank, on every rank (the previous module's allgather). */
+    /* Gather len bytes from every rank into rbuf, by rank, on every rank (Open MPI's base
+     * algorithm over point-to-point: no previous module's, which may build sub-communicators). */
     int (*allgather)(const void *sbuf, void *rbuf, size_t len, void *arg);
-    /* values[i] = the minimum over the communicator, for each i < n (the previous module's allreduce). */
+    /* values[i] = the minimum over the communicator, for each i < n (the same, an allreduce). */
     int (*agree)(int *values, int n, void *arg);
     /* Whether communicator rank `rank` runs on this rank's node, and its
      * process's identity (unique in the job, the same in every communicator). */

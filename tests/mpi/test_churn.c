@@ -5,7 +5,11 @@
  * may be left behind: no more open descriptors, shared-memory files of
  * coll/hier or resident memory (beyond a small allowance for the MPI
  * library's own tables) than after the first rounds; every call must have
- * been served by hier.
+ * been served by hier. And hier's set-up of a communicator creates none of
+ * its own (nor makes the previous component create any: han's first call
+ * on a communicator splits it twice): the communicator made right after a
+ * first call comes next in Open MPI's handle table, as one made right after
+ * a dup does.
  *
  *   test_churn [--rounds N]   (default 10000)
  */
@@ -60,6 +64,22 @@ static void rounds(int first, int n_rounds, int rank)
     }
 }
 
+/* Handle-table slots (MPI_Comm_c2f) between two duplicates of world, with
+ * one allreduce (hier's set-up) on the first before the second is made;
+ * the table fills its lowest free slot first. */
+static int handle_gap(int first_call)
+{
+    MPI_Comm a, b;
+    int one = 1, all;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    if (first_call) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    int gap = (int)(MPI_Comm_c2f(b) - MPI_Comm_c2f(a));
+    MPI_Comm_free(&b);
+    MPI_Comm_free(&a);
+    return gap;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n_rounds = 10000;
@@ -71,6 +91,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     rounds(0, 100, rank); /* what lasts is made: endpoint, channels, pools */
+    int gap_dup = handle_gap(0), gap_call = handle_gap(1);
+    CHECK(gap_call == gap_dup, "a first call made %d communicator(s) (handles %d apart, %d without the call)",
+          gap_call - gap_dup, gap_call, gap_dup);
     MPI_Barrier(MPI_COMM_WORLD);
     long fds0 = count_dir("/proc/self/fd", ""), shm0 = count_dir("/dev/shm", "coll-hier-"), rss0 = rss_kb();
     check_counters_t a, b;

@@ -4,6 +4,7 @@
 
 #include "ompi/group/group.h"
 #include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_base_functions.h"
 #include "ompi/proc/proc.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
 #include "opal/runtime/opal_progress.h"
@@ -83,19 +84,39 @@ int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threa
     return OMPI_SUCCESS;
 }
 
-/* ---- services for the core, borrowed from the previous module ---------- */
+/* ---- services for the core ------------------------------------------------ */
+
+/* The core's own exchanges at a communicator's set-up (its records, its
+ * agreements) run Open MPI's base algorithms over point-to-point, not the
+ * previous module: where that is han (5.0 and 6.0 by default), its first
+ * call on a communicator creates two sub-communicators of its own, which
+ * a communicator hier serves never uses, and which, with MPI_THREAD_MULTIPLE
+ * and first calls on several communicators at once, hang in Open MPI's
+ * communicator-id agreement (2 runs in 40 of tests/mpi/test_threads on 6.0
+ * without hier). Recursive doubling (Bruck's where the size is not a power
+ * of two) keeps them log2(size) steps. The base algorithms keep their
+ * requests in the module's base_data (Open MPI's module destructor frees it). */
+static mca_coll_base_module_t *mca_coll_hier_core_module(mca_coll_hier_module_t *hm)
+{
+    if (!hm->super.base_data) hm->super.base_data = OBJ_NEW(mca_coll_base_comm_t);
+    return hm->super.base_data ? &hm->super : NULL;
+}
 
 static int mca_coll_hier_core_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 {
     mca_coll_hier_module_t *hm = arg;
-    return hm->prev_allgather(sbuf, (mca_coll_hier_count_t)len, MPI_BYTE, rbuf, (mca_coll_hier_count_t)len, MPI_BYTE,
-                              hm->comm, hm->prev_allgather_module);
+    mca_coll_base_module_t *m = mca_coll_hier_core_module(hm);
+    if (!m) return OMPI_ERR_OUT_OF_RESOURCE;
+    return ompi_coll_base_allgather_intra_recursivedoubling(sbuf, (mca_coll_hier_count_t)len, MPI_BYTE, rbuf,
+                                                            (mca_coll_hier_count_t)len, MPI_BYTE, hm->comm, m);
 }
 
 static int mca_coll_hier_core_agree(int *values, int n, void *arg)
 {
     mca_coll_hier_module_t *hm = arg;
-    return hm->prev_allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, hm->comm, hm->prev_allreduce_module);
+    mca_coll_base_module_t *m = mca_coll_hier_core_module(hm);
+    if (!m) return OMPI_ERR_OUT_OF_RESOURCE;
+    return ompi_coll_base_allreduce_intra_recursivedoubling(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, hm->comm, m);
 }
 
 /* Whether communicator rank r shares this process's node (Open MPI's
