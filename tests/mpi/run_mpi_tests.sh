@@ -432,8 +432,10 @@ if unshare --uts true 2>/dev/null; then
     else
         echo "SKIP: mpi4py suite cases ($why)"
     fi
+    # (without han: on 5.0 and 6.0 the previous component's first call builds sub-communicators that
+    # hier serves too, and their calls would join the process-wide counters this case counts exactly)
     case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
-        $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
+        --mca coll ^han $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
 else
     echo "SKIP: multi-node cases (unshare --uts not permitted here)"
 fi
