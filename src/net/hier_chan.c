@@ -102,10 +102,10 @@ static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, siz
     ch->aside_tail = &ch->aside;
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->ring, slots * ch->stride, &ch->ring_mr), free_posted, st);
     HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->stage, slots * ch->stride + 64, &ch->stage_mr), dereg_ring, st);
+    _Static_assert(HIER_CHAN_CREDIT_WORDS * sizeof(uint64_t) == 64, "the credit words fill their 64 bytes");
     if (!(ch->credit_word = aligned_alloc(64, 64))) goto dereg_stage;
-    *ch->credit_word = 0;
-    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->credit_word, sizeof(*ch->credit_word), &ch->credit_mr),
-                    free_credit, st);
+    memset(ch->credit_word, 0, 64);
+    HIER_CHECK_GOTO(hier_fabric_mr_reg(fab, ch->credit_word, 64, &ch->credit_mr), free_credit, st);
     hier_chan_table[id] = ch;
     *ch_p = ch;
     return HIER_OK;
@@ -318,11 +318,22 @@ hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), in
     return hier_chan_progress(fab);
 }
 
+/* The peer's release count as its returns tell it: the highest word. */
+static uint64_t hier_chan_credit_acked(const hier_chan_t *ch)
+{
+    uint64_t acked = 0;
+    for (unsigned i = 0; i < HIER_CHAN_CREDIT_WORDS; i++) {
+        uint64_t w = __atomic_load_n(&ch->credit_word[i], __ATOMIC_ACQUIRE);
+        if (w > acked) acked = w;
+    }
+    return acked;
+}
+
 /* Room for one more message: fewer than `slots` unreleased by the peer, and
  * the staging slot's previous write completed here. */
 static int hier_chan_can_send(const hier_chan_t *ch)
 {
-    uint64_t acked = __atomic_load_n(ch->credit_word, __ATOMIC_ACQUIRE);
+    uint64_t acked = hier_chan_credit_acked(ch);
     if (ch->piggy_acked > acked) acked = ch->piggy_acked;
     return ch->sent - acked < ch->slots && !ch->posted[ch->sent % ch->slots];
 }
@@ -399,20 +410,21 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, co
     return hier_chan_try_send_from(ch, box, tag, data, len, NULL, (hier_sig_t){0}, sent_p, &msg);
 }
 
-/* Return credit: our release count into the sender's word. Never waits:
+/* Return credit: our release count into the sender's next word (round
+ * its HIER_CHAN_CREDIT_WORDS, hier_chan_impl.h). Never waits:
  * when the provider has no room (or the sender is gone for good, its last
  * call over) the channel owes the return and progress retries it, so a
- * receiver never hangs on a sender that needs nothing more. The source word
- * may be rewritten while an older return is in flight: counts only grow, so
- * the sender can only ever see a newer one. */
+ * receiver never hangs on a sender that needs nothing more. A source word
+ * may be rewritten while its return of HIER_CHAN_CREDIT_WORDS returns ago is
+ * still in flight: counts only grow, so the sender can only see a newer one. */
 static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
 {
-    uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride);
+    unsigned k = (unsigned)(ch->credits_sent % HIER_CHAN_CREDIT_WORDS);
+    uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride) + k;
     int posted;
     *word = ch->released;
-    /* (always the first lane: a later count must not land before an earlier) */
     hier_status_t st = hier_fabric_try_write(ch->fab, ch->peer, word, sizeof(*word), ch->stage_mr,
-                                             ch->remote.credit, 0,
+                                             ch->remote.credit, k * sizeof(*word),
                                              HIER_CHAN_CREDIT | (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT),
                                              HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_CREDIT), &posted);
     if (st != HIER_OK) { /* the channel's error, whoever tried (its user, or progress retrying) */
@@ -544,7 +556,7 @@ hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t ta
 void hier_chan_report(const hier_chan_t *ch, const char *why)
 {
     hier_lock_take();
-    uint64_t word = *ch->credit_word, acked = word > ch->piggy_acked ? word : ch->piggy_acked;
+    uint64_t word = hier_chan_credit_acked(ch), acked = word > ch->piggy_acked ? word : ch->piggy_acked;
     HIER_ERROR("channel %u (peer's %u), %s: sent %llu (acked %llu: word %llu, headers %llu; completed %llu), "
                "received %llu (next lands in slot %zu: arrived %u), released %llu (credited %llu%s), set aside %llu, "
                "error %d", ch->id,

@@ -9,6 +9,12 @@
 #define HIER_CHAN_DIRECT (1u << 30)
 #define HIER_CHAN_SEQ_MASK ((1u << HIER_CHAN_SEQ_BITS) - 1)
 #define HIER_CHAN_ID_SHIFT HIER_CHAN_SEQ_BITS
+/* Credit returns go round this many words of the sender's (its 64 bytes):
+ * a provider that orders no writes (efa among them) may land an older
+ * return after a newer one, and the newer one's count stays in its own
+ * word; the sender takes the highest. Every word holds a count that was
+ * true once, so credit can lag, never run ahead. */
+#define HIER_CHAN_CREDIT_WORDS 8
 #define HIER_CHAN_SPIN 16    /* polls before a waiting thread yields the CPU (a poll is a system call on tcp) */
 
 /* A slot starts with this header: the message length, the sender's release
@@ -53,10 +59,10 @@ struct hier_chan {
     hier_chan_aside_t **aside_tail;
     uint64_t set_aside;        /* how many were ever */
     /* sending */
-    uint8_t *stage;            /* slots x stride source buffers, plus a credit word to send */
+    uint8_t *stage;            /* slots x stride source buffers, plus the credit words to send */
     hier_fabric_mr_t *stage_mr;
-    uint64_t *credit_word;     /* written by the peer: how many of ours it released (its own
-                                * 64 bytes: retired, not freed, at close; see hier_chan_close) */
+    uint64_t *credit_word;     /* HIER_CHAN_CREDIT_WORDS words written by the peer: how many of ours
+                                * it released (64 bytes: retired, not freed, at close; see hier_chan_close) */
     uint64_t piggy_acked;      /* the same count, from the headers of the peer's messages */
     hier_fabric_mr_t *credit_mr;
     uint64_t sent, done;       /* messages written, and completed locally */

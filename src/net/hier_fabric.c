@@ -267,6 +267,7 @@ static void hier_fabric_close_locked(hier_fabric_t *fab)
     fab->rail[0].ep = NULL;
     hier_fabric_ctl_close(fab); /* (its registration, before the domain goes) */
     hier_fabric_rails_close(fab);
+    hier_fabric_ops_free(fab); /* (no completion comes once the endpoints are closed) */
     hier_fi.freeinfo(fab->list);
     free(fab->remote);
     free(fab);
@@ -398,8 +399,8 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, struct fid_cq *cq,
                      hier_fi_strerror(err.err));
             return HIER_OK;
         }
-        ev[0] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_FAILED, .context = err.op_context,
-                                      .data = (uint32_t)err.err};
+        ev[0] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_FAILED,
+                                      .context = hier_fabric_op_give(fab, err.op_context), .data = (uint32_t)err.err};
         *n_p = 1;
         return HIER_OK;
     }
@@ -414,7 +415,8 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, struct fid_cq *cq,
                                             &got))
             n += (size_t)got;
         else
-            ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE, .context = entries[i].op_context};
+            ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE,
+                                            .context = hier_fabric_op_give(fab, entries[i].op_context)};
     }
     hier_fabric_ctl_repost(fab);
     *n_p = n;
@@ -455,10 +457,12 @@ static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t pee
     uint64_t key = rkey.key[lane->theirs];
     size_t total = 0;
     ssize_t ret;
+    hier_fabric_op_t *op = hier_fabric_op_take(fab, context);
+    if (!op) return HIER_ERR_NO_MEMORY;
     if (n == 1) {
         total = iov[0].len;
         ret = fi_writedata(r->ep, iov[0].buf, iov[0].len, iov[0].mr ? iov[0].mr->desc[lane->mine] : NULL, data,
-                           lane->addr, rkey.base + off, key, context);
+                           lane->addr, rkey.base + off, key, &op->fi);
     } else {
         struct iovec v[HIER_FABRIC_IOV_MAX];
         void *desc[HIER_FABRIC_IOV_MAX];
@@ -469,10 +473,11 @@ static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t pee
         }
         struct fi_rma_iov rma = {.addr = rkey.base + off, .len = total, .key = key};
         struct fi_msg_rma msg = {.msg_iov = v, .desc = desc, .iov_count = n, .addr = lane->addr, .rma_iov = &rma,
-                                 .rma_iov_count = 1, .context = context, .data = data};
+                                 .rma_iov_count = 1, .context = &op->fi, .data = data};
         ret = fi_writemsg(r->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
     }
     *posted_p = ret == 0;
+    if (ret != 0) hier_fabric_op_give(fab, &op->fi);
     if (ret == 0) __atomic_fetch_add(r->bytes, total, __ATOMIC_RELAXED);
     if (ret == 0 || ret == -FI_EAGAIN) return HIER_OK;
     return hier_fabric_fail(fab, n == 1 ? "fi_writedata" : "fi_writemsg", (int)ret);

@@ -8,6 +8,7 @@
  * HIER_FABRIC_CTL_SENDS buffers, free again at their completion. */
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +17,12 @@
 #include "net/hier_fi.h"
 #include "net/hier_fabric_impl.h"
 
-static int hier_fabric_ctl_in(const uint8_t *area, size_t n, const void *p)
+/* Which of the n contexts at ctx `p` is (n: none of them). */
+static size_t hier_fabric_ctl_index(const struct fi_context2 *ctx, size_t n, const void *p)
 {
-    return (const uint8_t *)p >= area && (const uint8_t *)p < area + n * HIER_FABRIC_CTL_MAX;
+    uintptr_t at = (uintptr_t)p, first = (uintptr_t)ctx;
+    if (at < first || at >= first + n * sizeof(*ctx) || (at - first) % sizeof(*ctx)) return n;
+    return (at - first) / sizeof(*ctx);
 }
 
 static void *hier_fabric_ctl_desc(const hier_fabric_t *fab)
@@ -29,7 +33,8 @@ static void *hier_fabric_ctl_desc(const hier_fabric_t *fab)
 static int hier_fabric_ctl_post(hier_fabric_t *fab, size_t i)
 {
     uint8_t *buf = fab->ctl_recv + i * HIER_FABRIC_CTL_MAX;
-    ssize_t ret = fi_recv(fab->rail[0].ep, buf, HIER_FABRIC_CTL_MAX, hier_fabric_ctl_desc(fab), FI_ADDR_UNSPEC, buf);
+    ssize_t ret = fi_recv(fab->rail[0].ep, buf, HIER_FABRIC_CTL_MAX, hier_fabric_ctl_desc(fab), FI_ADDR_UNSPEC,
+                          &fab->ctl_recv_ctx[i]);
     fab->ctl_unposted[i] = ret != 0;
     if (ret && ret != -FI_EAGAIN) HIER_LOG_ONCE(HIER_LOG_COMM, "fi_recv for control messages: %s", hier_fi_strerror((int)-ret));
     return ret == 0;
@@ -73,19 +78,19 @@ int hier_fabric_ctl_completion(hier_fabric_t *fab, void *context, uint64_t flags
 {
     *got_p = 0;
     if (!fab->ctl_recv) return 0;
-    if (hier_fabric_ctl_in(fab->ctl_send, HIER_FABRIC_CTL_SENDS, context)) {
-        size_t i = (size_t)((uint8_t *)context - fab->ctl_send) / HIER_FABRIC_CTL_MAX;
+    size_t i = hier_fabric_ctl_index(fab->ctl_send_ctx, HIER_FABRIC_CTL_SENDS, context);
+    if (i < HIER_FABRIC_CTL_SENDS) {
         fab->ctl_send_busy[i] = 0;
         if (failed) HIER_LOG(HIER_LOG_COMM, "a control message to a peer failed on provider %s",
                              hier_fabric_provider(fab));
         return 1;
     }
-    if (!hier_fabric_ctl_in(fab->ctl_recv, HIER_FABRIC_CTL_RECVS, context)) return 0;
-    size_t i = (size_t)((uint8_t *)context - fab->ctl_recv) / HIER_FABRIC_CTL_MAX;
+    if ((i = hier_fabric_ctl_index(fab->ctl_recv_ctx, HIER_FABRIC_CTL_RECVS, context)) == HIER_FABRIC_CTL_RECVS)
+        return 0;
     if (!failed && (flags & FI_RECV) && len <= HIER_FABRIC_CTL_MAX) {
         ev->kind = HIER_FABRIC_EV_CONTROL;
         ev->len = len;
-        memcpy(ev->msg, context, len);
+        memcpy(ev->msg, fab->ctl_recv + i * HIER_FABRIC_CTL_MAX, len);
         *got_p = 1;
     }
     hier_fabric_ctl_post(fab, i);
@@ -103,7 +108,7 @@ static hier_status_t hier_fabric_try_send_ctl_locked(hier_fabric_t *fab, hier_fa
     uint8_t *buf = fab->ctl_send + i * HIER_FABRIC_CTL_MAX;
     memcpy(buf, msg, len);
     ssize_t ret = fi_send(fab->rail[0].ep, buf, len, hier_fabric_ctl_desc(fab),
-                          fab->remote[hier_fabric_remote_index(peer)].ctl, buf);
+                          fab->remote[hier_fabric_remote_index(peer)].ctl, &fab->ctl_send_ctx[i]);
     if (ret == -FI_EAGAIN) return HIER_OK;
     if (ret) return hier_fabric_fail(fab, "fi_send", (int)ret);
     fab->ctl_send_busy[i] = 1;

@@ -6,6 +6,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "net/hier_fabric.h"
 
@@ -44,6 +45,15 @@ typedef struct {
     hier_fabric_lane_t lane[HIER_FABRIC_RAILS_MAX];
 } hier_fabric_remote_t;
 
+/* A write in flight (hier_fabric_op.c): the provider is given &fi, which
+ * FI_CONTEXT2 lets it use until the completion; `context` is the caller's. */
+typedef struct hier_fabric_op {
+    struct fi_context2 fi; /* first */
+    void *context;
+    struct hier_fabric_op *next; /* (free list) */
+} hier_fabric_op_t;
+_Static_assert(offsetof(hier_fabric_op_t, fi) == 0, "a completion's op_context is the op itself");
+
 struct hier_fabric {
     hier_fabric_rail_t rail[HIER_FABRIC_RAILS_MAX];
     unsigned nrails;
@@ -59,10 +69,16 @@ struct hier_fabric {
     uint8_t *ctl_send;                 /* HIER_FABRIC_CTL_SENDS buffers */
     uint8_t ctl_send_busy[HIER_FABRIC_CTL_SENDS];
     uint8_t ctl_unposted[HIER_FABRIC_CTL_RECVS]; /* receives to post again (the provider had no room) */
+    struct fi_context2 ctl_recv_ctx[HIER_FABRIC_CTL_RECVS]; /* their contexts: not the buffers, which the */
+    struct fi_context2 ctl_send_ctx[HIER_FABRIC_CTL_SENDS]; /* provider may use meanwhile (FI_CONTEXT2) */
     hier_fabric_mr_t *ctl_mr;          /* both areas, one registration */
     /* registrations kept for late remote writes (hier_fabric_mr_retire), oldest first */
     struct hier_fabric_retired { hier_fabric_mr_t *mr; void *mem; } retired[HIER_FABRIC_RETIRED];
     size_t nretired, first_retired;
+    /* the contexts of writes in flight (hier_fabric_op.c) */
+    hier_fabric_op_t *op_free;
+    struct hier_fabric_op_block *op_blocks;
+    size_t ops_in_flight;
 };
 
 struct hier_fabric_mr {
@@ -94,5 +110,11 @@ int hier_fabric_ctl_completion(hier_fabric_t *fab, void *context, uint64_t flags
                                hier_fabric_event_t *ev, int *got_p);
 /* Post again the receives the provider had no room for. */
 void hier_fabric_ctl_repost(hier_fabric_t *fab);
+/* A context for a write carrying the caller's `context` (NULL: no memory,
+ * said); its completion's op_context gives it back, and the caller's value. */
+hier_fabric_op_t *hier_fabric_op_take(hier_fabric_t *fab, void *context);
+void *hier_fabric_op_give(hier_fabric_t *fab, void *fi_context);
+/* Every context, at close (the endpoints closed first). */
+void hier_fabric_ops_free(hier_fabric_t *fab);
 
 #endif

@@ -19,7 +19,9 @@
 #include "chan_wait.h"
 #include "fabric_reap.h"
 #include "fork_pair.h"
+#include "base/hier_lock.h"
 #include "net/hier_chan.h"
+#include "net/hier_chan_impl.h"
 #include "exec/hier_net_exec.h"
 #include "exec/hier_reduce.h"
 #include "sched/hier_sched_net.h"
@@ -38,6 +40,20 @@ static int setup_pair(int me, xchg_t *x, const char *prov, size_t bytes, hier_fa
     return hier_fabric_mr_reg(*fab_p, *buf_p, bytes, mr_p) == HIER_OK ? 0 : 12;
 }
 
+#define TARGET_BYTES (1 << 20)
+static const uint64_t offs[3] = {0, 4096, 700001};
+static const size_t lens[3] = {100, 65536, 1000};
+static unsigned contexts_seen; /* bit k: a completion handed back &offs[k], the context its write was given */
+
+static void count_done(const hier_fabric_event_t *ev, size_t n, int *done_p)
+{
+    for (size_t i = 0; done_p && i < n; i++) {
+        if (ev[i].kind != HIER_FABRIC_EV_WRITE_DONE) continue;
+        (*done_p)++;
+        for (int k = 0; k < 3; k++) contexts_seen |= (unsigned)(ev[i].context == (const void *)&offs[k]) << k;
+    }
+}
+
 /* Post a write, polling while the provider has no room (until `end`);
  * completions polled meanwhile are counted into *done_p (NULL: dropped). */
 static hier_status_t write_polling(hier_fabric_t *fab, hier_fabric_peer_t peer, const void *src, size_t len,
@@ -52,7 +68,7 @@ static hier_status_t write_polling(hier_fabric_t *fab, hier_fabric_peer_t peer, 
         if (st != HIER_OK || posted) return st;
         if (now() > end) return HIER_ERR_TIMEOUT;
         if ((st = hier_fabric_poll(fab, ev, 8, &n)) != HIER_OK) return st;
-        for (size_t i = 0; done_p && i < n; i++) *done_p += ev[i].kind == HIER_FABRIC_EV_WRITE_DONE;
+        count_done(ev, n, done_p);
     }
 }
 
@@ -66,10 +82,6 @@ static int finish_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_mr_t *
     free(buf);
     return 0;
 }
-
-#define TARGET_BYTES (1 << 20)
-static const uint64_t offs[3] = {0, 4096, 700001};
-static const size_t lens[3] = {100, 65536, 1000};
 
 static int basic(int me, xchg_t *x, const char *prov)
 {
@@ -108,9 +120,10 @@ static int basic(int me, xchg_t *x, const char *prov)
         }
         for (double end = now() + 20; done < 3 && now() < end;) {
             if (hier_fabric_poll(fab, ev, 8, &n) != HIER_OK) return 22;
-            for (size_t i = 0; i < n; i++) done += ev[i].kind == HIER_FABRIC_EV_WRITE_DONE;
+            count_done(ev, n, &done);
         }
         if (done != 3) return 23;
+        if (contexts_seen != 7) return 25; /* each completion hands back its own write's context */
         if (wait_stage(x, 1, 3, fab, 20)) return 24; /* keep polling until the target saw it all */
     }
     return finish_pair(me, x, fab, mr, buf);
@@ -354,6 +367,60 @@ static int wrap(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
+/* A provider that orders no writes (efa) may land an older credit return
+ * after a newer one. The sender here, whenever a newer return has landed,
+ * lands the one before it again, late, where that one was written (the
+ * previous credit word), while the receiver, sending nothing back, returns
+ * credit only by writes: the stream must still flow. (With one credit word
+ * the late return went over the newer count and the stream stopped.) */
+#define STALE_MESSAGES 3000
+static int stale_credit(int me, xchg_t *x, const char *prov)
+{
+    hier_fabric_t *fab;
+    hier_chan_t *ch;
+    int ret = chan_pair(me, x, prov, 4, 64, &fab, &ch);
+    if (ret) return ret;
+    unsigned long overwritten = 0;
+    uint64_t last_top = 0;
+    double end = now() + 60;
+    for (uint32_t i = 0; i < STALE_MESSAGES; i++) {
+        if (me == 1) {
+            hier_chan_msg_t m;
+            uint32_t v;
+            if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
+            memcpy(&v, m.data, sizeof(v));
+            if (v != i) return 21;
+            if (hier_chan_release(ch, &m) != HIER_OK) return 22;
+            continue;
+        }
+        for (int sent = 0; !sent;) {
+            if (hier_chan_try_send(ch, 0, 0, &i, sizeof(i), &sent) != HIER_OK) return 14;
+            if (sent) break;
+            if (hier_chan_progress(fab) != HIER_OK) return 15;
+            if (now() > end) return 16; /* stalled: credit that was returned never came back into use */
+            hier_lock_take(); /* (the newest count; the test's to read and write, under the lock) */
+            uint64_t *w = ch->credit_word, top = 0;
+            size_t at = 0;
+            for (size_t k = 0; k < HIER_CHAN_CREDIT_WORDS; k++)
+                if (w[k] > top) top = w[at = k];
+            if (top > last_top) { /* a newer return: the one seen before lands again, late, in its word */
+                if (last_top) {
+                    w[(at + HIER_CHAN_CREDIT_WORDS - 1) % HIER_CHAN_CREDIT_WORDS] = last_top;
+                    overwritten++;
+                }
+                last_top = top;
+            }
+            hier_lock_drop();
+        }
+    }
+    atomic_store(&x->stage[me], 4);
+    if (wait_stage(x, !me, 4, fab, 30)) return 30;
+    if (me == 0 && overwritten < 10) return 31; /* the test must have overwritten returns */
+    hier_chan_close(ch);
+    hier_fabric_close(fab);
+    return 0;
+}
+
 Test(fabric, message_numbers_past_14_bits_with_3_slots, .timeout = 120)
 {
     cr_assert_eq(run_pair(wrap, "shm"), 2);
@@ -438,6 +505,7 @@ PAIR_TEST(peer_that_left_ends_cleanly, peer_leaves, 60)
 PAIR_TEST(long_stream_waits_for_credit, stream, 120)
 PAIR_TEST(exchange_returns_credit_in_messages, exchange, 120)
 PAIR_TEST(late_credit_return_to_a_closed_channel_is_harmless, late_credit, 120)
+PAIR_TEST(credit_return_landing_late_does_not_stall, stale_credit, 120)
 PAIR_TEST(direct_writes_land_in_device_memory_by_tag, direct, 60)
 
 Test(fabric, offsets_or_addresses_as_the_provider_says)
