@@ -160,8 +160,8 @@ case_run np2_auto 2 $TC
 case_run np2_userop 2 "$B/tests/mpi/test_userop"
 case_run np3_userop 3 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_userop" --quick
 # communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
-# behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, would
-# split each one twice if hier's set-up called it; it keeps 0.67 kB per communicator on 5.0 too)
+# behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
+# and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
 case_run np2_split_use_free 2 "$B/tests/mpi/test_churn"
 case_run np4_split_use_free 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_churn" --rounds 3000
 # bound to cores, NUMA domains come from hwloc and each rank's binding
