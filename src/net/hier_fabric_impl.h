@@ -78,7 +78,6 @@ struct hier_fabric {
     /* the contexts of writes in flight (hier_fabric_op.c) */
     hier_fabric_op_t *op_free;
     struct hier_fabric_op_block *op_blocks;
-    size_t ops_in_flight;
 };
 
 struct hier_fabric_mr {

@@ -37,21 +37,16 @@ hier_fabric_op_t *hier_fabric_op_take(hier_fabric_t *fab, void *context)
     }
     hier_fabric_op_t *op = fab->op_free;
     fab->op_free = op->next;
-    op->next = NULL;
     op->context = context;
-    fab->ops_in_flight++;
     return op;
 }
 
 void *hier_fabric_op_give(hier_fabric_t *fab, void *fi_context)
 {
     hier_fabric_op_t *op = fi_context; /* (fi is its first member) */
-    void *context = op->context;
-    op->context = NULL;
     op->next = fab->op_free;
     fab->op_free = op;
-    fab->ops_in_flight--;
-    return context;
+    return op->context;
 }
 
 void hier_fabric_ops_free(hier_fabric_t *fab)
@@ -62,5 +57,4 @@ void hier_fabric_ops_free(hier_fabric_t *fab)
         free(b);
     }
     fab->op_free = NULL;
-    fab->ops_in_flight = 0;
 }

@@ -89,8 +89,9 @@ int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threa
 /* The core's own exchanges at a communicator's set-up (its records, its
  * agreements) run Open MPI's base algorithms over point-to-point, not the
  * previous module: where that is han (5.0 and 6.0 by default), its first
- * call on a communicator creates two sub-communicators of its own, which
- * a communicator hier serves never uses, and which, with MPI_THREAD_MULTIPLE
+ * call on a communicator builds communicators of its own (6 on 5.0, 7 on
+ * 6.0; tests/mpi/test_churn counts them), which a communicator hier serves
+ * never uses, and which, with MPI_THREAD_MULTIPLE
  * and first calls on several communicators at once, hang in Open MPI's
  * communicator-id agreement (2 runs in 40 of tests/mpi/test_threads on 6.0
  * without hier). Recursive doubling (Bruck's where the size is not a power
