@@ -55,6 +55,7 @@ const char *hier_path_ident(hier_path_t path)
 }
 
 hier_stats_rail_t hier_stats_rails[HIER_STATS_RAILS];
+uint64_t hier_stats_exchanges;
 
 void hier_stats_print_rails(FILE *out, int rank, const hier_stats_rail_t rails[HIER_STATS_RAILS])
 {

@@ -64,6 +64,16 @@ typedef struct {
 } hier_stats_rail_t;
 extern hier_stats_rail_t hier_stats_rails[HIER_STATS_RAILS];
 
+/* Collective exchanges hier made for itself (a communicator's set-up,
+ * agreements inside calls): what creating and first using communicators
+ * costs beyond Open MPI's own work, one round trip between nodes each. */
+extern uint64_t hier_stats_exchanges;
+
+static inline void hier_stats_count_exchange(void)
+{
+    __atomic_fetch_add(&hier_stats_exchanges, 1, __ATOMIC_RELAXED);
+}
+
 const char *hier_coll_name(hier_coll_t coll);
 /* "shm_rsag", or "fallback:op" for fallbacks */
 const char *hier_path_name(hier_path_t path);

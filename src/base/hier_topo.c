@@ -359,10 +359,23 @@ out_free:
 hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
                                        hier_topo_groups_t *groups_p)
 {
+    uint32_t *mem = nranks > 0 ? malloc(HIER_TOPO_GROUPS_WORDS(nranks) * sizeof(*mem)) : NULL;
+    if (nranks > 0 && !mem) {
+        HIER_ERROR("topo: groups_by_numa: out of memory for %d ranks", nranks);
+        return HIER_ERR_NO_MEMORY;
+    }
+    hier_status_t st = hier_topo_groups_by_numa_in(locs, nranks, mem, groups_p);
+    if (st != HIER_OK) free(mem);
+    return st;
+}
+
+hier_status_t hier_topo_groups_by_numa_in(const hier_locality_t *locs, int nranks, uint32_t *mem,
+                                          hier_topo_groups_t *groups_p)
+{
     hier_topo_groups_t g = {0};
     int flat = 0;
 
-    if (locs == NULL || groups_p == NULL || nranks < 1) {
+    if (locs == NULL || groups_p == NULL || nranks < 1 || mem == NULL) {
         HIER_ERROR("topo: groups_by_numa: bad arguments (nranks %d)", nranks);
         return HIER_ERR_INVALID_ARG;
     }
@@ -375,11 +388,7 @@ hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
     }
     /* one block: group_of, leader, first (+1), members, then the scratch numa_of and next */
     size_t n = (size_t)nranks;
-    uint32_t *mem = calloc(6 * n + 1, sizeof(*mem));
-    if (!mem) {
-        HIER_ERROR("topo: groups_by_numa: out of memory for %d ranks", nranks);
-        return HIER_ERR_NO_MEMORY;
-    }
+    memset(mem, 0, HIER_TOPO_GROUPS_WORDS(nranks) * sizeof(*mem));
     g.group_of = mem, g.leader = mem + n, g.first = mem + 2 * n, g.members = mem + 3 * n + 1;
     int *numa_of = (int *)(mem + 4 * n + 1); /* group -> its NUMA index */
     uint32_t *next = mem + 5 * n + 1;        /* group -> next free slot in members */

@@ -97,6 +97,11 @@ int hier_topo_netdev_default_route(const char *ifname);
  * HIER_ERR_NO_MEMORY. Pure: touches no topology. Free with hier_topo_groups_free. */
 hier_status_t hier_topo_groups_by_numa(const hier_locality_t *locs, int nranks,
                                        hier_topo_groups_t *groups_p);
+/* The same in mem (HIER_TOPO_GROUPS_WORDS(nranks) words, made beforehand),
+ * which the groups take on success; only HIER_ERR_INVALID_ARG. */
+#define HIER_TOPO_GROUPS_WORDS(nranks) (6 * (size_t)(nranks) + 1)
+hier_status_t hier_topo_groups_by_numa_in(const hier_locality_t *locs, int nranks, uint32_t *mem,
+                                          hier_topo_groups_t *groups_p);
 void hier_topo_groups_free(hier_topo_groups_t *groups);
 
 /* One line for the logs: "packages=2 numa=4 cores=16 pus=16 l3=32MiB"

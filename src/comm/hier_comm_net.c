@@ -39,39 +39,72 @@ uint32_t hier_net_new_box(void)
     return atomic_fetch_add(&hier_net_next_box, 1);
 }
 
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int *known_p)
+hier_status_t hier_net_reserve(int size, hier_net_room_t *room)
+{
+    size_t n = (size_t)size; /* (nodes: at most the ranks) */
+    hier_net_room_t r = {.net = calloc(1, sizeof(*r.net)), .peers = malloc(n * sizeof(*r.peers)),
+                         .boxes = malloc(n * sizeof(*r.boxes)),
+                         .talk = malloc((size_t)hier_sched_net_max_peers_upto(size) * sizeof(*r.talk))};
+    if (!r.net || !r.peers || !r.boxes || !r.talk) {
+        hier_net_room_free(&r);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *room = r;
+    return HIER_OK;
+}
+
+void hier_net_room_free(hier_net_room_t *room)
+{
+    free(room->net);
+    free(room->peers);
+    free(room->boxes);
+    free(room->talk);
+    *room = (hier_net_room_t){0};
+}
+
+int hier_net_peers_known(const hier_comm_t *c)
+{
+    for (int r = 0; r < c->size; r++) {
+        uint64_t proc;
+        if (c->ops.peer(r, &proc, c->ops.arg) || r == c->rank) continue; /* (on my node) */
+        hier_peer_t *p = hier_peers_get(proc);
+        if (!p || !hier_peer_known(p)) return 0;
+    }
+    return 1;
+}
+
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, hier_net_room_t *room, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
     hier_fabric_t *fab = hier_core_fabric();
     uint64_t self;
     *known_p = 1;
-    if (!fab) return HIER_ERR_NOT_SUPPORTED;
+    if (!fab) {
+        hier_net_room_free(room);
+        return HIER_ERR_NOT_SUPPORTED;
+    }
     c->ops.peer(c->rank, &self, c->ops.arg);
     hier_net_configure(fab, self);
-    hier_net_t *net = calloc(1, sizeof(*net));
-    int *talk = malloc(sizeof(int) * (size_t)hier_sched_net_max_peers(l->nnodes, hier_params.net_radix_max));
-    if (!net || !talk || !(net->peers = calloc((size_t)l->nnodes, sizeof(*net->peers))) ||
-        !(net->boxes = calloc((size_t)l->nnodes, sizeof(*net->boxes)))) {
-        free(talk);
-        c->net = net;
-        hier_net_free(c);
-        return HIER_ERR_NO_MEMORY;
-    }
+    hier_net_t *net = room->net;
+    int *talk = room->talk;
+    net->peers = room->peers;
+    net->boxes = room->boxes;
+    memset(net->peers, 0, (size_t)l->nnodes * sizeof(*net->peers));
+    memset(net->boxes, 0, (size_t)l->nnodes * sizeof(*net->boxes));
     net->box = box;
     c->net = net;
+    *room = (hier_net_room_t){0};
     /* ranks of a local index past the fewest any node has own no piece: they never talk */
     size_t n = l->me < l->pieces ? hier_sched_net_peers(l->nnodes, l->node, hier_params.net_radix_max, talk) : 0;
-    for (size_t i = 0; i < n; i++) {
+    hier_status_t st = HIER_OK;
+    for (size_t i = 0; i < n && st == HIER_OK; i++) {
         uint64_t proc;
         c->ops.peer(hier_layout_rank(l, talk[i], l->me), &proc, c->ops.arg);
-        if (!(net->peers[talk[i]] = hier_peers_get(proc))) {
-            free(talk);
-            return HIER_ERR_NO_MEMORY;
-        }
-        if (!hier_peer_known(net->peers[talk[i]])) *known_p = 0;
+        if (!(net->peers[talk[i]] = hier_peers_get(proc))) st = HIER_ERR_NO_MEMORY; /* (a peer met for the first time) */
+        else if (!hier_peer_known(net->peers[talk[i]])) *known_p = 0;
     }
     free(talk);
-    return HIER_OK;
+    return st;
 }
 
 void hier_net_free(hier_comm_t *c)
@@ -88,8 +121,10 @@ typedef struct {
     uint8_t addr[HIER_FABRIC_ADDR_MAX];
 } hier_net_addr_t;
 
-/* Collective: every rank's address to every rank, learnt for the peers
- * this rank talks to; agreed. */
+/* Collective: every rank's address to every rank, learnt for every rank
+ * off this node (not only the peers this rank talks to: the next
+ * communicator of these processes then finds every address known before
+ * its exchange, and sets up without an agreement); agreed. */
 hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
 {
     hier_fabric_t *fab = hier_core_fabric();
@@ -99,10 +134,14 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
     mine.len = len;
     if (c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) ok = 0;
     for (int n = 0; ok && n < c->layout.nnodes; n++) {
-        hier_peer_t *p = c->net->peers[n];
-        int r = p ? hier_layout_rank(&c->layout, n, c->layout.me) : -1;
-        if (p && (all[r].len > HIER_FABRIC_ADDR_MAX || hier_peer_learn(fab, p, all[r].addr, all[r].len) != HIER_OK))
-            ok = 0;
+        for (uint32_t i = c->layout.node_first[n]; ok && n != c->layout.node && i < c->layout.node_first[n + 1]; i++) {
+            int r = (int)c->layout.node_ranks[i];
+            uint64_t proc;
+            c->ops.peer(r, &proc, c->ops.arg);
+            hier_peer_t *p = hier_peers_get(proc);
+            if (!p || all[r].len > HIER_FABRIC_ADDR_MAX || hier_peer_learn(fab, p, all[r].addr, all[r].len) != HIER_OK)
+                ok = 0;
+        }
     }
     free(all);
     if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;

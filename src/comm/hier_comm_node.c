@@ -20,6 +20,10 @@
 #define HIER_NODE_SMALL_CHUNK 8192  /* bytes per small pipeline buffer, at least */
 #define HIER_NODE_MAX_CHUNK ((size_t)1 << 30)
 #define HIER_NODE_CROWDED_SPIN 0    /* polls before yielding when ranks outnumber cores */
+/* Step arrays up to this many steps are made at set-up (a few KiB; large
+ * communicators' allgather and reduce_scatter bounds grow with their ranks
+ * and are made at their first call, with an agreement of their own). */
+#define HIER_NODE_STEPS_AHEAD 256
 
 static size_t hier_node_round64(size_t v)
 {
@@ -81,6 +85,7 @@ hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, c
             *missing_p = 1;
             return HIER_ERR_SHM;
         }
+        hier_shm_joining(o.seg, me);
     } else {
         hier_status_t st = hier_shm_attach(hier_params.shm_dir, name, &shape, &o.seg);
         if (st == HIER_OK) st = hier_shm_claim(o.seg, me);
@@ -109,6 +114,36 @@ static void hier_node_give_back(hier_shm_t *seg, hier_fabric_mr_t *mr, const uin
         return;
     }
     hier_shm_pool_put(seg, procs, nprocs, user, hier_core_shm_budget());
+}
+
+int hier_node_set_aside(const uint64_t *procs, int nprocs, int me, hier_node_offer_t *cands, int most)
+{
+    hier_shm_shape_t shape = hier_node_shape(nprocs);
+    int n = 0;
+    while (n < most) {
+        hier_shm_pool_user_t user = {0};
+        hier_shm_t *seg = hier_shm_pool_take(&shape, procs, nprocs, NULL, &user);
+        if (!seg) break;
+        hier_shm_joining(seg, me);
+        cands[n++] = (hier_node_offer_t){.seg = seg, .mr = user.data};
+    }
+    return n;
+}
+
+int hier_node_pick(hier_node_offer_t *cands, int n, uint64_t id, const uint64_t *procs, int nprocs,
+                   hier_node_offer_t *offer_p)
+{
+    int found = 0;
+    for (int i = n - 1; i >= 0; i--) { /* (back in the order they came out) */
+        if (!found && hier_shm_id(cands[i].seg) == id) {
+            *offer_p = cands[i];
+            found = 1;
+        } else {
+            hier_node_give_back(cands[i].seg, cands[i].mr, procs, nprocs, NULL);
+        }
+        cands[i].seg = NULL;
+    }
+    return found;
 }
 
 void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *o, const uint64_t *procs, int nprocs)
@@ -154,40 +189,96 @@ static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)
     return slots;
 }
 
-hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa, int crowded)
+hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room)
+{
+    size_t n = (size_t)nranks;
+    /* the steps of any call's chunk, as far as HIER_NODE_STEPS_AHEAD goes: one node, the one-node
+     * kinds' bound (nranks + 8, the same for all); several, the cap (cut to the layout's need) */
+    size_t steps = spans ? HIER_NODE_STEPS_AHEAD : (size_t)size + 8 <= HIER_NODE_STEPS_AHEAD ? (size_t)size + 8 : 0;
+    hier_node_room_t r = {.nd = calloc(1, sizeof(*r.nd)), .locs = malloc(n * sizeof(*r.locs)),
+                          .slots = malloc(n * sizeof(*r.slots)), .order = malloc(n * sizeof(*r.order)),
+                          .groups = malloc(HIER_TOPO_GROUPS_WORDS(nranks) * sizeof(*r.groups)),
+                          .steps = steps ? malloc(steps * sizeof(*r.steps)) : NULL,
+                          .sendq = steps && spans ? malloc(steps * sizeof(*r.sendq)) : NULL, .cap = steps};
+    if (!r.nd || !r.locs || !r.slots || !r.order || !r.groups || (steps && !r.steps) || (steps && spans && !r.sendq)) {
+        hier_node_room_free(&r);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *room = r;
+    return HIER_OK;
+}
+
+void hier_node_room_free(hier_node_room_t *room)
+{
+    free(room->nd);
+    free(room->locs);
+    free(room->slots);
+    free(room->order);
+    free(room->groups);
+    free(room->steps);
+    free(room->sendq);
+    *room = (hier_node_room_t){0};
+}
+
+/* An array of `cap` elements cut to `n` (n <= cap; kept whole if realloc says no). */
+static void *hier_node_cut(void *p, size_t n, size_t elem)
+{
+    void *q = n ? realloc(p, n * elem) : NULL;
+    if (!n) free(p);
+    return q || !n ? q : p;
+}
+
+/* Room for one chunk of any collective on this layout whose schedule fits
+ * HIER_NODE_STEPS_AHEAD, made with the set-up (reserved before its
+ * exchange), so a first call needs no agreement of its own for it (between
+ * nodes that agreement was about 40 us of a dup + first 8-byte allreduce +
+ * free: as much as the rest of the call). The same on every rank: it
+ * depends on the layout alone. */
+static void hier_node_room_ahead(const hier_comm_t *c, hier_node_t *nd, hier_node_room_t *room)
+{
+    const hier_layout_t *l = &c->layout;
+    hier_sched_args_t layout = {.nranks = l->nranks, .me = l->me, .node = l->node, .nnodes = l->nnodes,
+                                .node_first = l->node_first, .node_ranks = l->node_ranks, .pieces = l->pieces,
+                                .net_radix = hier_params.net_radix_max};
+    size_t need = hier_sched_max_steps_within(&layout, HIER_NODE_STEPS_AHEAD);
+    if (need > room->cap || (l->nnodes > 1 && !room->sendq)) need = 0; /* (a room made for one node) */
+    nd->steps[0] = hier_node_cut(room->steps, need, sizeof(hier_step_t));
+    nd->sendq = hier_node_cut(room->sendq, need, sizeof(hier_net_send_t));
+    nd->nsteps = need;
+    room->steps = NULL;
+    room->sendq = NULL;
+}
+
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa, int crowded,
+                             hier_node_room_t *room)
 {
     int n = c->layout.nranks;
-    hier_node_t *nd = calloc(1, sizeof(*nd));
-    hier_locality_t *locs = malloc((size_t)n * sizeof(*locs));
-    if (!nd || !locs) goto fail;
-    nd->small = (hier_tier_t){.seg = o->seg, .mr = o->mr, .slots = hier_node_slots(o->seg, n)};
-    nd->order = malloc((size_t)n * sizeof(*nd->order));
-    if (!nd->small.slots || !nd->order) goto fail;
+    hier_node_t *nd = room->nd;
     for (int r = 0; r < n; r++) {
-        nd->order[r] = (uint32_t)r;
-        locs[r] = (hier_locality_t){.numa = numa[r]};
+        room->order[r] = (uint32_t)r;
+        room->slots[r] = hier_shm_slot(o->seg, r);
+        room->locs[r] = (hier_locality_t){.numa = numa[r]};
     }
-    if (hier_topo_groups_by_numa(locs, n, &nd->groups) != HIER_OK) goto fail;
+    if (hier_topo_groups_by_numa_in(room->locs, n, room->groups, &nd->groups) != HIER_OK) {
+        hier_node_room_free(room); /* (a NUMA index from a record that makes no sense) */
+        return HIER_ERR_INVALID_ARG;
+    }
+    room->groups = NULL;
+    nd->small = (hier_tier_t){.seg = o->seg, .mr = o->mr, .slots = room->slots};
+    nd->order = room->order;
+    hier_node_room_ahead(c, nd, room);
     hier_node_wait_policy(c, crowded, &nd->wait);
-    if (!o->fresh) hier_shm_sign_reset(o->seg, c->layout.me); /* (a past communicator's calls; before the agreement) */
+    if (!o->fresh) hier_shm_sign_reset(o->seg, c->layout.me); /* (a past communicator's: hier_shm_joining) */
     nd->crowded = crowded;
     nd->cma = -1;
     nd->recycled = !o->fresh;
-    free(locs);
+    free(room->locs);
+    *room = (hier_node_room_t){0};
     c->node = nd;
     o->seg = NULL; /* (the node level's now) */
     HIER_LOG(HIER_LOG_DEBUG, "node level: %d ranks, segment %s (%s), %d NUMA group(s), %d polls before yielding", n,
              hier_shm_name(nd->small.seg), o->fresh ? "new" : "recycled", nd->groups.ngroups, nd->wait.spin_count);
     return HIER_OK;
-
-fail:
-    free(locs);
-    if (nd) {
-        free(nd->small.slots);
-        free(nd->order);
-        free(nd);
-    }
-    return HIER_ERR_NO_MEMORY;
 }
 
 static void hier_node_free_arrays(hier_node_t *nd)
@@ -454,17 +545,22 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
 }
 
 /* Room for a chunk's steps (several nodes: as many sends in the network
- * executor's queue), for the next chunk's when there are several, and, for
- * in-place calls, the executor's staging (a result that overlaps an
- * operand). The need depends on the call's shape alone (MPI_IN_PLACE is
- * given on every rank or none), the same on every rank, so all grow at the
- * same call and agree that it worked. */
+ * executor's queue) and for the next chunk's when there are several: made
+ * at set-up for the kinds that fit HIER_NODE_STEPS_AHEAD, grown here for
+ * the others. The need depends on the call's shape alone, the same on every
+ * rank, so all grow at the same call and agree that it worked. In-place
+ * calls' staging is tried once, agreed with nobody: without it this rank's
+ * executor stages on its stack. */
 static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args)
 {
     hier_node_t *nd = c->node;
     size_t need = hier_sched_max_steps(args);
-    int net = c->layout.nnodes > 1, two = hier_sched_nchunks(args) > 1, in_place = args->in_place;
-    if (need <= nd->nsteps && (nd->steps[1] || !two) && (nd->stage || !in_place)) return HIER_OK;
+    int net = c->layout.nnodes > 1, two = hier_sched_nchunks(args) > 1;
+    if (args->in_place && !nd->stage_tried) {
+        nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
+        nd->stage_tried = 1;
+    }
+    if (need <= nd->nsteps && (nd->steps[1] || !two)) return HIER_OK;
     if (need > nd->nsteps) {
         free(nd->steps[0]);
         free(nd->steps[1]);
@@ -476,8 +572,7 @@ static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *arg
         need = nd->nsteps;
     }
     if (two && !nd->steps[1]) nd->steps[1] = malloc(need * sizeof(hier_step_t));
-    if (in_place && !nd->stage) nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
-    int ok[4] = {nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net) && (nd->stage || !in_place)};
+    int ok[4] = {nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net)};
     hier_status_t st = hier_node_agree(c, ok, 1);
     nd->nsteps = st == HIER_OK && ok[0] ? need : 0;
     if (st != HIER_OK) return st;

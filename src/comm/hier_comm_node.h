@@ -17,11 +17,35 @@ hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs,
  * in this process's pool. */
 hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, const uint64_t *procs, int nprocs,
                                int me, hier_node_offer_t *offer_p, int *missing_p);
+/* The others, before the exchange (local index me): up to `most` pooled
+ * segments for these processes set aside (a leader's recycled offer among
+ * them is taken without a miss); how many. */
+int hier_node_set_aside(const uint64_t *procs, int nprocs, int me, hier_node_offer_t *cands, int most);
+/* After it: the one whose hier_shm_id is `id` becomes *offer_p (whether
+ * found); every other goes back to the pool (id 0: all of them). */
+int hier_node_pick(hier_node_offer_t *cands, int n, uint64_t id, const uint64_t *procs, int nprocs,
+                   hier_node_offer_t *offer_p);
 /* Undo an offer or acceptance the set-up does not keep (back to the pool, or gone). */
 void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *offer, const uint64_t *procs, int nprocs);
-/* Make the node level around the segment (which it takes), with the NUMA
- * domain of every local rank (so NUMA groups exist before the agreement). */
-hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa, int crowded);
+/* What the node level of `nranks` local ranks needs (`spans`: the
+ * communicator of `size` ranks may span nodes), made before the set-up's
+ * exchange so that nothing after it fails for want of memory. */
+typedef struct {
+    hier_node_t *nd;
+    hier_locality_t *locs;
+    uint8_t **slots;
+    uint32_t *order, *groups;
+    hier_step_t *steps;
+    hier_net_send_t *sendq;
+    size_t cap;              /* steps (and sendq) made */
+} hier_node_room_t;
+hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room);
+void hier_node_room_free(hier_node_room_t *room);
+/* Make the node level in the room (which it empties, made or not) around
+ * the segment (which it takes), with the NUMA domain of every local rank;
+ * HIER_ERR_INVALID_ARG only for a NUMA index below -1. */
+hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa, int crowded,
+                             hier_node_room_t *room);
 /* Whether this process sees its node's `nlocal` ranks outnumber the cores. */
 int hier_node_crowded(const hier_comm_t *c, int nlocal);
 /* Undo hier_node_make: the segment back into the offer, nothing given back. */

@@ -1,24 +1,39 @@
 /* hier_comm_setup.c: a communicator's set-up, collective, at its first
- * call. One exchange and one agreement in the common case:
+ * call. One exchange when every rank is sure of its part (the common case
+ * for communicators of processes that had one before), else one exchange
+ * and one agreement:
  *
  * 1. locally: which ranks share my node (the glue says, and gives each
  *    process's identity): my node's name (its lowest rank) and its
- *    processes in local order; the local leader (that lowest rank) offers a
- *    node segment: a recycled one of these processes, or a fresh one;
+ *    processes in local order; the memory everything after the exchange
+ *    needs, made now; the local leader (that lowest rank) offers a node
+ *    segment: a recycled one of these processes, or a fresh one; the others
+ *    set aside the recycled ones their pools hold for these processes;
+ *    each rank is "sure" when nothing it does after the exchange can fail:
+ *    its memory is made and it knows the address of every rank off its node;
  * 2. allgather one record per rank: node name, NUMA domain (and where its
  *    NICs should be: its accelerator's, or the same), parameter digest,
  *    box, whether a device backend is here, whether this rank sees its
- *    node crowded, and (leaders) the segment offered;
+ *    node crowded, whether it is sure, (leaders) the segment offered, (the
+ *    others) the segments set aside;
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
- *    segment (recycled: from its own pool; fresh: attached), makes its node
- *    level and, several nodes, its network level (are the addresses of the
- *    peers it talks to known?);
- * 4. agree on the least status: a failure falls back for good; a recycled
- *    segment missing somewhere: everyone gives back what it took and goes
- *    again from 1 with fresh segments; addresses unknown somewhere: they
- *    are exchanged (once per process pair in the process's life);
+ *    segment (recycled: set aside, or from its own pool; fresh: attached),
+ *    makes its node level and, several nodes, its network level (are the
+ *    addresses of the peers it talks to known?). When every rank is sure and
+ *    every leader's segment is recycled and set aside by each of its node's
+ *    ranks, all say so alike and the set-up is done: nothing can have failed;
+ * 4. else agree on the least status: a failure falls back for good; a
+ *    recycled segment missing somewhere: everyone gives back what it took
+ *    and goes again from 1 with fresh segments; addresses unknown
+ *    somewhere: they are exchanged (once per process pair in the process's
+ *    life);
  * 5. leaders unlink fresh segments' names (every rank has them mapped).
+ *
+ * A rank that takes a recycled segment says it is joining until it has
+ * cleared its signatures there (hier_shm_joining): with no agreement after
+ * step 3, a peer may start the first call first, and must not take the
+ * past communicator's signatures for another call.
  *
  * A communicator that spans nodes while some rank's endpoint is still
  * opening in the background (fabric_warmup; its record says so) is set up
@@ -48,6 +63,13 @@ enum { /* statuses, least first: the agreement takes the least */
 #define HIER_SETUP_RECYCLED 2u /* the offered segment is recycled */
 #define HIER_SETUP_CROWDED 4u  /* more ranks on my node than cores, as I see it */
 #define HIER_SETUP_COLD 8u     /* my endpoint is still opening in the background */
+#define HIER_SETUP_SURE 16u    /* nothing I do after the exchange can fail */
+#define HIER_SETUP_SHORT 32u   /* no memory for what I do after it */
+
+/* Recycled segments a rank sets aside for its leader's offer: its pool's
+ * most recent for these processes, as the leader's is (pools of processes
+ * that freed the same communicators hold the same, most recent first). */
+#define HIER_SETUP_CANDIDATES 4
 
 typedef struct {
     int32_t node;     /* my node's lowest rank; -1 when every rank shares my node */
@@ -56,6 +78,8 @@ typedef struct {
     uint32_t digest;  /* of the parameters that shape what ranks do */
     uint32_t box;     /* where this communicator's messages land for me */
     uint32_t flags;
+    uint64_t seg_id;  /* leaders: the offered segment's hier_shm_id */
+    uint64_t cand[HIER_SETUP_CANDIDATES]; /* the others: the segments set aside (0: none) */
     char seg[HIER_SHM_NAME_MAX]; /* leaders: the node segment offered; empty if none could be */
 } hier_setup_rec_t;
 
@@ -65,6 +89,19 @@ typedef struct {
     int me, nlocal, leader;
     uint64_t *procs;  /* nlocal: the node's processes in local order */
 } hier_setup_local_t;
+
+/* Step 1's memory, and the segments set aside: what the makers take is
+ * gone from it, the rest is freed or given back. */
+typedef struct {
+    hier_setup_rec_t *all;
+    int32_t *node_of, *numa; /* numa: 2 x nlocal (the NICs' after the ranks') */
+    size_t *rs_displs;
+    hier_layout_room_t layout;
+    hier_node_room_t node;
+    hier_net_room_t net;
+    hier_node_offer_t cand[HIER_SETUP_CANDIDATES];
+    int ncand;
+} hier_setup_room_t;
 
 static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc)
 {
@@ -86,13 +123,40 @@ static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc
     return HIER_OK;
 }
 
-/* Step 3's checks, the same on every rank: parameters, then node names. */
-static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all, int32_t **node_of_p)
+static void hier_setup_room_free(hier_setup_room_t *room, const hier_setup_local_t *loc)
 {
-    int32_t *node_of = malloc((size_t)c->size * sizeof(*node_of));
+    free(room->all);
+    free(room->node_of);
+    free(room->numa);
+    free(room->rs_displs);
+    hier_layout_room_free(&room->layout);
+    hier_node_room_free(&room->node);
+    hier_net_room_free(&room->net);
+    hier_node_offer_t none;
+    hier_node_pick(room->cand, room->ncand, 0, loc->procs, loc->nlocal, &none); /* (all back to the pool) */
+    *room = (hier_setup_room_t){0};
+}
+
+/* Step 1's memory, as large as anything after the exchange can ask. */
+static hier_status_t hier_setup_reserve(hier_comm_t *c, const hier_setup_local_t *loc, hier_setup_room_t *room)
+{
+    size_t n = (size_t)c->size;
+    int spans = loc->node >= 0;
+    *room = (hier_setup_room_t){.all = calloc(n, sizeof(*room->all)), .node_of = malloc(n * sizeof(int32_t)),
+                                .numa = malloc(2 * (size_t)loc->nlocal * sizeof(int32_t)),
+                                .rs_displs = malloc(n * sizeof(size_t))};
+    if (!room->all || !room->node_of || !room->numa || !room->rs_displs ||
+        hier_layout_reserve(c->size, &room->layout) != HIER_OK ||
+        hier_node_reserve(loc->nlocal, c->size, spans, &room->node) != HIER_OK ||
+        (spans && hier_net_reserve(c->size, &room->net) != HIER_OK))
+        return HIER_ERR_NO_MEMORY;
+    return HIER_OK;
+}
+
+/* Step 3's checks, the same on every rank: parameters, then node names. */
+static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all, int32_t *node_of, int *one_p)
+{
     int one = 1, several = 1;
-    *node_of_p = node_of;
-    if (!node_of) return HIER_PATH_FALLBACK_SHM;
     for (int r = 0; r < c->size; r++) {
         if (all[r].digest != all[0].digest) {
             if (c->rank == 0)
@@ -111,20 +175,38 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
     }
     for (int r = 0; several && r < c->size; r++)
         if (all[r].flags & HIER_SETUP_COLD) return HIER_PATH_FALLBACK_WARMUP; /* (not yet: set up later) */
-    if (one) {
-        free(node_of);
-        *node_of_p = NULL;
-    }
+    for (int r = 0; r < c->size; r++)
+        if (all[r].flags & HIER_SETUP_SHORT) {
+            if (c->rank == 0) HIER_ERROR("rank %d has no memory to set a communicator up: not served", r);
+            return HIER_PATH_FALLBACK_SHM;
+        }
+    *one_p = one;
     return HIER_PATH_COUNT; /* (no fallback) */
+}
+
+/* Step 3's verdict, the same on every rank: every rank is sure, and every
+ * leader's segment is recycled and set aside by each rank of its node. */
+static int hier_setup_all_sure(const hier_comm_t *c, const hier_setup_rec_t *all, const int32_t *node_of)
+{
+    for (int r = 0; r < c->size; r++) {
+        const hier_setup_rec_t *me = &all[r], *lead = &all[node_of ? node_of[r] : 0];
+        int held = lead == me;
+        if (!(me->flags & HIER_SETUP_SURE) || !(lead->flags & HIER_SETUP_RECYCLED) || !lead->seg_id ||
+            me->numa < -1 || me->nic_numa < -1)
+            return 0;
+        for (int k = 0; !held && k < HIER_SETUP_CANDIDATES; k++) held = me->cand[k] == lead->seg_id;
+        if (!held) return 0;
+    }
+    return 1;
 }
 
 /* The node level, around the segment, with the NUMA domains of the node's
  * ranks; crowded if any of them says so (all of the node decide alike). */
-static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all)
+static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all,
+                                     hier_setup_room_t *room)
 {
-    int32_t *numa = malloc(2 * (size_t)c->layout.nranks * sizeof(*numa)), *nic_numa = numa + c->layout.nranks;
+    int32_t *numa = room->numa, *nic_numa = numa + c->layout.nranks;
     int crowded = 0;
-    if (!numa) return HIER_ERR_NO_MEMORY;
     for (int i = 0; i < c->layout.nranks; i++) {
         const hier_setup_rec_t *r = &all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i];
         numa[i] = r->numa;
@@ -132,60 +214,102 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
         crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
     }
     if (c->layout.nnodes > 1) hier_core_fabric_place(nic_numa, c->layout.nranks, c->layout.me);
-    hier_status_t st = hier_node_make(c, offer, numa, crowded);
-    free(numa);
-    return st;
+    return hier_node_make(c, offer, numa, crowded, &room->node);
+}
+
+/* Step 1 for this rank: its record, its offer (leaders) or the segments it
+ * sets aside (the others). */
+static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
+                            hier_setup_room_t *room, hier_node_offer_t *offer, hier_setup_rec_t *mine)
+{
+    int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
+    *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_core_my_numa(loc->me),
+                               .nic_numa = hier_core_nic_numa(loc->me), .digest = hier_params_digest(&hier_params),
+                               .box = box,
+                               .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
+                                        (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
+                                        (loc->node >= 0 && !hier_core_fabric_ready() ? HIER_SETUP_COLD : 0) |
+                                        (short_of ? HIER_SETUP_SHORT : 0)};
+    int sure = !short_of && !(mine->flags & HIER_SETUP_COLD) && (loc->node < 0 || hier_net_peers_known(c));
+    if (loc->leader && !short_of && hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
+        snprintf(mine->seg, sizeof(mine->seg), "%s", hier_shm_name(offer->seg));
+        mine->seg_id = hier_shm_id(offer->seg);
+        mine->flags |= offer->fresh ? 0 : HIER_SETUP_RECYCLED;
+        if (!offer->fresh) hier_shm_joining(offer->seg, loc->me);
+    }
+    if (!loc->leader && !short_of && !fresh_only)
+        room->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, room->cand, HIER_SETUP_CANDIDATES);
+    for (int k = 0; k < room->ncand; k++) mine->cand[k] = hier_shm_id(room->cand[k].seg);
+    mine->flags |= sure ? HIER_SETUP_SURE : 0;
+}
+
+/* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
+ * failed here). `sure`: every rank's verdict that nothing can. */
+static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, uint32_t box,
+                             const hier_setup_rec_t *all, hier_setup_room_t *room, hier_node_offer_t *offer)
+{
+    const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
+    int status = HIER_SETUP_OK, missing = 0, known = 1;
+    if (!lead->seg[0]) return HIER_SETUP_SHM;
+    if (!loc->leader && sure) { /* (its segment is among those set aside: my record says so) */
+        int found = hier_node_pick(room->cand, room->ncand, lead->seg_id, loc->procs, loc->nlocal, offer);
+        room->ncand = 0;
+        if (!found) {
+            HIER_ERROR("rank %d: the segment its record set aside is gone (a defect)", c->rank);
+            return HIER_SETUP_SHM;
+        }
+    } else if (!loc->leader)
+        hier_node_pick(room->cand, room->ncand, 0, loc->procs, loc->nlocal, offer); /* (back, then by name) */
+    room->ncand = 0;
+    if (!loc->leader && !sure &&
+        hier_node_accept(c, lead->seg, (lead->flags & HIER_SETUP_RECYCLED) != 0, loc->procs, loc->nlocal, loc->me,
+                         offer, &missing) != HIER_OK)
+        return missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
+    if (hier_setup_node(c, offer, all, room) != HIER_OK) return HIER_SETUP_NO_MEMORY;
+    if (c->layout.nnodes > 1) {
+        hier_status_t st = hier_net_make(c, box, &room->net, &known);
+        status = st == HIER_OK ? (known ? HIER_SETUP_OK : HIER_SETUP_ADDRESSES)
+                               : st == HIER_ERR_NO_MEMORY ? HIER_SETUP_NO_MEMORY : HIER_SETUP_NET;
+        for (int n = 0; c->net && n < c->layout.nnodes; n++) /* every peer's box */
+            if (c->net->peers[n]) c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
+    }
+    return status;
 }
 
 /* Steps 1-4 with segments recycled (fresh_only 0) or fresh (1); the agreed status. */
 static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
                           hier_node_offer_t *offer)
 {
-    hier_setup_rec_t mine = {.node = loc->node, .numa = hier_core_my_numa(loc->me),
-                             .nic_numa = hier_core_nic_numa(loc->me),
-                             .digest = hier_params_digest(&hier_params), .box = box,
-                             .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
-                                      (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
-                                      (loc->node >= 0 && !hier_core_fabric_ready() ? HIER_SETUP_COLD : 0)};
-    hier_setup_rec_t *all = calloc((size_t)c->size, sizeof(*all));
-    int status = all ? HIER_SETUP_OK : HIER_SETUP_NO_MEMORY, missing = 0, known = 1;
+    hier_setup_room_t room = {0};
+    hier_setup_rec_t mine;
+    int status = HIER_SETUP_OK, one = 0;
     *offer = (hier_node_offer_t){0};
-    if (status == HIER_SETUP_OK && loc->leader) {                                                     /* 1 */
-        if (hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
-            snprintf(mine.seg, sizeof(mine.seg), "%s", hier_shm_name(offer->seg));
-            mine.flags |= offer->fresh ? 0 : HIER_SETUP_RECYCLED;
+    hier_setup_mine(c, loc, fresh_only, box, &room, offer, &mine);                                   /* 1 */
+    hier_setup_rec_t *all = room.all;
+    if (!all || c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) {                       /* 2 */
+        status = HIER_SETUP_NO_MEMORY; /* (this rank alone: agreed below) */
+    } else {                                                                                           /* 3 */
+        hier_path_t refused = hier_setup_check(c, all, room.node_of, &one);
+        if (refused == HIER_PATH_COUNT &&
+            hier_layout_make_in(c->size, c->rank, one ? NULL : room.node_of, &room.layout, &c->layout) != HIER_OK)
+            refused = HIER_PATH_FALLBACK_RANKS; /* (from the records: every rank alike) */
+        if (refused != HIER_PATH_COUNT) {       /* (every rank alike: no agreement needed) */
+            hier_setup_room_free(&room, loc);
+            hier_node_withdraw(c, offer, loc->procs, loc->nlocal);
+            c->refused = refused;
+            return HIER_SETUP_NO_MEMORY - 1;
+        }
+        int sure = hier_setup_all_sure(c, all, one ? NULL : room.node_of);
+        for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
+        c->rs_displs = room.rs_displs;
+        room.rs_displs = NULL;
+        status = hier_setup_levels(c, loc, sure, box, all, &room, offer);
+        if (sure) { /* (every rank alike) */
+            hier_setup_room_free(&room, loc);
+            return status;
         }
     }
-    if (c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY; /* 2 */
-    int32_t *node_of = NULL;                                                                          /* 3 */
-    hier_path_t refused = status == HIER_SETUP_OK ? hier_setup_check(c, all, &node_of) : HIER_PATH_FALLBACK_SHM;
-    if (refused != HIER_PATH_COUNT) { /* (every rank alike: no agreement needed) */
-        free(node_of);
-        free(all);
-        hier_node_withdraw(c, offer, loc->procs, loc->nlocal);
-        c->refused = refused;
-        return HIER_SETUP_NO_MEMORY - 1;
-    }
-    for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
-    if (hier_layout_make(c->size, c->rank, node_of, &c->layout) != HIER_OK ||
-        !(c->rs_displs = malloc((size_t)c->size * sizeof(*c->rs_displs))))
-        status = HIER_SETUP_NO_MEMORY;
-    const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
-    if (status == HIER_SETUP_OK && !lead->seg[0]) status = HIER_SETUP_SHM;
-    if (status == HIER_SETUP_OK && !loc->leader &&
-        hier_node_accept(c, lead->seg, (lead->flags & HIER_SETUP_RECYCLED) != 0, loc->procs, loc->nlocal, loc->me,
-                         offer, &missing) != HIER_OK)
-        status = missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
-    if (status == HIER_SETUP_OK && hier_setup_node(c, offer, all) != HIER_OK) status = HIER_SETUP_NO_MEMORY;
-    if (status == HIER_SETUP_OK && c->layout.nnodes > 1) {
-        hier_status_t st = hier_net_make(c, box, &known);
-        status = st == HIER_OK ? (known ? HIER_SETUP_OK : HIER_SETUP_ADDRESSES)
-                               : st == HIER_ERR_NO_MEMORY ? HIER_SETUP_NO_MEMORY : HIER_SETUP_NET;
-        for (int n = 0; c->net && n < c->layout.nnodes; n++) /* every peer's box */
-            if (c->net->peers[n]) c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
-    }
-    free(node_of);
-    free(all);
+    hier_setup_room_free(&room, loc);
     if (c->ops.agree(&status, 1, c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY;                    /* 4 */
     return status;
 }

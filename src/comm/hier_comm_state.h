@@ -51,8 +51,9 @@ typedef struct {
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
     hier_net_send_t *sendq;      /* several nodes: the network executor's send queue, nsteps */
-    size_t nsteps;
+    size_t nsteps;               /* made at set-up for every kind that fits HIER_NODE_STEPS_AHEAD */
     uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first in-place call */
+    int stage_tried;             /* (without it the executor stages on its stack: this rank's choice alone) */
 } hier_node_t;
 
 typedef struct {

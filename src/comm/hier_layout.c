@@ -8,10 +8,39 @@
 
 #include "base/hier_log.h"
 
+hier_status_t hier_layout_reserve(int size, hier_layout_room_t *room)
+{
+    size_t n = (size_t)size;
+    hier_layout_room_t r = {.scratch = malloc(2 * n * sizeof(uint32_t)), .node_first = malloc((n + 1) * sizeof(uint32_t)),
+                            .node_ranks = malloc(n * sizeof(uint32_t))};
+    if (!r.scratch || !r.node_first || !r.node_ranks) {
+        hier_layout_room_free(&r);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *room = r;
+    return HIER_OK;
+}
+
+void hier_layout_room_free(hier_layout_room_t *room)
+{
+    free(room->scratch);
+    free(room->node_first);
+    free(room->node_ranks);
+    *room = (hier_layout_room_t){0};
+}
+
+hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_layout_t *layout_p)
+{
+    hier_layout_room_t room;
+    hier_status_t st = hier_layout_reserve(size, &room);
+    return st == HIER_OK ? hier_layout_make_in(size, rank, node_of, &room, layout_p) : st;
+}
+
 /* 1. check the names: each is a rank that names itself, at or below the ranks naming it;
  * 2. number the nodes (the ranks that name themselves, in rank order);
  * 3. count each node's ranks, then place them, in rank order. */
-hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_layout_t *layout_p)
+hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_room_t *room,
+                                  hier_layout_t *layout_p)
 {
     hier_layout_t l = {.size = size, .rank = rank, .pieces = size};
     size_t n = (size_t)size;
@@ -19,16 +48,13 @@ hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_
         if (node_of[r] < 0 || node_of[r] > r || node_of[node_of[r]] != node_of[r]) {
             HIER_ERROR("rank %d: rank %d names node %d, which does not name itself: the ranks disagree about "
                        "the nodes", rank, r, (int)node_of[r]);
+            hier_layout_room_free(room);
             return HIER_ERR_INVALID_ARG;
         }
-    uint32_t *index = malloc(2 * n * sizeof(*index)), *next = index + n; /* name -> number; number -> next place */
-    l.node_ranks = malloc(n * sizeof(*l.node_ranks));
-    l.node_first = calloc(n + 1, sizeof(*l.node_first));
-    if (!index || !l.node_ranks || !l.node_first) {
-        free(index);
-        hier_layout_free(&l);
-        return HIER_ERR_NO_MEMORY;
-    }
+    uint32_t *index = room->scratch, *next = index + n; /* name -> number; number -> next place */
+    l.node_ranks = room->node_ranks;
+    l.node_first = room->node_first;
+    memset(l.node_first, 0, (n + 1) * sizeof(*l.node_first));
     for (int r = 0; r < size; r++) /* 2 */
         if (node_of ? node_of[r] == r : r == 0) index[r] = (uint32_t)l.nnodes++;
     for (int r = 0; r < size; r++) l.node_first[index[node_of ? node_of[r] : 0] + 1]++; /* 3 */
@@ -45,6 +71,7 @@ hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_
     l.node = (int)index[node_of ? node_of[rank] : 0];
     l.nranks = (int)(l.node_first[l.node + 1] - l.node_first[l.node]);
     free(index);
+    *room = (hier_layout_room_t){0};
     *layout_p = l;
     return HIER_OK;
 }

@@ -22,6 +22,17 @@ typedef struct {
  * on one node). HIER_ERR_INVALID_ARG when the names contradict each other
  * (a rank names a node whose lowest rank names another). */
 hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_layout_t *layout_p);
+/* The arrays a layout of `size` ranks needs, made before the node names are
+ * known (a set-up makes them before its exchange: nothing after it can
+ * fail for want of memory). */
+typedef struct {
+    uint32_t *scratch, *node_first, *node_ranks;
+} hier_layout_room_t;
+hier_status_t hier_layout_reserve(int size, hier_layout_room_t *room);
+void hier_layout_room_free(hier_layout_room_t *room);
+/* hier_layout_make in the room, which it empties (made or not). */
+hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_room_t *room,
+                                  hier_layout_t *layout_p);
 void hier_layout_free(hier_layout_t *layout);
 /* Communicator rank of local index l on node n. */
 static inline int hier_layout_rank(const hier_layout_t *l, int node, int local)

@@ -45,6 +45,24 @@ size_t hier_sched_max_steps(const hier_sched_args_t *a)
     return hier_sched_is_hier(a->kind) ? hier_sched_hier_max_steps(a) : hier_sched_intra_max_steps(a);
 }
 
+size_t hier_sched_max_steps_within(const hier_sched_args_t *layout, size_t cap)
+{
+    static const hier_sched_kind_t kinds[] = {HIER_SCHED_HIER_ALLREDUCE, HIER_SCHED_HIER_ALLGATHER,
+                                              HIER_SCHED_HIER_REDUCE_SCATTER};
+    if (layout->nnodes <= 1) {
+        size_t n = hier_sched_intra_max_steps(layout); /* (every one-node kind alike) */
+        return n <= cap ? n : 0;
+    }
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        hier_sched_args_t a = *layout;
+        a.kind = kinds[i];
+        size_t n = hier_sched_hier_max_steps_any(&a);
+        if (n <= cap && n > most) most = n;
+    }
+    return most;
+}
+
 size_t hier_sched_input_offset(const hier_sched_args_t *a, int rank)
 {
     return hier_sched_cma_input_offset(a, rank);

@@ -12,6 +12,11 @@ size_t hier_sched_chunk_units(const hier_sched_args_t *args);
 size_t hier_sched_nchunks(const hier_sched_args_t *args);
 /* The most steps one chunk of this shape has: size the step array with it. */
 size_t hier_sched_max_steps(const hier_sched_args_t *args);
+/* The most steps a chunk of any collective takes on this layout (the
+ * layout's fields, net_radix, pieces: the most a call splits into), over the
+ * kinds whose most is at most `cap`; 0 if none's is. What a communicator can
+ * make room for before its first call. */
+size_t hier_sched_max_steps_within(const hier_sched_args_t *layout, size_t cap);
 /* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`,
  * into `steps` (hier_sched_max_steps of them); their number. */
 size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);

@@ -393,12 +393,11 @@ void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len,
  * that at most), step 6 pieces x (ranks in all) (allgather: one copy per
  * piece and block), step 4 what its network schedule takes. The same on every rank of the communicator (the ranks in
  * all, not this node's), so all grow their step arrays at the same call. */
-size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
+static size_t hier_sched_hier_steps_bound(const hier_sched_args_t *a, int sliced)
 {
     size_t total = (size_t)hier_sched_hier_total(a), P = a->pieces > 1 ? (size_t)a->pieces : 1;
     if (a->kind == HIER_SCHED_HIER_ALLREDUCE) /* two copies in, a fold, two barriers, a copy per piece */
         return 8 + P + hier_sched_net_max_steps_for(a->nnodes, (size_t)a->nnodes, 1, a->net_radix);
-    int sliced = hier_sched_hier_sliced(a);
     size_t virt = sliced ? P * total : total, segs = a->nnodes, smax = 1; /* (ranks, or virtual ranks) */
     if (a->kind == HIER_SCHED_HIER_REDUCE_SCATTER) {
         segs = virt;
@@ -409,4 +408,17 @@ size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
     }
     size_t net = hier_sched_net_max_steps_for(a->nnodes, segs, smax, a->net_radix);
     return 4 * virt + 8 + P * (total + 1) + net;
+}
+
+size_t hier_sched_hier_max_steps(const hier_sched_args_t *a)
+{
+    return hier_sched_hier_steps_bound(a, hier_sched_hier_sliced(a));
+}
+
+size_t hier_sched_hier_max_steps_any(const hier_sched_args_t *a)
+{
+    size_t plain = hier_sched_hier_steps_bound(a, 0);
+    if (a->kind != HIER_SCHED_HIER_REDUCE_SCATTER) return plain;
+    size_t sliced = hier_sched_hier_steps_bound(a, 1);
+    return sliced > plain ? sliced : plain;
 }

@@ -16,6 +16,8 @@ size_t hier_sched_hier_sliced_nchunks(const hier_sched_args_t *a);
 size_t hier_sched_hier_slice(const hier_sched_args_t *a, size_t k, size_t nchunks);
 /* At most this many steps per chunk. */
 size_t hier_sched_hier_max_steps(const hier_sched_args_t *a);
+/* The most a chunk of a->kind takes for any count, sliced or not (a->pieces: the most pieces). */
+size_t hier_sched_hier_max_steps_any(const hier_sched_args_t *a);
 /* The units [first, first + len) in pipeline buffer p. */
 void hier_sched_hier_build(const hier_sched_args_t *a, size_t first, size_t len, int p, hier_sched_out_t *out);
 

@@ -299,6 +299,13 @@ size_t hier_sched_net_max_steps(const hier_net_args_t *a)
     return hier_sched_net_max_steps_for(a->nparts, segs, smax, a->radix_max);
 }
 
+/* 4 + the doubling rounds (below 31) + the radices less one each, whose
+ * sum is below their product (at most nparts). */
+int hier_sched_net_max_peers_upto(int most)
+{
+    return (most > 1 ? most : 1) + 34;
+}
+
 int hier_sched_net_max_peers(int nparts, int radix_max)
 {
     hier_radix_t x = hier_radix(nparts, radix_max);

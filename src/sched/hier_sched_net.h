@@ -12,6 +12,9 @@ size_t hier_sched_net_max_steps(const hier_net_args_t *a);
 /* The same bound for any kind, from the participants, the ranges of all
  * blocks (segs) and of the largest one (smax), and the radix. */
 size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int radix_max);
+/* At least hier_sched_net_max_peers(n, any radix) for every n <= most: a
+ * list's room before the participants are known. */
+int hier_sched_net_max_peers_upto(int most);
 /* Every participant some schedule of `me` talks to (ring neighbours,
  * recursive-doubling partners): the only ones it needs a channel to, at
  * most hier_sched_net_max_peers(nparts, radix_max), into peers; their number. Symmetric:

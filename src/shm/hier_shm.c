@@ -23,6 +23,7 @@ struct hier_shm {
     hier_shm_shape_t shape;
     uint64_t my_phase;        /* barriers this process has entered */
     uint64_t ll_seq;          /* low-latency calls this process made over the segment */
+    uint64_t id;              /* (hier_shm_id) */
     char name[HIER_SHM_NAME_MAX];
     char path[HIER_SHM_NAME_MAX + 4096];
     int posix;                /* path is a shm_open name, not a file path */
@@ -106,6 +107,20 @@ uint64_t *hier_shm_ll_seq(hier_shm_t *shm)
     return &shm->ll_seq;
 }
 
+uint64_t hier_shm_id(const hier_shm_t *shm)
+{
+    return shm->id;
+}
+
+/* The creator's pid and creation number, from the name (hier_shm_fresh_name's); 0 if none. */
+static uint64_t hier_shm_id_of(const char *name)
+{
+    int pid = 0;
+    unsigned n = 0;
+    if (sscanf(name, "coll-hier-%d-%u-", &pid, &n) != 2) return 0;
+    return (uint64_t)(uint32_t)pid << 32 | n;
+}
+
 const char *hier_shm_name(const hier_shm_t *shm)
 {
     return shm->name;
@@ -155,6 +170,7 @@ static hier_status_t hier_shm_map(const char *dir, const char *name, const hier_
     shm->shape = *shape;
     if (create) hier_shm_fresh_name(shm->name);
     else snprintf(shm->name, sizeof(shm->name), "%s", name);
+    shm->id = hier_shm_id_of(shm->name);
 
     int fd = hier_shm_open_fd(shm, dir, create);
     if (fd < 0) {

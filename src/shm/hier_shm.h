@@ -43,7 +43,7 @@
 #include "base/hier_wait.h"
 
 #define HIER_SHM_MAGIC 0x72656968u /* "hier" */
-#define HIER_SHM_VERSION 9u
+#define HIER_SHM_VERSION 10u
 #define HIER_SHM_LINE 128
 /* Low-latency payloads: HIER_SHM_LL_HEAD bytes in the header's line (a
  * multiple of every element size, so no element straddles), the rest in a
@@ -92,7 +92,10 @@ typedef struct {
     /* Set (to its signature's word) while the rank is at an agreement inside
      * its call (comm/hier_comm_node.c: hier_node_agree). */
     _Atomic uint64_t agreeing;
-    uint8_t pad0[64 - 56];
+    /* Set while the rank takes a recycled segment into a new communicator,
+     * until it has cleared its signatures: what they say then is a past
+     * communicator's, so a peer waiting for it takes it as late. */
+    _Atomic uint64_t joining;
     /* Line 1, written by the owner. Once, before the set-up's agreement: */
     uint64_t cma_probe_addr;    /* where the owner keeps its cookie, for the single-copy probe */
     uint64_t cma_cookie;
@@ -136,6 +139,9 @@ hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hi
 /* Map the segment another rank created; HIER_ERR_SHM if it is not of this shape. */
 hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_shape_t *shape, hier_shm_t **shm_p);
 const char *hier_shm_name(const hier_shm_t *shm);
+/* What tells it from every other segment of this node's live processes
+ * (its creator's pid and creation number), for set-ups to compare. */
+uint64_t hier_shm_id(const hier_shm_t *shm);
 const hier_shm_shape_t *hier_shm_shape(const hier_shm_t *shm);
 /* Allocate rank me's own slot and close the file; a node segment also
  * publishes the rank's pid and single-copy probe. Once per segment and rank. */
@@ -190,7 +196,10 @@ void hier_shm_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w, int on);
 int hier_shm_all_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w);
 /* The phase of the next barrier this process enters (hier_shm_wait.c). */
 uint64_t hier_shm_phase_next(hier_shm_t *shm);
-/* Clear my signatures (a recycled segment, before the set-up's agreement). */
+/* A recycled segment coming into a new communicator: I am joining it (my
+ * signatures are a past communicator's: peers take me as late), then my
+ * signatures are cleared and I have joined. */
+void hier_shm_joining(hier_shm_t *shm, int me);
 void hier_shm_sign_reset(hier_shm_t *shm, int me);
 /* Compare a peer's signature with mine; HIER_ERR_MISMATCH, logged, if they differ. */
 hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs);

@@ -56,6 +56,11 @@ void hier_shm_sign(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig)
     atomic_store_explicit(&mine[1], sig.word, memory_order_release);
 }
 
+void hier_shm_joining(hier_shm_t *shm, int me)
+{
+    atomic_store_explicit(&hier_shm_ctl(shm, me)->joining, 1, memory_order_release);
+}
+
 void hier_shm_sign_reset(hier_shm_t *shm, int me)
 {
     hier_shm_ctl_t *mine = hier_shm_ctl(shm, me);
@@ -63,6 +68,7 @@ void hier_shm_sign_reset(hier_shm_t *shm, int me)
         atomic_store_explicit(&mine->sig[p][1], 0, memory_order_relaxed);
         atomic_store_explicit(&mine->sig[p][0], 0, memory_order_relaxed);
     }
+    atomic_store_explicit(&mine->joining, 0, memory_order_release); /* (after the clearing) */
 }
 
 /* A peer's signature of the call of this parity (word first: a count read
@@ -143,6 +149,10 @@ static hier_status_t hier_shm_same_call(hier_shm_t *shm, int rank, const hier_sh
 {
     *late_p = 0;
     if (!hier_sig_valid(w->sig)) return HIER_OK; /* (set-up: no call yet) */
+    if (atomic_load_explicit(&hier_shm_ctl(shm, rank)->joining, memory_order_acquire)) { /* (before its signature) */
+        *late_p = 1;
+        return HIER_OK;
+    }
     hier_sig_t theirs = hier_shm_peer_sig(shm, rank, hier_sig_call(w->sig));
     if (!hier_sig_valid(theirs) || hier_sig_ahead(w->sig, theirs) < 0) {
         *late_p = 1;

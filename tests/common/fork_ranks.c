@@ -22,9 +22,12 @@ void fork_barrier(fork_world_t *w)
     }
 }
 
+int fork_exchanges;
+
 static int fork_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 {
     fork_rank_t *r = arg;
+    fork_exchanges++;
     if (len * (size_t)r->w->nranks > sizeof(r->w->buf)) return -1;
     memcpy(r->w->buf + (size_t)r->me * len, sbuf, len);
     fork_barrier(r->w);
@@ -36,6 +39,7 @@ static int fork_allgather(const void *sbuf, void *rbuf, size_t len, void *arg)
 static int fork_agree(int *values, int n, void *arg)
 {
     fork_rank_t *r = arg;
+    fork_exchanges++;
     if (n > 8) return -1;
     memcpy(r->w->values[r->me], values, (size_t)n * sizeof(int));
     fork_barrier(r->w);

@@ -27,6 +27,9 @@ typedef struct {
 extern int fork_ranks_per_node;
 /* In a forked rank: the services, for the communicators a body makes itself. */
 extern hier_comm_ops_t fork_ops;
+/* In a forked rank: the allgathers and agreements it has made (each a
+ * round trip between nodes under MPI). */
+extern int fork_exchanges;
 
 void fork_barrier(fork_world_t *w);
 

@@ -103,6 +103,7 @@ void check_pvars_read(check_counters_t *c)
             c->fallback[k] += c->reason_calls[k][p];
         }
     }
+    c->exchanges = check_read("coll_hier_exchanges");
 }
 
 long check_warm_up(MPI_Comm comm, long max_calls)

@@ -19,6 +19,7 @@ typedef struct {
     unsigned long fallback[NCOLL];
     unsigned long path_calls[NCOLL][20]; /* by index into check_served_paths */
     unsigned long reason_calls[NCOLL][20]; /* by index into check_fallback_paths */
+    unsigned long exchanges; /* hier's own collective exchanges (set-up, agreements) */
 } check_counters_t;
 
 /* Open the MPI_T session; 0 if hier's pvars exist (hier loaded). */

@@ -17,6 +17,7 @@
 #include "exec/hier_exec.h"
 #include "exec/hier_reduce.h"
 #include "sched/hier_sched_build.h"
+#include "sched/hier_sched_hier.h"
 
 typedef struct msg {
     struct msg *next;
@@ -205,11 +206,12 @@ static int step(sim_t *s, int i)
 
 static void set_up(sim_t *s, const layout_t *L)
 {
-    int nn = L->nnodes, g = 0, pieces = L->pieces;
+    int nn = L->nnodes, g = 0, pieces = L->pieces, most_pieces = L->nlocal[0];
     memset(s, 0, sizeof(*s));
     s->L = L;
     cr_assert_eq(hier_reduce_kernel_get(L->dbl ? HIER_DT_DOUBLE : HIER_DT_INT64, HIER_OP_SUM, &s->k), HIER_OK);
     for (int n = 0; n < nn; n++) g += L->nlocal[n];
+    for (int n = 0; n < nn; n++) most_pieces = L->nlocal[n] < most_pieces ? L->nlocal[n] : most_pieces;
     if (!pieces) {
         pieces = L->nlocal[0];
         for (int n = 0; n < nn; n++) pieces = L->nlocal[n] < pieces ? L->nlocal[n] : pieces;
@@ -284,6 +286,14 @@ static void set_up(sim_t *s, const layout_t *L)
                                           .node_ranks = s->node_ranks, .rs_slices = L->sliced ? q->slices : NULL};
             q->nchunks = hier_sched_nchunks(&q->args);
             q->cap = hier_sched_max_steps(&q->args);
+            /* what a communicator of this layout makes room for at set-up covers the call (one
+             * node: communicators run the one-node kinds, bounded alike; the simulator these) */
+            hier_sched_args_t lay = q->args;
+            lay.pieces = most_pieces;
+            if (nn > 1)
+                cr_assert_leq(q->cap, hier_sched_max_steps_within(&lay, SIZE_MAX),
+                              "room made ahead is too small: %zu for %zu (kind %d, %d nodes, sliced %d)",
+                              hier_sched_max_steps_within(&lay, SIZE_MAX), q->cap, (int)L->kind, nn, L->sliced);
             q->state = q->nchunks ? RK_RUN : RK_DONE;
             q->slot_in_runnable = -1;
             if (q->nchunks) runnable_add(s, s->node_base[n] + l);
@@ -465,6 +475,31 @@ static void big(hier_sched_kind_t kind, int nnodes, int per, int uneven, size_t 
     cr_assert_eq(run_layout(&L, (unsigned)(nnodes * 7 + per)), 0, "deadlock: kind %d, %d nodes x %d", (int)kind,
                  nnodes, per);
     free(nlocal);
+}
+
+/* The room a communicator makes at set-up: every kind's most within the
+ * cap; kinds past it are left to their first call (0: none fits). */
+Test(sched_hier, room_made_ahead_keeps_to_its_cap)
+{
+    uint32_t first[3] = {0, 4, 8}, ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    hier_sched_args_t lay = {.nranks = 4, .nnodes = 2, .node_first = first, .node_ranks = ranks, .pieces = 4,
+                             .net_radix = 2};
+    size_t kinds[3], most = 0, least = SIZE_MAX;
+    hier_sched_kind_t k[3] = {HIER_SCHED_HIER_ALLREDUCE, HIER_SCHED_HIER_ALLGATHER, HIER_SCHED_HIER_REDUCE_SCATTER};
+    for (int i = 0; i < 3; i++) {
+        hier_sched_args_t a = lay;
+        a.kind = k[i];
+        kinds[i] = hier_sched_hier_max_steps_any(&a);
+        most = kinds[i] > most ? kinds[i] : most;
+        least = kinds[i] < least ? kinds[i] : least;
+    }
+    cr_assert_lt(kinds[0], kinds[2], "the allreduce's bound is the smallest here");
+    cr_assert_eq(hier_sched_max_steps_within(&lay, SIZE_MAX), most);
+    cr_assert_eq(hier_sched_max_steps_within(&lay, least), least);
+    cr_assert_eq(hier_sched_max_steps_within(&lay, least - 1), 0);
+    lay.nnodes = 1; /* one node: every kind takes nranks + 8 at most */
+    cr_assert_eq(hier_sched_max_steps_within(&lay, SIZE_MAX), 12);
+    cr_assert_eq(hier_sched_max_steps_within(&lay, 11), 0);
 }
 
 Test(sched_hier, allreduce_on_1024_nodes_of_8, .timeout = 120)

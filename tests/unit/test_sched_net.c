@@ -393,3 +393,13 @@ Test(sched_net, channels_needed_are_symmetric_few_and_all_used, .timeout = 120)
         }
     free(need);
 }
+
+/* The room a set-up makes for the list of peers before it knows how many
+ * nodes there are: enough for any node count up to the ranks, any radix. */
+Test(sched_net, peer_list_room_covers_every_node_count)
+{
+    for (int most = 1; most <= 3000; most++)
+        for (int radix = 2; radix <= 16; radix++)
+            cr_assert_leq(hier_sched_net_max_peers(most, radix), hier_sched_net_max_peers_upto(most),
+                          "%d parts, radix %d", most, radix);
+}

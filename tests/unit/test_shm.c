@@ -4,6 +4,7 @@
  * segment from a mismatched build. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -222,6 +223,52 @@ Test(shm, layout_is_a_wire_format)
     cr_assert_eq(hier_shm_size(&pipe4), 4096 + 4 * 524288);
 }
 
+/* A rank that takes a recycled segment into a new communicator shows its
+ * past communicator's signatures until it has cleared them. Set up without
+ * an agreement, a peer may already wait for it in the first call: while it
+ * says it is joining, the peer takes it as late (without the flag it saw
+ * call 57 of "another collective": a false mismatch). */
+typedef struct {
+    hier_shm_t *seg;
+    hier_sig_t sig;
+    hier_status_t st;
+} joiner_t;
+
+static void *late_joiner(void *arg)
+{
+    joiner_t *j = arg;
+    hier_shm_wait_t w = {.nranks = 2, .me = 1, .spin_count = 10};
+    usleep(300000); /* (the waiting rank looks at it every 1024 yields: many times) */
+    hier_shm_sign_reset(j->seg, 1);
+    hier_shm_sign(j->seg, &w, j->sig);
+    j->st = hier_shm_barrier(j->seg, &w);
+    return NULL;
+}
+
+Test(shm, a_rank_joining_a_recycled_segment_is_late_not_in_another_call)
+{
+    hier_shm_shape_t s = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_t *a, *b;
+    cr_assert_eq(hier_shm_create(NULL, &s, &a), HIER_OK);
+    cr_assert_eq(hier_shm_claim(a, 0), HIER_OK);
+    cr_assert_eq(hier_shm_attach(NULL, hier_shm_name(a), &s, &b), HIER_OK);
+    cr_assert_eq(hier_shm_claim(b, 1), HIER_OK);
+    hier_shm_unlink(a);
+    hier_shm_wait_t past = {.nranks = 2, .me = 1, .spin_count = 10}, w = {.nranks = 2, .me = 0, .spin_count = 10};
+    hier_shm_sign(b, &past, hier_sig_make(HIER_COLL_ALLREDUCE, 8, HIER_DT_INT32, HIER_OP_SUM, 0, 57));
+    hier_shm_joining(b, 1);
+    joiner_t j = {.seg = b, .sig = hier_sig_make(HIER_COLL_ALLREDUCE, 8, HIER_DT_INT32, HIER_OP_SUM, 0, 1)};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, late_joiner, &j), 0);
+    hier_shm_sign(a, &w, j.sig);
+    hier_status_t st = hier_shm_barrier(a, &w);
+    pthread_join(t, NULL);
+    cr_assert_eq(st, HIER_OK, "the waiting rank: %s", hier_status_str(st));
+    cr_assert_eq(j.st, HIER_OK);
+    hier_shm_detach(b);
+    hier_shm_detach(a);
+}
+
 /* ---- communicators made and freed by the hundred ---- */
 
 /* One checked 8-byte allreduce on a communicator of my own, then its footprint. */
@@ -257,6 +304,34 @@ static int storm(hier_comm_t *comm, int me, int n, fork_world_t *w)
     if (count_segments() > before) return 31;
     if (hier_shm_pool_count() < 1) return 32;
     return 0;
+}
+
+/* Communicators of processes that had one before set up in one exchange
+ * (every rank sure of its part: the leader's recycled segment set aside by
+ * the others), without the agreement; with a rank whose pool holds nothing,
+ * in an exchange and an agreement, fresh, still right. */
+static int one_exchange(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    hier_comm_footprint_t fp;
+    (void)comm, (void)w;
+    for (int i = 0; i < 50; i++) {
+        int before = fork_exchanges, rc = small_call(me, n, &fp, 0, NULL);
+        if (rc) return 10 + rc;
+        if (i > 0 && (!fp.recycled || fork_exchanges - before != 1)) return 20 + (fork_exchanges - before);
+    }
+    if (me == 1) hier_params.shm_budget = 1; /* (nothing pooled from now on) */
+    for (int i = 0; i < 5; i++) {
+        int before = fork_exchanges, rc = small_call(me, n, &fp, 0, NULL);
+        if (rc) return 40 + rc;
+        if (i > 0 && fork_exchanges - before < 2) return 50 + (fork_exchanges - before); /* (0: one pooled still) */
+    }
+    return 0;
+}
+
+Test(shm, communicators_of_known_processes_set_up_in_one_exchange)
+{
+    int st[64];
+    cr_assert_eq(run_ranks(3, one_exchange, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
 }
 
 Test(shm, communicators_recycle_their_segments)
@@ -435,6 +510,36 @@ static void nodes_setup(const char *provider)
     hier_params.fabric_slot_size = 4096;
     hier_params.fabric_warmup = 0; /* (every call between nodes served: the warm-up has its own case) */
     fork_ranks_per_node = 2;
+}
+
+/* Between nodes too, once every rank knows the others' addresses: the
+ * first communicator exchanges them (an exchange and an agreement more),
+ * the next ones set up in one exchange, and their calls are served. */
+static int one_exchange_across(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    (void)comm, (void)w;
+    for (int i = 0; i < 30; i++) {
+        hier_comm_t *c;
+        hier_path_t path;
+        int64_t x[3] = {me + 1, i, -me}, y[3];
+        int before = fork_exchanges;
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+        if (hier_comm_allreduce(c, x, y, 3, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+        if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != (int64_t)n * i || y[2] != -(int64_t)n * (n - 1) / 2) return 3;
+        if (path != HIER_PATH_NET_RD && path != HIER_PATH_NET_RING && path != HIER_PATH_NET_RH) return 4;
+        if (i > 1 && fork_exchanges - before != 1) return 20 + (fork_exchanges - before);
+        hier_comm_destroy(c);
+    }
+    return 0;
+}
+
+Test(shm, between_nodes_known_processes_set_up_in_one_exchange)
+{
+    int st[64];
+    nodes_setup("tcp");
+    int ok = run_ranks(4, one_exchange_across, st);
+    fork_ranks_per_node = 0;
+    cr_assert_eq(ok, 4, "statuses %d %d %d %d", st[0], st[1], st[2], st[3]);
 }
 
 Test(shm, several_nodes_over_tcp_and_shm_providers)

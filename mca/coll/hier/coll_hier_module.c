@@ -108,6 +108,7 @@ static int mca_coll_hier_core_allgather(const void *sbuf, void *rbuf, size_t len
     mca_coll_hier_module_t *hm = arg;
     mca_coll_base_module_t *m = mca_coll_hier_core_module(hm);
     if (!m) return OMPI_ERR_OUT_OF_RESOURCE;
+    hier_stats_count_exchange();
     return ompi_coll_base_allgather_intra_recursivedoubling(sbuf, (mca_coll_hier_count_t)len, MPI_BYTE, rbuf,
                                                             (mca_coll_hier_count_t)len, MPI_BYTE, hm->comm, m);
 }
@@ -117,6 +118,7 @@ static int mca_coll_hier_core_agree(int *values, int n, void *arg)
     mca_coll_hier_module_t *hm = arg;
     mca_coll_base_module_t *m = mca_coll_hier_core_module(hm);
     if (!m) return OMPI_ERR_OUT_OF_RESOURCE;
+    hier_stats_count_exchange();
     return ompi_coll_base_allreduce_intra_recursivedoubling(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, hm->comm, m);
 }
 

@@ -50,7 +50,14 @@ int mca_coll_hier_register_pvars(void)
                                         NULL, &hier_stats_rails[j].bytes);
         if (rc < 0) return rc;
     }
-    return OMPI_SUCCESS;
+    int rc = mca_base_pvar_register("ompi", "coll", "hier", "exchanges",
+                                    "collective exchanges coll/hier made for itself over point-to-point in this "
+                                    "process (communicators' set-up, agreements inside calls)",
+                                    OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
+                                    NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+                                    MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+                                    &hier_stats_exchanges);
+    return rc < 0 ? rc : OMPI_SUCCESS;
 }
 
 /* Rank 0's table and NICs; with coll_hier_stats 2, every rank's NICs. */
