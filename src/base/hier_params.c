@@ -106,6 +106,13 @@ static const hier_param_desc_t hier_param_table[] = {
      "a comma list (like NCCL_IB_HCA / NCCL_SOCKET_IFNAME), or ^list to exclude; a trailing * matches a prefix. "
      "Empty = every NIC of the provider but lo and docker* (unless there is no other)",
      HIER_PARAM_OFF(fabric_iface), 0, 1, 2},
+    {"fabric_profile", HIER_PARAM_STRING, "auto",
+     "The rules hier keeps with the libfabric provider: auto (efa-direct's when the provider is EFA's efa-direct "
+     "fabric, else the default), default, or efa-direct: on any provider, what efa-direct requires (FI_CONTEXT2 "
+     "contexts, every buffer handed to the provider registered: FI_MR_LOCAL, checked at every write; control "
+     "messages within the MTU; writes within FI_OPT_MAX_RMA_SIZE; no FI_RMA_EVENT; remote CQ data without "
+     "posted receives), so a test bed without EFA runs under them",
+     HIER_PARAM_OFF(fabric_profile), 0, 0, 3},
     {"fabric_rails_max", HIER_PARAM_INT, "4",
      "NICs (rails) one process drives at most: the node's NICs are shared out among its ranks, nearest first, "
      "every NIC serving as many ranks; with fewer ranks than NICs each drives several (at most 8)",

@@ -47,6 +47,7 @@ typedef struct {
     size_t allgather_cma_max;     /* ... up to here */
     char *fabric_provider;        /* libfabric provider; "" = best available */
     char *fabric_iface;           /* NICs to use (or ^exclude); "" = all but lo, docker* */
+    char *fabric_profile;         /* the provider's rules hier keeps: auto, default, efa-direct */
     int fabric_rails_max;         /* NICs one process drives at most */
     int fabric_stripe;            /* messages spread over every shared rail */
     int fabric_warmup;            /* open libfabric in the background; calls between nodes wait for no one */

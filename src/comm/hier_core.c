@@ -60,6 +60,7 @@ void hier_core_progress(void)
 static hier_fabric_config_t hier_core_fabric_config(void)
 {
     return (hier_fabric_config_t){.provider = hier_params.fabric_provider, .iface = hier_params.fabric_iface,
+                                  .profile = hier_params.fabric_profile,
                                   /* only where device buffers may come: FI_HMEM can cost host traffic (shm) */
                                   .hmem = hier_params.device_peer_direct && !hier_params.device_force_staging &&
                                           hier_accel_has_backend(),

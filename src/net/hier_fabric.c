@@ -8,6 +8,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext.h>
 #include <rdma/fi_rma.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -17,6 +18,20 @@
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "net/hier_fi.h"
+
+/* Options newer than the headers hier may be built with, by their ABI values:
+ * libfabric 2.0's limits per operation (asked only of a 2.0 library or
+ * newer), and EFA's "is RDMA write emulated?" (asked only of efa). */
+#define HIER_FI_OPT_MAX_MSG_SIZE 12
+#define HIER_FI_OPT_MAX_RMA_SIZE 14
+#define HIER_FI_OPT_EFA_EMULATED_WRITE (FI_OPT_EFA_RNR_RETRY + 2)
+/* An EFA device's MTU, about 8 KiB: efa-direct's largest message. */
+#define HIER_FABRIC_EFA_MTU 8192
+#if FI_MAJOR_VERSION >= 2
+_Static_assert(FI_OPT_MAX_MSG_SIZE == HIER_FI_OPT_MAX_MSG_SIZE && FI_OPT_MAX_RMA_SIZE == HIER_FI_OPT_MAX_RMA_SIZE &&
+               FI_OPT_EFA_EMULATED_WRITE == HIER_FI_OPT_EFA_EMULATED_WRITE,
+               "libfabric's option values");
+#endif
 
 /* Convert a libfabric return code where it enters, logging it once with the call. */
 hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
@@ -67,20 +82,39 @@ static void hier_fabric_candidates(const char *name, const char *out[5])
     out[i] = NULL;
 }
 
-static struct fi_info *hier_fabric_hints(const char *prov, int hmem)
+/* Whether the profile asks for efa-direct's rules (else auto or default);
+ * an unknown name is said once and read as auto. */
+static int hier_fabric_profile_asked(const hier_fabric_config_t *cfg)
+{
+    const char *p = cfg->profile && cfg->profile[0] ? cfg->profile : "auto";
+    if (strcmp(p, "auto") && strcmp(p, "default") && strcmp(p, "efa-direct"))
+        HIER_LOG_ONCE(HIER_LOG_ERROR, "coll_hier_fabric_profile \"%s\" is none of auto, default, efa-direct: "
+                      "auto is used", p);
+    return !strcmp(p, "efa-direct");
+}
+
+/* What hier asks of a provider. Under efa-direct's rules, and of efa (whose
+ * efa-direct fabric, from libfabric 2.4 the first it offers, takes only
+ * endpoints that give FI_CONTEXT2 scratch space and let it progress on its
+ * own), the FI_CONTEXT2 mode is offered (every operation's context is a
+ * struct fi_context2 of hier's) and any progress model taken (hier polls
+ * either way); of the others, as before: no mode, manual progress. Never
+ * FI_RX_CQ_DATA: hier posts no receives for remote CQ data. */
+static struct fi_info *hier_fabric_hints(const char *prov, int hmem, int efa_rules)
 {
     struct fi_info *hints = hier_fi.dupinfo(NULL);
     if (!hints) return NULL;
+    int efa = efa_rules || (prov && !strncmp(prov, "efa", 3));
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
-    hints->mode = 0; /* no FI_CONTEXT, no FI_RX_CQ_DATA: we give neither scratch space nor receives */
+    hints->mode = efa ? FI_CONTEXT | FI_CONTEXT2 : 0;
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     if (hmem) {
         hints->caps |= FI_HMEM;
         hints->domain_attr->mr_mode |= FI_MR_HMEM;
     }
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    hints->domain_attr->data_progress = efa ? FI_PROGRESS_UNSPEC : FI_PROGRESS_MANUAL;
     hints->domain_attr->av_type = FI_AV_TABLE;
     if (prov && !(hints->fabric_attr->prov_name = strdup(prov))) {
         hier_fi.freeinfo(hints);
@@ -99,7 +133,7 @@ static hier_status_t hier_fabric_getinfo(const hier_fabric_config_t *cfg, struct
     hier_fabric_candidates(cfg->provider, cand);
     for (size_t i = 0; cand[i]; i++) {
         for (int hmem = cfg->hmem != 0; hmem >= 0; hmem--) {
-            struct fi_info *hints = hier_fabric_hints(cand[i], hmem);
+            struct fi_info *hints = hier_fabric_hints(cand[i], hmem, hier_fabric_profile_asked(cfg));
             if (!hints) return HIER_ERR_NO_MEMORY;
             ret = hier_fi.getinfo(HIER_FI_API_VERSION, NULL, NULL, 0, hints, info_p);
             hier_fi.freeinfo(hints);
@@ -190,9 +224,62 @@ int hier_fabric_hmem(const hier_fabric_t *fab, int iface)
     return iface >= 0 && iface < 64 && (atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) >> iface & 1);
 }
 
+/* A size_t option of the first rail's endpoint; `dflt` where the provider does not answer. */
+static size_t hier_fabric_size_opt(hier_fabric_t *fab, int name, size_t dflt)
+{
+    size_t v = 0, len = sizeof(v);
+    if (!FI_VERSION_GE(hier_fi_runtime_version(), FI_VERSION(2, 0))) return dflt;
+    return fi_getopt(&fab->rail[0].ep->fid, FI_OPT_ENDPOINT, name, &v, &len) == 0 && v ? v : dflt;
+}
+
+/* Step 3's rules: the largest write (FI_OPT_MAX_RMA_SIZE: efa-direct's RMA
+ * limit is not its message limit, the MTU); under efa-direct's, what its
+ * endpoints require that the provider might not (control messages within
+ * the message limit; no receives owed to remote CQ data). How EFA writes. */
+static hier_status_t hier_fabric_rules(hier_fabric_t *fab, const hier_fabric_config_t *cfg)
+{
+    const struct fi_info *info = fab->rail[0].info;
+    size_t msg = info->ep_attr->max_msg_size;
+    fab->rma_max = hier_fabric_size_opt(fab, HIER_FI_OPT_MAX_RMA_SIZE, msg);
+    const char *name = info->fabric_attr->name ? info->fabric_attr->name : "";
+    const char *why = hier_fabric_profile_asked(cfg) ? "coll_hier_fabric_profile efa-direct"
+                      : strcmp(cfg->profile ? cfg->profile : "", "default") && !strcmp(name, "efa-direct")
+                          ? "the provider's fabric is efa-direct" : NULL;
+    fab->efa_direct = why != NULL;
+    if (fab->efa_direct) { /* (its messages: at most the device's MTU, whatever this provider allows) */
+        msg = hier_fabric_size_opt(fab, HIER_FI_OPT_MAX_MSG_SIZE, msg);
+        msg = msg < HIER_FABRIC_EFA_MTU ? msg : HIER_FABRIC_EFA_MTU;
+        if (msg < HIER_FABRIC_CTL_MAX || (info->mode & FI_RX_CQ_DATA)) {
+            HIER_ERROR("provider %s cannot keep efa-direct's rules with coll/hier: %s", hier_fabric_provider(fab),
+                       msg < HIER_FABRIC_CTL_MAX ? "its messages are smaller than hier's control messages"
+                                                 : "it wants receives posted for remote CQ data (FI_RX_CQ_DATA)");
+            return HIER_ERR_NOT_SUPPORTED;
+        }
+        HIER_LOG(HIER_LOG_COMM, "efa-direct's rules (%s): FI_CONTEXT2 contexts, every buffer registered "
+                 "(FI_MR_LOCAL, checked at every write), control messages of %d bytes at most (messages: %zu), "
+                 "writes of %zu at most, no FI_RMA_EVENT, remote CQ data with no receive posted", why,
+                 HIER_FABRIC_CTL_MAX, msg, hier_fabric_max_msg(fab));
+    }
+    if (!strncmp(hier_fabric_provider(fab), "efa", 3)) {
+        bool emulated = false;
+        size_t len = sizeof(emulated);
+        int ret = fi_getopt(&fab->rail[0].ep->fid, FI_OPT_ENDPOINT, HIER_FI_OPT_EFA_EMULATED_WRITE, &emulated, &len);
+        HIER_LOG(HIER_LOG_COMM, "RDMA write: %s", ret ? "the provider does not say whether it is emulated"
+                 : emulated ? "emulated by the provider (no device RDMA write: p4d, dl1, trn1; a write costs a "
+                              "send and a copy at the target, still one-sided for hier)"
+                            : "native (device RDMA write: p5 and later)");
+    }
+    return HIER_OK;
+}
+
+int hier_fabric_efa_direct(const hier_fabric_t *fab)
+{
+    return fab->efa_direct;
+}
+
 /* Open the rails: 1. pick the provider; 2. open an endpoint per NIC this
- * process drives (hier_fabric_rails.c); 3. bind and enable them; 4. the
- * control messages, on the first rail. */
+ * process drives (hier_fabric_rails.c); 3. bind and enable them, and read
+ * the rules they keep; 4. the control messages, on the first rail. */
 hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **fab_p)
 {
     hier_status_t st;
@@ -219,6 +306,7 @@ hier_status_t hier_fabric_open(const hier_fabric_config_t *cfg, hier_fabric_t **
             goto close_rails;
         }
     }
+    HIER_CHECK_GOTO(hier_fabric_rules(fab, cfg), close_rails, st);
     HIER_CHECK_GOTO(hier_fabric_ctl_open(fab), close_ctl, st); /* 4 */
     const char *fork = hier_fabric_fork_safety();
     int hmem = atomic_load_explicit(&fab->hmem_ifaces, memory_order_relaxed) != 0;
@@ -275,7 +363,8 @@ static void hier_fabric_close_locked(hier_fabric_t *fab)
 
 size_t hier_fabric_max_msg(const hier_fabric_t *fab)
 {
-    return fab->rail[0].info->ep_attr->max_msg_size;
+    size_t msg = fab->rail[0].info->ep_attr->max_msg_size;
+    return fab->rma_max && fab->rma_max < msg ? fab->rma_max : msg; /* (hier's messages are writes) */
 }
 
 const char *hier_fabric_provider(const hier_fabric_t *fab)
@@ -457,6 +546,12 @@ static hier_status_t hier_fabric_post(hier_fabric_t *fab, hier_fabric_peer_t pee
     uint64_t key = rkey.key[lane->theirs];
     size_t total = 0;
     ssize_t ret;
+    for (size_t i = 0; fab->efa_direct && i < n; i++)
+        if (!iov[i].mr) {
+            HIER_ERROR("a write of %zu bytes from unregistered memory under efa-direct's rules (FI_MR_LOCAL): "
+                       "refused", iov[i].len);
+            return HIER_ERR_INTERNAL;
+        }
     hier_fabric_op_t *op = hier_fabric_op_take(fab, context);
     if (!op) return HIER_ERR_NO_MEMORY;
     if (n == 1) {

@@ -42,6 +42,7 @@ typedef struct {
     int cuda;             /* CUDA buffers may come: ask the provider not to call CUDA itself (libfabric >= 1.18) */
     int max_rails;        /* NICs this process drives at most (0: 1; capped at HIER_FABRIC_RAILS_MAX) */
     int stripe;           /* spread a peer's messages over every lane (0: its first lane only) */
+    const char *profile;  /* the provider's rules kept: "auto" (NULL, ""), "default", "efa-direct" (hier_fabric.c) */
     /* where the node's ranks run, to place NICs near them: rank_numa[nlocal]
      * (-1 unknown) and mine is [me]; NULL: this process alone. topo locates
      * the NICs (NULL: every NIC near every rank). */
@@ -96,6 +97,8 @@ const char *hier_fabric_provider(const hier_fabric_t *fab);
 
 /* The largest message (RMA write) the provider takes in one operation. */
 size_t hier_fabric_max_msg(const hier_fabric_t *fab);
+/* Whether the endpoint keeps efa-direct's rules (the provider is efa-direct, or the profile asked). */
+int hier_fabric_efa_direct(const hier_fabric_t *fab);
 
 /* This process's address (every rail's, with its NIC index), to exchange
  * with the peers: at most HIER_FABRIC_ADDR_MAX bytes. */

@@ -58,6 +58,8 @@ struct hier_fabric {
     hier_fabric_rail_t rail[HIER_FABRIC_RAILS_MAX];
     unsigned nrails;
     int stripe;        /* messages spread over every lane (0: the first lane only) */
+    int efa_direct;    /* efa-direct's rules kept (hier_fabric_profile) */
+    size_t rma_max;    /* the largest write: FI_OPT_MAX_RMA_SIZE where the provider answers, else max_msg_size */
     struct fi_info *list; /* what fi_getinfo offered (the rails' infos are copies) */
     uint64_t mr_mode;
     _Atomic uint64_t hmem_ifaces; /* bit per fi_hmem_iface it may register (cleared on refusal) */

@@ -58,11 +58,14 @@ int run_pair(body_t body, const char *prov)
     return ok;
 }
 
+const char *fab_profile;
+
 hier_fabric_config_t fab_config(const char *prov)
 {
     if (!strcmp(prov, PAIR_RAILS)) /* every interface here, two rails per process, messages striped */
-        return (hier_fabric_config_t){.provider = "tcp", .iface = "*", .max_rails = 2, .stripe = 1};
-    return (hier_fabric_config_t){.provider = prov, .iface = strcmp(prov, "shm") ? "lo" : NULL};
+        return (hier_fabric_config_t){.provider = "tcp", .iface = "*", .max_rails = 2, .stripe = 1,
+                                      .profile = fab_profile};
+    return (hier_fabric_config_t){.provider = prov, .iface = strcmp(prov, "shm") ? "lo" : NULL, .profile = fab_profile};
 }
 
 hier_fabric_t *open_fab(const char *prov)

@@ -28,6 +28,8 @@ int run_pair(body_t body, const char *prov);
  * and eth0, say), two rails per process, messages striped over both. */
 #define PAIR_RAILS "tcp-rails"
 hier_fabric_config_t fab_config(const char *prov);
+/* The fabric profile fab_config asks for (NULL: auto). */
+extern const char *fab_profile;
 hier_fabric_t *open_fab(const char *prov);
 /* Both ranks: publish the address, learn the other's. */
 int connect_pair(int me, xchg_t *x, hier_fabric_t *fab, hier_fabric_peer_t *peer);

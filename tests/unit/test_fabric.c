@@ -508,6 +508,44 @@ PAIR_TEST(late_credit_return_to_a_closed_channel_is_harmless, late_credit, 120)
 PAIR_TEST(credit_return_landing_late_does_not_stall, stale_credit, 120)
 PAIR_TEST(direct_writes_land_in_device_memory_by_tag, direct, 60)
 
+/* efa-direct's rules kept on the providers here (coll_hier_fabric_profile
+ * efa-direct): the endpoint opens under them (FI_CONTEXT2 offered, control
+ * messages within the message limit), writes and credit flow as under the
+ * default, and a write from unregistered memory is refused before it
+ * reaches the provider (FI_MR_LOCAL), where the default profile lets the
+ * provider take it. */
+static int unregistered_write(hier_fabric_t *fab)
+{
+    uint8_t addr[HIER_FABRIC_ADDR_MAX], src[64] = {0};
+    size_t len = sizeof(addr);
+    hier_fabric_peer_t self;
+    hier_fabric_rkey_t rkey = {0};
+    int posted = 0;
+    if (hier_fabric_addr(fab, addr, &len) != HIER_OK || hier_fabric_insert(fab, addr, &self) != HIER_OK) return -1;
+    return hier_fabric_try_write(fab, self, src, sizeof(src), NULL, rkey, 0, 1, NULL, &posted) == HIER_ERR_INTERNAL &&
+           !posted;
+}
+
+ParameterizedTestParameters(fabric, efa_direct_rules_hold_on_every_provider)
+{
+    return cr_make_param_array(int, provider_ids, NPROVIDERS);
+}
+ParameterizedTest(int *p, fabric, efa_direct_rules_hold_on_every_provider, .timeout = 180)
+{
+    fab_profile = "efa-direct";
+    hier_fabric_t *fab = open_fab(providers[*p]);
+    cr_assert(fab, "provider %s does not open under efa-direct's rules", providers[*p]);
+    cr_assert(hier_fabric_efa_direct(fab));
+    cr_assert_eq(unregistered_write(fab), 1, "an unregistered write went to the provider");
+    hier_fabric_close(fab);
+    cr_assert_eq(run_pair(basic, providers[*p]), 2, "writes under efa-direct's rules, %s", providers[*p]);
+    cr_assert_eq(run_pair(stream, providers[*p]), 2, "a stream under efa-direct's rules, %s", providers[*p]);
+    fab_profile = "default";
+    cr_assert((fab = open_fab(providers[*p])));
+    cr_assert(!hier_fabric_efa_direct(fab));
+    hier_fabric_close(fab);
+}
+
 Test(fabric, offsets_or_addresses_as_the_provider_says)
 {
     int buf[64];
