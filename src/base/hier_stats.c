@@ -26,6 +26,7 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_NET_COPY] = {"net_copy", "net_copy"},
     [HIER_PATH_NET_RS] = {"net_rs", "net_rs"},
     [HIER_PATH_NET_DIRECT] = {"net_direct", "net_direct"},
+    [HIER_PATH_SETUP] = {"setup", "setup"},
     [HIER_PATH_FALLBACK_OP] = {"fallback:op", "fallback_op"},
     [HIER_PATH_FALLBACK_DATATYPE] = {"fallback:datatype", "fallback_datatype"},
     [HIER_PATH_FALLBACK_INTERCOMM] = {"fallback:intercomm", "fallback_intercomm"},

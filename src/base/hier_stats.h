@@ -31,6 +31,7 @@ typedef enum {
     HIER_PATH_NET_COPY,          /* several nodes: allgather */
     HIER_PATH_NET_RS,            /* several nodes: reduce_scatter */
     HIER_PATH_NET_DIRECT,        /* device buffers NIC to NIC (peer direct), a ring over every rank */
+    HIER_PATH_SETUP,             /* a communicator's first call, small: carried by the set-up's exchange */
     HIER_PATH_FIRST_FALLBACK,
     HIER_PATH_FALLBACK_OP = HIER_PATH_FIRST_FALLBACK, /* user-defined, non-commutative or invalid op */
     HIER_PATH_FALLBACK_DATATYPE, /* non-contiguous or non-predefined base type */

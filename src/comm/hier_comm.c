@@ -112,6 +112,20 @@ static int hier_comm_chunked(const hier_comm_t *c, hier_status_t ready, size_t b
 
 const char hier_in_place_marker;
 
+/* The call to offer the set-up, when this call may make one: NULL if it
+ * cannot ride (hier_comm_ride.c). */
+static hier_ride_t *hier_comm_rider(const hier_comm_t *c, int offered, hier_ride_t *ride)
+{
+    return offered && (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) ? ride : NULL;
+}
+
+/* A call the set-up's exchange served. */
+static hier_status_t hier_comm_rode(hier_path_t *path_p)
+{
+    *path_p = HIER_PATH_SETUP;
+    return HIER_OK;
+}
+
 /* The API says in place with HIER_IN_PLACE; inside the core a NULL send
  * buffer means it. A NULL buffer that should hold data is refused here, so
  * it can never be taken for an in-place call. */
@@ -140,8 +154,11 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, bytes, path_p)) == HIER_ERR_NOT_SUPPORTED)
+    hier_ride_t ride,
+        *rider = hier_comm_rider(c, hier_ride_offer_allreduce(c, sbuf, rbuf, count, dt, op, &ride), &ride);
+    if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, bytes, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
+    if (rider && ride.done) return hier_comm_rode(path_p);
     dev.chunked = hier_comm_chunked(c, ready, bytes);
     if (!c->staged && !dev.chunked) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
     return hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p);
@@ -157,8 +174,11 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, total, path_p)) == HIER_ERR_NOT_SUPPORTED)
+    hier_ride_t ride,
+        *rider = hier_comm_rider(c, hier_ride_offer_allgather(c, sbuf, rbuf, block_bytes, &ride), &ride);
+    if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, total, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
+    if (rider && ride.done) return hier_comm_rode(path_p);
     if (ready == HIER_OK && hier_coll_pd_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
         c->staged = 0; /* NIC to NIC: nothing staged */
         return pd_st;
@@ -181,9 +201,12 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, total * es, path_p)) ==
+    hier_ride_t ride,
+        *rider = hier_comm_rider(c, hier_ride_offer_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, &ride), &ride);
+    if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, total * es, rider, path_p)) ==
         HIER_ERR_NOT_SUPPORTED)
         return ready;
+    if (rider && ride.done) return hier_comm_rode(path_p);
     dev.chunked = hier_comm_chunked(c, ready, total * es);
     if (!c->staged && !dev.chunked) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
     return hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);

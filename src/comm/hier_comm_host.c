@@ -30,7 +30,7 @@ static int hier_comm_warm(hier_comm_t *c, size_t bytes)
 }
 
 /* Common entry: the set-up at the first call, a forced fallback, or one rank. */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_path_t *path_p)
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p)
 {
     if (algo == HIER_ALGO_FALLBACK) {
         *path_p = HIER_PATH_FALLBACK_FORCED;
@@ -41,7 +41,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_pat
         return HIER_IN_PROGRESS; /* caller copies */
     }
     if (c->state == HIER_COMM_WARMING && hier_comm_warm(c, bytes)) c->state = HIER_COMM_NEW;
-    if (c->state == HIER_COMM_NEW) hier_comm_setup(c);
+    if (c->state == HIER_COMM_NEW) hier_comm_setup(c, ride);
     if (c->state == HIER_COMM_WARMING && !c->warm_calls && bytes >= hier_params.fabric_open_min)
         hier_core_fabric_warm(); /* (the call that found it warming may start the opening too) */
     if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
@@ -124,7 +124,7 @@ static hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_
 static hier_status_t hier_coll_begin(hier_comm_t *c, int algo, const void *sbuf, void *rbuf, size_t self_bytes,
                                      hier_path_t *path_p)
 {
-    hier_status_t st = hier_comm_prepare(c, algo, self_bytes, path_p);
+    hier_status_t st = hier_comm_prepare(c, algo, self_bytes, NULL, path_p);
     if (st != HIER_IN_PROGRESS) return st;
     if (sbuf) memcpy(rbuf, sbuf, self_bytes);
     return st;

@@ -2,6 +2,7 @@
 #ifndef HIER_COMM_HOST_H
 #define HIER_COMM_HOST_H
 
+#include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_state.h"
 
 hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
@@ -13,7 +14,8 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
 /* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
  * communicator (the caller copies), or a fallback with its reason. bytes:
  * the call's whole vector, the same on every rank (it may start opening
- * libfabric: fabric_open_min). */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_path_t *path_p);
+ * libfabric: fabric_open_min). ride (may be NULL): the call, offered to the
+ * set-up if this call makes one (ride->done: served, HIER_OK). */
+hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
 
 #endif

@@ -15,7 +15,8 @@
  *    NICs should be: its accelerator's, or the same), parameter digest,
  *    box, whether a device backend is here, whether this rank sees its
  *    node crowded, whether it is sure, (leaders) the segment offered, (the
- *    others) the segments set aside;
+ *    others) the segments set aside, and the call that brought the
+ *    set-up about when it is small enough to ride (hier_comm_ride.c);
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
  *    segment (recycled: set aside, or from its own pool; fresh: attached),
@@ -29,6 +30,8 @@
  *    somewhere: they are exchanged (once per process pair in the process's
  *    life);
  * 5. leaders unlink fresh segments' names (every rank has them mapped).
+ * A set-up that ends well after 3 or 4 serves the call that rode on it,
+ * when every record carries the same one (the same verdict everywhere).
  *
  * A rank that takes a recycled segment says it is joining until it has
  * cleared its signatures there (hier_shm_joining): with no agreement after
@@ -81,6 +84,7 @@ typedef struct {
     uint64_t seg_id;  /* leaders: the offered segment's hier_shm_id */
     uint64_t cand[HIER_SETUP_CANDIDATES]; /* the others: the segments set aside (0: none) */
     char seg[HIER_SHM_NAME_MAX]; /* leaders: the node segment offered; empty if none could be */
+    hier_ride_rec_t ride; /* the first call, when it can ride (hier_comm_ride.c) */
 } hier_setup_rec_t;
 
 /* Step 1's locality: the node's processes, my place among them. */
@@ -220,7 +224,8 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
 /* Step 1 for this rank: its record, its offer (leaders) or the segments it
  * sets aside (the others). */
 static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
-                            hier_setup_room_t *room, hier_node_offer_t *offer, hier_setup_rec_t *mine)
+                            const hier_ride_t *ride, hier_setup_room_t *room, hier_node_offer_t *offer,
+                            hier_setup_rec_t *mine)
 {
     int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
     *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_core_my_numa(loc->me),
@@ -241,6 +246,7 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
         room->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, room->cand, HIER_SETUP_CANDIDATES);
     for (int k = 0; k < room->ncand; k++) mine->cand[k] = hier_shm_id(room->cand[k].seg);
     mine->flags |= sure ? HIER_SETUP_SURE : 0;
+    hier_ride_pack(ride, &mine->ride);
 }
 
 /* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
@@ -276,17 +282,19 @@ static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, 
     return status;
 }
 
-/* Steps 1-4 with segments recycled (fresh_only 0) or fresh (1); the agreed status. */
+/* Steps 1-4 with segments recycled (fresh_only 0) or fresh (1); the agreed
+ * status. A set-up that ends well serves the call riding on it (3, 4). */
 static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
-                          hier_node_offer_t *offer)
+                          hier_ride_t *ride, hier_node_offer_t *offer)
 {
     hier_setup_room_t room = {0};
     hier_setup_rec_t mine;
-    int status = HIER_SETUP_OK, one = 0;
+    int status = HIER_SETUP_OK, one = 0, sure = 0;
     *offer = (hier_node_offer_t){0};
-    hier_setup_mine(c, loc, fresh_only, box, &room, offer, &mine);                                   /* 1 */
+    hier_setup_mine(c, loc, fresh_only, box, ride, &room, offer, &mine);                             /* 1 */
     hier_setup_rec_t *all = room.all;
     if (!all || c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) {                       /* 2 */
+        all = NULL;
         status = HIER_SETUP_NO_MEMORY; /* (this rank alone: agreed below) */
     } else {                                                                                           /* 3 */
         hier_path_t refused = hier_setup_check(c, all, room.node_of, &one);
@@ -299,18 +307,16 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
             c->refused = refused;
             return HIER_SETUP_NO_MEMORY - 1;
         }
-        int sure = hier_setup_all_sure(c, all, one ? NULL : room.node_of);
+        sure = hier_setup_all_sure(c, all, one ? NULL : room.node_of);
         for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
         c->rs_displs = room.rs_displs;
         room.rs_displs = NULL;
         status = hier_setup_levels(c, loc, sure, box, all, &room, offer);
-        if (sure) { /* (every rank alike) */
-            hier_setup_room_free(&room, loc);
-            return status;
-        }
     }
+    if (!sure && c->ops.agree(&status, 1, c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
+    if (all && status == HIER_SETUP_OK && hier_ride_agreed(c, ride, &all[0].ride, sizeof(*all)))
+        hier_ride_serve(c, ride, &all[0].ride, sizeof(*all));
     hier_setup_room_free(&room, loc);
-    if (c->ops.agree(&status, 1, c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY;                    /* 4 */
     return status;
 }
 
@@ -331,7 +337,7 @@ static hier_path_t hier_setup_refusal(int status)
     return status == HIER_SETUP_NET ? HIER_PATH_FALLBACK_NET : HIER_PATH_FALLBACK_SHM;
 }
 
-hier_status_t hier_comm_setup(hier_comm_t *c)
+hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
 {
     hier_setup_local_t loc = {0};
     hier_node_offer_t offer = {0};
@@ -339,7 +345,7 @@ hier_status_t hier_comm_setup(hier_comm_t *c)
     uint32_t box = hier_net_new_box();
     if (hier_setup_locality(c, &loc) != HIER_OK) loc.procs = NULL;
     for (int fresh_only = 0; fresh_only < 2; fresh_only++) {
-        status = hier_setup_try(c, &loc, fresh_only, box, &offer);
+        status = hier_setup_try(c, &loc, fresh_only, box, ride, &offer);
         if (status < HIER_SETUP_NO_MEMORY) break; /* refused on every rank alike (c->refused) */
         if (status == HIER_SETUP_ADDRESSES)
             status = hier_net_exchange_addresses(c) == HIER_OK ? HIER_SETUP_OK : HIER_SETUP_NET;

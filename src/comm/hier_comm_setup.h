@@ -1,10 +1,63 @@
-/* hier_comm_setup.h: a communicator's set-up, collective, at its first call (hier_comm_setup.c). */
+/* hier_comm_setup.h: a communicator's set-up, collective, at its first call
+ * (hier_comm_setup.c), and the first call itself when it is small enough to
+ * ride on the set-up's exchange (hier_comm_ride.c). */
 #ifndef HIER_COMM_SETUP_H
 #define HIER_COMM_SETUP_H
 
 #include "comm/hier_comm_state.h"
 
-/* HIER_OK: served from now on; HIER_ERR_NOT_SUPPORTED: never (c->refused says why). */
-hier_status_t hier_comm_setup(hier_comm_t *c);
+/* The most bytes of one rank's contribution that ride in its set-up record
+ * (an allreduce's vector, an allgather's block, a reduce_scatter's whole
+ * vector): 8 doubles, 4 double complex. */
+#define HIER_RIDE_MAX 64
+
+/* The call that brought the set-up about, offered to ride on its exchange.
+ * in: my contribution (len bytes), out: where my result goes; for
+ * reduce_scatter rcounts (every rank's) and displs (room for size). */
+typedef struct {
+    hier_coll_t coll;
+    hier_dtype_t dt;
+    hier_op_t op;
+    size_t count;   /* allreduce, reduce_scatter: elements of the whole vector; allgather: bytes per rank */
+    uint32_t digest; /* reduce_scatter: hier_sig_digest of rcounts */
+    const void *in;
+    size_t len;
+    void *out;
+    const size_t *rcounts;
+    int done;       /* set by the set-up: the call is served, out holds the result */
+} hier_ride_t;
+
+/* HIER_OK: served from now on; HIER_ERR_NOT_SUPPORTED: never (c->refused
+ * says why). ride (may be NULL): the first call, served with the set-up
+ * when every rank offered the same call and its result is the one the
+ * call's own algorithm gives (ride->done). */
+hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride);
+
+/* hier_comm_ride.c. Whether this rank can offer its call (host buffers,
+ * few enough bytes, a predefined operation): fills *ride. in/out as the
+ * collective's own (in NULL: in place). */
+int hier_ride_offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
+                              hier_op_t op, hier_ride_t *ride);
+int hier_ride_offer_allgather(const hier_comm_t *c, const void *in, void *out, size_t block, hier_ride_t *ride);
+int hier_ride_offer_reduce_scatter(const hier_comm_t *c, const void *in, void *out, const size_t *rcounts,
+                                   hier_dtype_t dt, hier_op_t op, hier_ride_t *ride);
+
+/* What a rank's set-up record carries of its ride. */
+typedef struct {
+    uint8_t coll;   /* hier_coll_t + 1; 0: nothing rides */
+    uint8_t dt, op;
+    uint8_t pad;
+    uint32_t digest;
+    uint64_t count;
+    uint8_t data[HIER_RIDE_MAX];
+} hier_ride_rec_t;
+
+void hier_ride_pack(const hier_ride_t *ride, hier_ride_rec_t *rec);
+/* Whether every record (stride bytes apart, the first at recs) carries the
+ * same call as mine, and the layout lets it be folded here exactly as its
+ * algorithm would: the same verdict on every rank. */
+int hier_ride_agreed(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride);
+/* The call's result from every rank's contribution, into ride->out. */
+void hier_ride_serve(const hier_comm_t *c, hier_ride_t *ride, const void *recs, size_t stride);
 
 #endif

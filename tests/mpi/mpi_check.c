@@ -8,7 +8,7 @@ long check_failures;
 const char *const check_colls[NCOLL] = {"allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
 const char *const check_served_paths[] = {"self", "shm_ll", "shm_flat", "shm_numa", "shm_rsag", "shm_copy", "shm_rs",
                                           "cma_copy", "net_ring", "net_rd", "net_rh",
-                                          "net_copy", "net_rs", "net_direct", NULL};
+                                          "net_copy", "net_rs", "net_direct", "setup", NULL};
 const char *const check_fallback_paths[] = {"fallback_op", "fallback_datatype",
                                             "fallback_intercomm", "fallback_shm", "fallback_ranks",
                                             "fallback_forced", "fallback_net", "fallback_device",

@@ -1,0 +1,177 @@
+/* hier_comm_ride.c: a communicator's first call, when it is small, served by
+ * the set-up's own exchange. Every rank's record carries its contribution
+ * (HIER_RIDE_MAX bytes at most) and every rank gets every record, so the
+ * result needs no further round trip: the first call costs what the set-up
+ * costs, where it used to cost the set-up and then the call.
+ *
+ * A ride is served only where its result is the one the call's own
+ * algorithm would have given, bit for bit, so the first call and the next
+ * ones agree:
+ * 1. every record carries the same call (collective, count, type, op,
+ *    reduce_scatter's counts), else nothing rides (a mismatch is then the
+ *    call's own business, as for any call);
+ * 2. allgather: always (no arithmetic);
+ * 3. reductions that do not depend on the order of their operands: integer
+ *    types and integer-valued pairs with any predefined op, MIN and MAX on
+ *    floating types (the kernels order -0.0 and NaN, hier_reduce.h);
+ * 4. SUM and PROD on floating types, SUM on complex ones, only where the
+ *    order is the algorithm's: one node (but for the NUMA tree) or two
+ *    nodes, where every algorithm folds each node's ranks in local order,
+ *    then the nodes, the earlier operand first, as the fold here does;
+ * everything else (complex PROD, MINLOC/MAXLOC on floating values, user
+ * operations, and any call whose algorithm the user forced) goes the usual
+ * way after the set-up. */
+#include <stdalign.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "base/hier_params.h"
+#include "base/hier_sig.h"
+#include "comm/hier_comm_setup.h"
+#include "exec/hier_reduce.h"
+
+/* An algorithm the user forced (coll_hier_*_algorithm) serves every call. */
+static int hier_ride_offer(int algo, const void *in, void *out, size_t len, hier_ride_t *ride)
+{
+    if (algo != HIER_ALGO_AUTO || hier_params.net_algorithm != HIER_ALGO_AUTO) return 0;
+    if (!len || len > HIER_RIDE_MAX || !in || !out) return 0;
+    ride->in = in;
+    ride->out = out;
+    ride->len = len;
+    ride->done = 0;
+    return 1;
+}
+
+static int hier_ride_reducible(hier_dtype_t dt, hier_op_t op)
+{
+    hier_reduce_kernel_t k;
+    return op != HIER_OP_USER && hier_reduce_kernel_get(dt, op, &k) == HIER_OK;
+}
+
+int hier_ride_offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
+                              hier_op_t op, hier_ride_t *ride)
+{
+    if (c->staged || !hier_ride_reducible(dt, op) || count > HIER_RIDE_MAX) return 0;
+    *ride = (hier_ride_t){.coll = HIER_COLL_ALLREDUCE, .dt = dt, .op = op, .count = count};
+    return hier_ride_offer(hier_params.allreduce_algorithm, in ? in : out, out, count * hier_dtype_size(dt), ride);
+}
+
+int hier_ride_offer_allgather(const hier_comm_t *c, const void *in, void *out, size_t block, hier_ride_t *ride)
+{
+    if (c->staged || !out) return 0;
+    *ride = (hier_ride_t){.coll = HIER_COLL_ALLGATHER, .count = block};
+    return hier_ride_offer(hier_params.allgather_algorithm, in ? in : (const char *)out + (size_t)c->rank * block,
+                           out, block, ride);
+}
+
+int hier_ride_offer_reduce_scatter(const hier_comm_t *c, const void *in, void *out, const size_t *rcounts,
+                                   hier_dtype_t dt, hier_op_t op, hier_ride_t *ride)
+{
+    size_t total = 0;
+    if (c->staged || !hier_ride_reducible(dt, op)) return 0;
+    for (int r = 0; r < c->size && total <= HIER_RIDE_MAX; r++) total += rcounts[r];
+    if (total > HIER_RIDE_MAX) return 0;
+    *ride = (hier_ride_t){.coll = HIER_COLL_REDUCE_SCATTER, .dt = dt, .op = op, .count = total,
+                          .digest = hier_sig_digest(rcounts, c->size), .rcounts = rcounts};
+    return hier_ride_offer(hier_params.reduce_scatter_algorithm, in ? in : out, out, total * hier_dtype_size(dt),
+                           ride);
+}
+
+void hier_ride_pack(const hier_ride_t *ride, hier_ride_rec_t *rec)
+{
+    *rec = (hier_ride_rec_t){0};
+    if (!ride || !ride->len) return;
+    *rec = (hier_ride_rec_t){.coll = (uint8_t)(ride->coll + 1), .dt = (uint8_t)ride->dt, .op = (uint8_t)ride->op,
+                             .digest = ride->digest, .count = ride->count};
+    memcpy(rec->data, ride->in, ride->len);
+}
+
+static const hier_ride_rec_t *hier_ride_rec(const void *recs, size_t stride, int r)
+{
+    return (const hier_ride_rec_t *)((const char *)recs + (size_t)r * stride);
+}
+
+/* 3: the result does not depend on the order of the operands. */
+static int hier_ride_exact(hier_dtype_t dt, hier_op_t op)
+{
+    switch (dt) {
+    case HIER_DT_FLOAT: case HIER_DT_DOUBLE: case HIER_DT_LONG_DOUBLE:
+        return op == HIER_OP_MIN || op == HIER_OP_MAX;
+    case HIER_DT_FLOAT_COMPLEX: case HIER_DT_DOUBLE_COMPLEX: case HIER_DT_LONG_DOUBLE_COMPLEX:
+    case HIER_DT_FLOAT_INT: case HIER_DT_DOUBLE_INT: case HIER_DT_LONG_DOUBLE_INT:
+    case HIER_DT_2FLOAT: case HIER_DT_2DOUBLE:
+        return 0;
+    default:
+        return 1; /* integers, _Bool, integer-valued pairs */
+    }
+}
+
+/* 4: the operands' order is the algorithm's wherever it could matter. Every
+ * algorithm folds a node's ranks in local order (hier_sched_intra.c,
+ * hier_sched_hier.c step 3, the low-latency path), but the NUMA tree, which
+ * one node of several domains may take; between two nodes node 0's partial
+ * comes first (the earlier operand); more nodes combine in the network
+ * algorithm's order. */
+static int hier_ride_same_order(const hier_comm_t *c, hier_dtype_t dt, hier_op_t op)
+{
+    int complex = dt == HIER_DT_FLOAT_COMPLEX || dt == HIER_DT_DOUBLE_COMPLEX || dt == HIER_DT_LONG_DOUBLE_COMPLEX;
+    if (op != HIER_OP_SUM && (op != HIER_OP_PROD || complex)) return 0;
+    if (c->layout.nnodes == 2) return 1;
+    if (c->layout.nnodes > 2) return 0;
+    return c->layout.nranks <= 2 || (c->node && c->node->groups.ngroups <= 1);
+}
+
+int hier_ride_agreed(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride)
+{
+    const hier_ride_rec_t *first = hier_ride_rec(recs, stride, 0);
+    if (!ride || !first->coll) return 0;
+    for (int r = 1; r < c->size; r++) { /* 1 */
+        const hier_ride_rec_t *x = hier_ride_rec(recs, stride, r);
+        if (x->coll != first->coll || x->dt != first->dt || x->op != first->op || x->count != first->count ||
+            x->digest != first->digest)
+            return 0;
+    }
+    if (first->coll - 1 == HIER_COLL_ALLGATHER) return 1; /* 2 */
+    hier_dtype_t dt = (hier_dtype_t)first->dt;
+    hier_op_t op = (hier_op_t)first->op;
+    return hier_ride_exact(dt, op) || hier_ride_same_order(c, dt, op); /* 3, 4 */
+}
+
+/* Each node's ranks in rank order, then the nodes in order, the earlier
+ * operand first (hier_reduce.h): out = the whole vector's result. */
+static void hier_ride_fold(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride, void *out)
+{
+    hier_reduce_kernel_t k;
+    alignas(max_align_t) unsigned char node[HIER_RIDE_MAX], in[HIER_RIDE_MAX];
+    hier_reduce_kernel_get(ride->dt, ride->op, &k); /* (offered: it has one) */
+    for (int n = 0; n < c->layout.nnodes; n++) {
+        uint32_t first = c->layout.node_first[n], end = c->layout.node_first[n + 1];
+        memcpy(node, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[first])->data, ride->len);
+        for (uint32_t i = first + 1; i < end; i++) {
+            memcpy(in, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[i])->data, ride->len);
+            k.acc(node, in, ride->count);
+        }
+        if (n == 0)
+            memcpy(out, node, ride->len);
+        else
+            k.acc(out, node, ride->count);
+    }
+}
+
+void hier_ride_serve(const hier_comm_t *c, hier_ride_t *ride, const void *recs, size_t stride)
+{
+    alignas(max_align_t) unsigned char sum[HIER_RIDE_MAX];
+    if (ride->coll == HIER_COLL_ALLGATHER) {
+        for (int r = 0; r < c->size; r++)
+            memcpy((char *)ride->out + (size_t)r * ride->count, hier_ride_rec(recs, stride, r)->data, ride->len);
+    } else if (ride->coll == HIER_COLL_ALLREDUCE) {
+        hier_ride_fold(c, ride, recs, stride, sum);
+        memcpy(ride->out, sum, ride->len);
+    } else { /* reduce_scatter: my block of the whole */
+        size_t es = hier_dtype_size(ride->dt), displ = 0;
+        hier_ride_fold(c, ride, recs, stride, sum);
+        for (int r = 0; r < c->rank; r++) displ += ride->rcounts[r];
+        memcpy(ride->out, sum + displ * es, ride->rcounts[c->rank] * es);
+    }
+    ride->done = 1;
+}

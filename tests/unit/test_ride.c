@@ -1,0 +1,247 @@
+/* test_ride: a communicator's first call, small, served by the set-up's
+ * exchange (hier_comm_ride.c). Forked ranks on one node and on two nodes
+ * over tcp: which first calls ride (path "setup") and which go the usual
+ * way, each result against a reference computed here, and every first
+ * call's result bit for bit the same as the same call made again on the
+ * communicator (the algorithm's own); the verdict on records, as a pure
+ * function. */
+#include <criterion/criterion.h>
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/hier_params.h"
+#include "comm/hier_comm.h"
+#include "comm/hier_comm_setup.h"
+#include "fork_ranks.h"
+
+static void setup(void)
+{
+    hier_params_defaults(&hier_params);
+    hier_params.shm_chunk_size = 4096;
+    hier_params.spin_count = 50;
+    fork_ranks_per_node = 0;
+}
+
+static void nodes_setup(void)
+{
+    setup();
+    hier_params.fabric_provider = "tcp";
+    hier_params.fabric_iface = "lo";
+    hier_params.fabric_warmup = 0;
+    fork_ranks_per_node = 2;
+}
+
+TestSuite(ride, .init = setup, .timeout = 60);
+
+/* Values whose sum depends on the order of the additions. */
+static double order_sensitive(int me)
+{
+    static const double v[] = {1e16, 1.0, -1e16, 3.0, 0.5};
+    return v[me % 5];
+}
+
+/* One first call (allreduce) on a fresh communicator, then the same call
+ * again: 0, or why not. want_ride: whether the first must ride. */
+static int allreduce_twice(int me, int n, const void *x, size_t count, hier_dtype_t dt, hier_op_t op, int want_ride,
+                           void *first)
+{
+    hier_comm_t *c;
+    hier_path_t p1, p2;
+    unsigned char again[256];
+    size_t bytes = count * hier_dtype_size(dt);
+    if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+    if (hier_comm_allreduce(c, x, first, count, dt, op, &p1) != HIER_OK) return 2;
+    if (want_ride >= 0 && (p1 == HIER_PATH_SETUP) != want_ride) return 3;
+    if (hier_comm_allreduce(c, x, again, count, dt, op, &p2) != HIER_OK || p2 == HIER_PATH_SETUP) return 4;
+    if (memcmp(first, again, bytes)) return 5; /* (the first call's order is the algorithm's) */
+    hier_comm_destroy(c);
+    return 0;
+}
+
+/* Sums in rank order (long double), for a reference with room for rounding. */
+static int near(double got, long double want, double scale)
+{
+    return fabsl((long double)got - want) <= 4 * 2.3e-16 * scale;
+}
+
+/* Between nodes, the first communicator of these processes exchanges their
+ * addresses (an agreement more): its first call goes the usual way. */
+static int warm(int me, int n)
+{
+    hier_comm_t *c;
+    hier_path_t p;
+    double x[16] = {0}, y[16];
+    if (!fork_ranks_per_node) return 0;
+    if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+    int rc = hier_comm_allreduce(c, x, y, 16, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK || p == HIER_PATH_SETUP;
+    hier_comm_destroy(c);
+    return rc;
+}
+
+/* Whether a floating sum's first call must ride: one node (of one NUMA
+ * domain: the NUMA tree folds in another order) or two nodes; -1: either. */
+static int sum_rides(int n)
+{
+    int per = fork_ranks_per_node, nodes = per ? (n + per - 1) / per : 1;
+    if (nodes > 2) return 0;
+    if (nodes == 1 && n > 2 && access("/sys/devices/system/node/node1", F_OK) == 0) return -1;
+    return 1;
+}
+
+static int ride_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    (void)comm, (void)w;
+    if (warm(me, n)) return 9;
+    int sum_ride = sum_rides(n);
+    int rc;
+    { /* integers: exact in any order: always */
+        int64_t x[3] = {me + 1, -me, (int64_t)1 << (40 + me)}, y[3];
+        if ((rc = allreduce_twice(me, n, x, 3, HIER_DT_INT64, HIER_OP_SUM, 1, y))) return 10 + rc;
+        int64_t hi = 0;
+        for (int r = 0; r < n; r++) hi += (int64_t)1 << (40 + r);
+        if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != -(int64_t)n * (n - 1) / 2 || y[2] != hi) return 19;
+    }
+    { /* double SUM: rides only where the order is the algorithm's */
+        double x = order_sensitive(me), y;
+        long double want = 0;
+        for (int r = 0; r < n; r++) want += order_sensitive(r);
+        if ((rc = allreduce_twice(me, n, &x, 1, HIER_DT_DOUBLE, HIER_OP_SUM, sum_ride, &y))) return 20 + rc;
+        if (!near(y, want, 2e16)) return 29;
+    }
+    { /* double MAX with -0.0 and +0.0: exact (the kernels order them): always */
+        double x[2] = {me % 2 ? 0.0 : -0.0, -(double)me}, y[2];
+        if ((rc = allreduce_twice(me, n, x, 2, HIER_DT_DOUBLE, HIER_OP_MAX, 1, y))) return 30 + rc;
+        if (y[0] != 0.0 || signbit(y[0]) || y[1] != 0.0) return 39;
+    }
+    { /* complex PROD: never */
+        double complex x = 1.0 + 0.5 * I * (me + 1), y, want = 1;
+        for (int r = 0; r < n; r++) want *= 1.0 + 0.5 * I * (r + 1);
+        if ((rc = allreduce_twice(me, n, &x, 1, HIER_DT_DOUBLE_COMPLEX, HIER_OP_PROD, 0, &y))) return 40 + rc;
+        if (cabs(y - want) > 1e-12 * cabs(want)) return 49;
+    }
+    { /* 9 doubles (72 bytes): too large to ride */
+        double x[9], y[9];
+        for (int i = 0; i < 9; i++) x[i] = me * 10 + i;
+        if ((rc = allreduce_twice(me, n, x, 9, HIER_DT_DOUBLE, HIER_OP_MAX, 0, y))) return 50 + rc;
+        if (y[8] != (n - 1) * 10 + 8) return 59;
+    }
+    return 0;
+}
+
+/* allgather and reduce_scatter first calls, and in place. */
+static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    (void)comm, (void)w;
+    hier_comm_t *c;
+    hier_path_t p;
+    if (warm(me, n)) return 9;
+    { /* allgather, 8 bytes each, then in place */
+        int64_t x = 100 + me, y[64];
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
+        if (hier_comm_allgather(c, &x, y, sizeof(x), &p) != HIER_OK || p != HIER_PATH_SETUP) return 2;
+        for (int r = 0; r < n; r++)
+            if (y[r] != 100 + r) return 3;
+        hier_comm_destroy(c);
+        memset(y, 0, sizeof(y));
+        y[me] = 200 + me;
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 4;
+        if (hier_comm_allgather(c, HIER_IN_PLACE, y, sizeof(x), &p) != HIER_OK || p != HIER_PATH_SETUP) return 5;
+        for (int r = 0; r < n; r++)
+            if (y[r] != 200 + r) return 6;
+        hier_comm_destroy(c);
+    }
+    { /* reduce_scatter, uneven counts (rank r gets 1 + r % 2 ints: 48 bytes at most), in place, then again */
+        size_t rcounts[8], total = 0, displ = 0;
+        int32_t x[64], first[64], again[64];
+        for (int r = 0; r < n; r++) total += rcounts[r] = 1 + (size_t)r % 2;
+        for (int r = 0; r < me; r++) displ += rcounts[r];
+        for (size_t i = 0; i < total; i++) x[i] = (int32_t)(i * 7 + (size_t)me);
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 10;
+        memcpy(first, x, sizeof(x));
+        if (hier_comm_reduce_scatter(c, HIER_IN_PLACE, first, rcounts, HIER_DT_INT32, HIER_OP_SUM, &p) != HIER_OK ||
+            p != HIER_PATH_SETUP)
+            return 11;
+        for (size_t i = 0; i < rcounts[me]; i++)
+            if (first[i] != (int32_t)((displ + i) * 7 * (size_t)n + (size_t)n * (size_t)(n - 1) / 2)) return 12;
+        if (hier_comm_reduce_scatter(c, x, again, rcounts, HIER_DT_INT32, HIER_OP_SUM, &p) != HIER_OK ||
+            p == HIER_PATH_SETUP || memcmp(first, again, rcounts[me] * sizeof(int32_t)))
+            return 13;
+        hier_comm_destroy(c);
+    }
+    { /* in-place allreduce of doubles */
+        double y = order_sensitive(me), first;
+        if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 20;
+        int want = sum_rides(n);
+        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK ||
+            (want >= 0 && (p == HIER_PATH_SETUP) != want))
+            return 21;
+        first = y;
+        y = order_sensitive(me);
+        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK ||
+            memcmp(&first, &y, sizeof(y)))
+            return 22;
+        hier_comm_destroy(c);
+    }
+    return 0;
+}
+
+static void run(int n, int per_node, rank_body_t body)
+{
+    int st[64];
+    if (per_node) nodes_setup();
+    int ok = run_ranks(n, body, st);
+    fork_ranks_per_node = 0;
+    cr_assert_eq(ok, n, "%d ranks (%d per node): statuses %d %d %d %d", n, per_node, st[0], st[1], st[2], st[3]);
+}
+
+Test(ride, one_node_two_ranks) { run(2, 0, ride_body); run(2, 0, ride_more_body); }
+Test(ride, one_node_three_ranks) { run(3, 0, ride_body); run(3, 0, ride_more_body); }
+Test(ride, two_nodes_of_two_over_tcp) { run(4, 2, ride_body); run(4, 2, ride_more_body); }
+Test(ride, two_nodes_two_and_one_over_tcp) { run(3, 2, ride_body); run(3, 2, ride_more_body); }
+Test(ride, two_nodes_of_three_over_tcp) { run(6, 3, ride_body); run(6, 3, ride_more_body); }
+Test(ride, three_nodes_of_two_over_tcp) { run(6, 2, ride_body); run(6, 2, ride_more_body); }
+Test(ride, one_node_five_ranks) { run(5, 0, ride_body); run(5, 0, ride_more_body); }
+
+/* The verdict from the records alone: the same call everywhere, and an
+ * order that cannot differ from the algorithm's. */
+static int no_peer(int rank, uint64_t *proc_p, void *arg)
+{
+    (void)arg;
+    *proc_p = (uint64_t)rank;
+    return 0;
+}
+
+Test(ride, verdict_on_records)
+{
+    int32_t two_nodes[4] = {0, 0, 2, 2}, three_nodes[4] = {0, 0, 2, 3};
+    hier_comm_t *c;
+    hier_comm_ops_t ops = {.peer = no_peer};
+    hier_ride_rec_t recs[4];
+    double x = 1.0, out;
+    hier_ride_t ride;
+    cr_assert_eq(hier_comm_create(4, 0, &ops, &c), HIER_OK);
+    cr_assert_eq(hier_layout_make(4, 0, two_nodes, &c->layout), HIER_OK);
+    cr_assert(hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &ride));
+    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
+    cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "the same double sum on 2 x 2");
+    recs[3].count = 2;
+    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "a count differs");
+    hier_ride_pack(NULL, &recs[3]);
+    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "one rank offers nothing");
+    hier_layout_free(&c->layout);
+    cr_assert_eq(hier_layout_make(4, 0, three_nodes, &c->layout), HIER_OK);
+    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
+    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "three nodes: the sum's order may differ");
+    cr_assert(hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride));
+    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
+    cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "MAX is exact on any layout");
+    cr_assert(!hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_USER, &ride), "a user's op");
+    hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
+    cr_assert(!hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride), "a forced algorithm");
+    hier_params.allreduce_algorithm = HIER_ALGO_AUTO;
+    double big[9] = {0};
+    cr_assert(!hier_ride_offer_allreduce(c, big, big, 9, HIER_DT_DOUBLE, HIER_OP_SUM, &ride), "72 bytes");
+    hier_comm_destroy(c);
+}
