@@ -83,7 +83,7 @@ static hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
  * What only this node knows (its ranks, NUMA domains, crowding, single
  * copy) is given on one node only: nodes may differ there, and between
  * nodes every node must choose alike. */
-static hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
+hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 {
     hier_select_shape_t s = {.size = (uint32_t)c->size, .nnodes = (uint32_t)c->layout.nnodes,
                              .ll_capacity = hier_exec_ll_capacity(), .cma = 0};

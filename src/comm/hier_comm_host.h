@@ -4,6 +4,7 @@
 
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_state.h"
+#include "select/hier_select.h"
 
 hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                        hier_op_t op, hier_path_t *path_p);
@@ -16,6 +17,9 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
  * the call's whole vector, the same on every rank (it may start opening
  * libfabric: fabric_open_min). ride (may be NULL): the call, offered to the
  * set-up if this call makes one (ride->done: served, HIER_OK). */
+/* What select/ decides from, the same on every rank (one node adds what
+ * only it knows). */
+hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
 
 #endif

@@ -15,9 +15,10 @@
  *    types and integer-valued pairs with any predefined op, MIN and MAX on
  *    floating types (the kernels order -0.0 and NaN, hier_reduce.h);
  * 4. SUM and PROD on floating types, SUM on complex ones, only where the
- *    order is the algorithm's: one node (but for the NUMA tree) or two
- *    nodes, where every algorithm folds each node's ranks in local order,
- *    then the nodes, the earlier operand first, as the fold here does;
+ *    order is the algorithm's: one node (but for the NUMA tree), two nodes,
+ *    or an allreduce that recursive doubling carries between more nodes;
+ *    every algorithm folds each node's ranks in local order, then the
+ *    nodes, as the fold here does;
  * everything else (complex PROD, MINLOC/MAXLOC on floating values, user
  * operations, and any call whose algorithm the user forced) goes the usual
  * way after the set-up. */
@@ -28,7 +29,9 @@
 #include "base/hier_params.h"
 #include "base/hier_sig.h"
 #include "comm/hier_comm_setup.h"
+#include "comm/hier_comm_host.h"
 #include "exec/hier_reduce.h"
+#include "sched/hier_sched_pattern.h"
 
 /* An algorithm the user forced (coll_hier_*_algorithm) serves every call. */
 static int hier_ride_offer(int algo, const void *in, void *out, size_t len, hier_ride_t *ride)
@@ -109,16 +112,23 @@ static int hier_ride_exact(hier_dtype_t dt, hier_op_t op)
 /* 4: the operands' order is the algorithm's wherever it could matter. Every
  * algorithm folds a node's ranks in local order (hier_sched_intra.c,
  * hier_sched_hier.c step 3, the low-latency path), but the NUMA tree, which
- * one node of several domains may take; between two nodes node 0's partial
- * comes first (the earlier operand); more nodes combine in the network
- * algorithm's order. */
-static int hier_ride_same_order(const hier_comm_t *c, hier_dtype_t dt, hier_op_t op)
+ * one node of several domains may take; two nodes' partials combine in
+ * either order (the ops are commutative, bit for bit); more nodes only by
+ * recursive doubling (hier_sched_net.c), whose tree the fold here follows,
+ * where select/ picks it for this allreduce. */
+static int hier_ride_same_order(const hier_comm_t *c, const hier_ride_rec_t *call)
 {
+    hier_dtype_t dt = (hier_dtype_t)call->dt;
+    hier_op_t op = (hier_op_t)call->op;
     int complex = dt == HIER_DT_FLOAT_COMPLEX || dt == HIER_DT_DOUBLE_COMPLEX || dt == HIER_DT_LONG_DOUBLE_COMPLEX;
     if (op != HIER_OP_SUM && (op != HIER_OP_PROD || complex)) return 0;
     if (c->layout.nnodes == 2) return 1;
-    if (c->layout.nnodes > 2) return 0;
-    return c->layout.nranks <= 2 || (c->node && c->node->groups.ngroups <= 1);
+    if (c->layout.nnodes == 1) return c->layout.nranks <= 2 || (c->node && c->node->groups.ngroups <= 1);
+    if (call->coll - 1 != HIER_COLL_ALLREDUCE || !c->net) return 0;
+    hier_select_shape_t shape = hier_comm_shape(c);
+    hier_select_t choice;
+    hier_select(&shape, HIER_COLL_ALLREDUCE, call->count * hier_dtype_size(dt), &choice);
+    return choice.path == HIER_PATH_NET_RD;
 }
 
 int hier_ride_agreed(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride)
@@ -132,30 +142,50 @@ int hier_ride_agreed(const hier_comm_t *c, const hier_ride_t *ride, const void *
             return 0;
     }
     if (first->coll - 1 == HIER_COLL_ALLGATHER) return 1; /* 2 */
-    hier_dtype_t dt = (hier_dtype_t)first->dt;
-    hier_op_t op = (hier_op_t)first->op;
-    return hier_ride_exact(dt, op) || hier_ride_same_order(c, dt, op); /* 3, 4 */
+    return hier_ride_exact((hier_dtype_t)first->dt, (hier_op_t)first->op) || hier_ride_same_order(c, first); /* 3, 4 */
 }
 
-/* Each node's ranks in rank order, then the nodes in order, the earlier
- * operand first (hier_reduce.h): out = the whole vector's result. */
+/* Node n's partial: its ranks in local order, the earlier operand first. */
+static void hier_ride_node(const hier_comm_t *c, const hier_ride_t *ride, hier_reduce_kernel_t k, const void *recs,
+                           size_t stride, int n, unsigned char *out)
+{
+    alignas(max_align_t) unsigned char in[HIER_RIDE_MAX];
+    uint32_t first = c->layout.node_first[n], end = c->layout.node_first[n + 1];
+    memcpy(out, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[first])->data, ride->len);
+    for (uint32_t i = first + 1; i < end; i++) {
+        memcpy(in, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[i])->data, ride->len);
+        k.acc(out, in, ride->count);
+    }
+}
+
+/* The whole vector's result: each node's partial, then the nodes' as
+ * recursive doubling combines them (hier_sched_pattern.h): the extras
+ * folded into their neighbours, then a balanced tree over the virtual
+ * ranks, kept as a stack of subtrees (a binary counter). With one or two
+ * nodes that is node 0's partial, then node 1's. */
 static void hier_ride_fold(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride, void *out)
 {
+    enum { DEPTH = 32 };
     hier_reduce_kernel_t k;
-    alignas(max_align_t) unsigned char node[HIER_RIDE_MAX], in[HIER_RIDE_MAX];
+    alignas(max_align_t) unsigned char part[HIER_RIDE_MAX], stack[DEPTH][HIER_RIDE_MAX];
+    int height[DEPTH], top = 0;
+    hier_rd_t rd = hier_rd(c->layout.nnodes);
     hier_reduce_kernel_get(ride->dt, ride->op, &k); /* (offered: it has one) */
-    for (int n = 0; n < c->layout.nnodes; n++) {
-        uint32_t first = c->layout.node_first[n], end = c->layout.node_first[n + 1];
-        memcpy(node, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[first])->data, ride->len);
-        for (uint32_t i = first + 1; i < end; i++) {
-            memcpy(in, hier_ride_rec(recs, stride, (int)c->layout.node_ranks[i])->data, ride->len);
-            k.acc(node, in, ride->count);
+    for (int v = 0; v < rd.p2; v++) {
+        int lo = hier_rd_real_lo(&rd, v), hi = hier_rd_real_hi(&rd, v);
+        hier_ride_node(c, ride, k, recs, stride, lo, stack[top]);
+        if (hi != lo) {
+            hier_ride_node(c, ride, k, recs, stride, hi, part);
+            k.acc(stack[top], part, ride->count);
         }
-        if (n == 0)
-            memcpy(out, node, ride->len);
-        else
-            k.acc(out, node, ride->count);
+        height[top++] = 0;
+        while (top > 1 && height[top - 1] == height[top - 2]) { /* (two subtrees of one height: one) */
+            k.acc(stack[top - 2], stack[top - 1], ride->count);
+            height[top - 2]++;
+            top--;
+        }
     }
+    memcpy(out, stack[0], ride->len);
 }
 
 void hier_ride_serve(const hier_comm_t *c, hier_ride_t *ride, const void *recs, size_t stride)
