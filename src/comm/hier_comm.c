@@ -112,11 +112,11 @@ static int hier_comm_chunked(const hier_comm_t *c, hier_status_t ready, size_t b
 
 const char hier_in_place_marker;
 
-/* The call to offer the set-up, when this call may make one: NULL if it
- * cannot ride (hier_comm_ride.c). */
-static hier_ride_t *hier_comm_rider(const hier_comm_t *c, int offered, hier_ride_t *ride)
+/* Whether this call may make the set-up, and so ride on it (hier_comm_ride.c):
+ * asked first, so a served communicator's calls never build an offer. */
+static int hier_comm_may_ride(const hier_comm_t *c)
 {
-    return offered && (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) ? ride : NULL;
+    return c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING;
 }
 
 /* A call the set-up's exchange served. */
@@ -155,7 +155,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
     hier_ride_t ride,
-        *rider = hier_comm_rider(c, hier_ride_offer_allreduce(c, sbuf, rbuf, count, dt, op, &ride), &ride);
+        *rider = hier_comm_may_ride(c) && hier_ride_offer_allreduce(c, sbuf, rbuf, count, dt, op, &ride) ? &ride : NULL;
     if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, bytes, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
     if (rider && ride.done) return hier_comm_rode(path_p);
@@ -175,7 +175,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
     hier_ride_t ride,
-        *rider = hier_comm_rider(c, hier_ride_offer_allgather(c, sbuf, rbuf, block_bytes, &ride), &ride);
+        *rider = hier_comm_may_ride(c) && hier_ride_offer_allgather(c, sbuf, rbuf, block_bytes, &ride) ? &ride : NULL;
     if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, total, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
         return ready;
     if (rider && ride.done) return hier_comm_rode(path_p);
@@ -201,8 +201,10 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
-    hier_ride_t ride,
-        *rider = hier_comm_rider(c, hier_ride_offer_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, &ride), &ride);
+    hier_ride_t ride, *rider = hier_comm_may_ride(c) &&
+                                       hier_ride_offer_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, &ride)
+                                   ? &ride
+                                   : NULL;
     if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, total * es, rider, path_p)) ==
         HIER_ERR_NOT_SUPPORTED)
         return ready;
