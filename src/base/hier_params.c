@@ -301,27 +301,35 @@ void hier_params_print_markdown(FILE *out)
                 t[i].level, t[i].local ? "may differ" : "agree", t[i].help);
 }
 
-/* FNV-1a over the values that shape schedules and protocols: every rank of
- * a communicator must have the same, or they would run different steps. */
+/* A digest of the values that shape schedules and protocols: every rank of
+ * a communicator must have the same, or they would run different steps.
+ * Each set-up takes it (its record carries it): a field at a time, mixed as
+ * a 64-bit word (a byte at a time, 44 fields cost 0.15 us of a one-node
+ * dup + first call + free of 5.7); strings by FNV-1a, byte by byte. */
+static uint64_t hier_params_mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
 uint32_t hier_params_digest(const hier_params_t *params)
 {
     size_t n;
     const hier_param_desc_t *t = hier_params_table(&n);
-    uint32_t h = 2166136261u;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; i++) {
         const char *at = (const char *)params + t[i].offset;
-        const unsigned char *b;
-        size_t len;
         if (t[i].local) continue;
-        switch (t[i].type) {
-        case HIER_PARAM_STRING:
-            b = (const unsigned char *)(*(char *const *)at ? *(char *const *)at : "");
-            len = strlen((const char *)b) + 1;
-            break;
-        case HIER_PARAM_SIZE: b = (const unsigned char *)at, len = sizeof(size_t); break;
-        default: b = (const unsigned char *)at, len = sizeof(int); break;
+        if (t[i].type == HIER_PARAM_STRING) {
+            const char *str = *(char *const *)at ? *(char *const *)at : "";
+            uint64_t f = 14695981039346656037ull;
+            for (const unsigned char *b = (const unsigned char *)str; *b; b++) f = (f ^ *b) * 1099511628211ull;
+            h = hier_params_mix(h, f);
+        } else if (t[i].type == HIER_PARAM_SIZE) {
+            h = hier_params_mix(h, *(const size_t *)at);
+        } else {
+            h = hier_params_mix(h, (uint64_t)(uint32_t) * (const int *)at);
         }
-        for (size_t k = 0; k < len; k++) h = (h ^ b[k]) * 16777619u;
     }
-    return h;
+    return (uint32_t)(h ^ (h >> 32));
 }

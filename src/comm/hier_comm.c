@@ -83,14 +83,14 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
     *fp = (hier_comm_footprint_t){.node = nd != NULL, .net = c->net != NULL, .peer_direct = c->pd != NULL,
                                   .staging = c->stage != NULL, .heap_bytes = sizeof(*c)};
     if (c->layout.node_ranks)
-        fp->heap_bytes += ((size_t)c->size * 2 + (size_t)c->layout.nnodes + 1) * sizeof(uint32_t) +
+        fp->heap_bytes += ((size_t)c->size * 2 + 1) * sizeof(uint32_t) + /* (hier_layout_reserve) */
                           (size_t)c->size * sizeof(size_t);
     if (!nd) return;
     fp->pipeline = nd->pipe_state == HIER_PIPE_READY;
     fp->recycled = nd->recycled;
     fp->mapped_bytes = hier_shm_size(hier_shm_shape(nd->small.seg)) +
                        (nd->pipe.seg ? hier_shm_size(hier_shm_shape(nd->pipe.seg)) : 0);
-    fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 5 * sizeof(uint32_t)) +
+    fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 6 * sizeof(uint32_t)) +
                       (nd->steps[1] ? 2 : 1) * nd->nsteps * sizeof(hier_step_t) +
                       (nd->sendq ? nd->nsteps * sizeof(hier_net_send_t) : 0) + (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
     if (c->net) fp->heap_bytes += sizeof(*c->net) + (size_t)c->layout.nnodes * (sizeof(void *) + sizeof(uint32_t));

@@ -189,18 +189,32 @@ static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)
     return slots;
 }
 
+/* The level and its small arrays, kept (slots, order) or not (locs), are one
+ * block: a communicator's set-up makes few allocations (a one-node dup +
+ * first call + free is 4-6 us, and each pair of malloc and free some 20 ns). */
+typedef struct {
+    hier_node_t nd;
+    unsigned char tail[]; /* slots, locs, order (at sizeof(hier_node_t): a multiple of a pointer's alignment) */
+} hier_node_block_t;
+
 hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room)
 {
     size_t n = (size_t)nranks;
     /* the steps of any call's chunk, as far as HIER_NODE_STEPS_AHEAD goes: one node, the one-node
      * kinds' bound (nranks + 8, the same for all); several, the cap (cut to the layout's need) */
     size_t steps = spans ? HIER_NODE_STEPS_AHEAD : (size_t)size + 8 <= HIER_NODE_STEPS_AHEAD ? (size_t)size + 8 : 0;
-    hier_node_room_t r = {.nd = calloc(1, sizeof(*r.nd)), .locs = malloc(n * sizeof(*r.locs)),
-                          .slots = malloc(n * sizeof(*r.slots)), .order = malloc(n * sizeof(*r.order)),
+    _Static_assert(sizeof(hier_locality_t) % sizeof(uint32_t) == 0, "order follows locs");
+    hier_node_block_t *b = calloc(1, sizeof(*b) + n * (sizeof(uint8_t *) + sizeof(hier_locality_t) + sizeof(uint32_t)));
+    hier_node_room_t r = {.nd = b ? &b->nd : NULL,
                           .groups = malloc(HIER_TOPO_GROUPS_WORDS(nranks) * sizeof(*r.groups)),
                           .steps = steps ? malloc(steps * sizeof(*r.steps)) : NULL,
                           .sendq = steps && spans ? malloc(steps * sizeof(*r.sendq)) : NULL, .cap = steps};
-    if (!r.nd || !r.locs || !r.slots || !r.order || !r.groups || (steps && !r.steps) || (steps && spans && !r.sendq)) {
+    if (b) {
+        r.slots = (uint8_t **)b->tail;
+        r.locs = (hier_locality_t *)(r.slots + n);
+        r.order = (uint32_t *)(r.locs + n);
+    }
+    if (!r.nd || !r.groups || (steps && !r.steps) || (steps && spans && !r.sendq)) {
         hier_node_room_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
@@ -210,10 +224,7 @@ hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_
 
 void hier_node_room_free(hier_node_room_t *room)
 {
-    free(room->nd);
-    free(room->locs);
-    free(room->slots);
-    free(room->order);
+    free(room->nd); /* (slots, locs and order with it) */
     free(room->groups);
     free(room->steps);
     free(room->sendq);
@@ -242,8 +253,9 @@ static void hier_node_room_ahead(const hier_comm_t *c, hier_node_t *nd, hier_nod
                                 .net_radix = hier_params.net_radix_max};
     size_t need = hier_sched_max_steps_within(&layout, HIER_NODE_STEPS_AHEAD);
     if (need > room->cap || (l->nnodes > 1 && !room->sendq)) need = 0; /* (a room made for one node) */
-    nd->steps[0] = hier_node_cut(room->steps, need, sizeof(hier_step_t));
-    nd->sendq = hier_node_cut(room->sendq, need, sizeof(hier_net_send_t));
+    /* (cut where it saves more than half: one node's room is close to its need already) */
+    nd->steps[0] = need && need * 2 >= room->cap ? room->steps : hier_node_cut(room->steps, need, sizeof(hier_step_t));
+    nd->sendq = room->sendq ? hier_node_cut(room->sendq, need, sizeof(hier_net_send_t)) : NULL;
     nd->nsteps = need;
     room->steps = NULL;
     room->sendq = NULL;
@@ -272,8 +284,7 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
     nd->crowded = crowded;
     nd->cma = -1;
     nd->recycled = !o->fresh;
-    free(room->locs);
-    *room = (hier_node_room_t){0};
+    *room = (hier_node_room_t){0}; /* (locs went with it: the level's block) */
     c->node = nd;
     o->seg = NULL; /* (the node level's now) */
     HIER_LOG(HIER_LOG_DEBUG, "node level: %d ranks, segment %s (%s), %d NUMA group(s), %d polls before yielding", n,
@@ -284,15 +295,13 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
 static void hier_node_free_arrays(hier_node_t *nd)
 {
     hier_topo_groups_free(&nd->groups);
-    free(nd->small.slots);
     free(nd->pipe.slots);
-    free(nd->order);
     free(nd->procs);
     free(nd->steps[0]);
     free(nd->steps[1]);
     free(nd->sendq);
     free(nd->stage);
-    free(nd);
+    free(nd); /* (small.slots and order with it: hier_node_reserve) */
 }
 
 void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer)

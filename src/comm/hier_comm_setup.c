@@ -98,7 +98,7 @@ typedef struct {
  * gone from it, the rest is freed or given back. */
 typedef struct {
     hier_setup_rec_t *all;
-    int32_t *node_of, *numa; /* numa: 2 x nlocal (the NICs' after the ranks') */
+    int32_t *node_of, *numa; /* (in all's block) numa: 2 x nlocal, the NICs' after the ranks' */
     size_t *rs_displs;
     hier_layout_room_t layout;
     hier_node_room_t node;
@@ -129,9 +129,7 @@ static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc
 
 static void hier_setup_room_free(hier_setup_room_t *room, const hier_setup_local_t *loc)
 {
-    free(room->all);
-    free(room->node_of);
-    free(room->numa);
+    free(room->all); /* (node_of and numa with it) */
     free(room->rs_displs);
     hier_layout_room_free(&room->layout);
     hier_node_room_free(&room->node);
@@ -141,16 +139,20 @@ static void hier_setup_room_free(hier_setup_room_t *room, const hier_setup_local
     *room = (hier_setup_room_t){0};
 }
 
-/* Step 1's memory, as large as anything after the exchange can ask. */
+/* Step 1's memory, as large as anything after the exchange can ask; the
+ * records, node_of and numa (2 x nlocal: the NICs' after the ranks') are
+ * one block, gone with the set-up. */
 static hier_status_t hier_setup_reserve(hier_comm_t *c, const hier_setup_local_t *loc, hier_setup_room_t *room)
 {
-    size_t n = (size_t)c->size;
+    size_t n = (size_t)c->size, nl = (size_t)loc->nlocal;
     int spans = loc->node >= 0;
-    *room = (hier_setup_room_t){.all = calloc(n, sizeof(*room->all)), .node_of = malloc(n * sizeof(int32_t)),
-                                .numa = malloc(2 * (size_t)loc->nlocal * sizeof(int32_t)),
+    _Static_assert(sizeof(hier_setup_rec_t) % sizeof(int32_t) == 0, "node_of follows the records");
+    *room = (hier_setup_room_t){.all = malloc(n * sizeof(*room->all) + (n + 2 * nl) * sizeof(int32_t)),
                                 .rs_displs = malloc(n * sizeof(size_t))};
-    if (!room->all || !room->node_of || !room->numa || !room->rs_displs ||
-        hier_layout_reserve(c->size, &room->layout) != HIER_OK ||
+    if (!room->all || !room->rs_displs) return HIER_ERR_NO_MEMORY;
+    room->node_of = (int32_t *)(room->all + n);
+    room->numa = room->node_of + n;
+    if (hier_layout_reserve(c->size, &room->layout) != HIER_OK ||
         hier_node_reserve(loc->nlocal, c->size, spans, &room->node) != HIER_OK ||
         (spans && hier_net_reserve(c->size, &room->net) != HIER_OK))
         return HIER_ERR_NO_MEMORY;
@@ -237,7 +239,8 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
                                         (short_of ? HIER_SETUP_SHORT : 0)};
     int sure = !short_of && !(mine->flags & HIER_SETUP_COLD) && (loc->node < 0 || hier_net_peers_known(c));
     if (loc->leader && !short_of && hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
-        snprintf(mine->seg, sizeof(mine->seg), "%s", hier_shm_name(offer->seg));
+        const char *name = hier_shm_name(offer->seg);
+        memcpy(mine->seg, name, strnlen(name, sizeof(mine->seg) - 1)); /* (the record is zeroed: terminated) */
         mine->seg_id = hier_shm_id(offer->seg);
         mine->flags |= offer->fresh ? 0 : HIER_SETUP_RECYCLED;
         if (!offer->fresh) hier_shm_joining(offer->seg, loc->me);

@@ -8,15 +8,18 @@
 
 #include "base/hier_log.h"
 
+/* node_first and node_ranks, kept, are one block (node_first its start);
+ * the scratch is freed once the layout is made. */
 hier_status_t hier_layout_reserve(int size, hier_layout_room_t *room)
 {
     size_t n = (size_t)size;
-    hier_layout_room_t r = {.scratch = malloc(2 * n * sizeof(uint32_t)), .node_first = malloc((n + 1) * sizeof(uint32_t)),
-                            .node_ranks = malloc(n * sizeof(uint32_t))};
-    if (!r.scratch || !r.node_first || !r.node_ranks) {
+    hier_layout_room_t r = {.scratch = malloc(2 * n * sizeof(uint32_t)),
+                            .node_first = malloc((2 * n + 1) * sizeof(uint32_t))};
+    if (!r.scratch || !r.node_first) {
         hier_layout_room_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
+    r.node_ranks = r.node_first + n + 1;
     *room = r;
     return HIER_OK;
 }
@@ -25,7 +28,6 @@ void hier_layout_room_free(hier_layout_room_t *room)
 {
     free(room->scratch);
     free(room->node_first);
-    free(room->node_ranks);
     *room = (hier_layout_room_t){0};
 }
 
@@ -78,7 +80,6 @@ hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hi
 
 void hier_layout_free(hier_layout_t *l)
 {
-    free(l->node_first);
-    free(l->node_ranks);
+    free(l->node_first); /* (node_ranks with it: hier_layout_reserve) */
     l->node_first = l->node_ranks = NULL;
 }
