@@ -176,9 +176,10 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
 {
     const hier_layout_t *l = &c->layout;
     *w = (hier_shm_wait_t){.nranks = l->nranks, .me = l->me, .spin_count = hier_params.spin_count,
-                           .progress = hier_core_progress,
+                           .progress = hier_core_progress, .poll = hier_core_poll,
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
+    w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
     w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0;
 }
 

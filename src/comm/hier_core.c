@@ -50,9 +50,14 @@ hier_progress_fn_t hier_core_glue_progress(void)
  * to answer a connection request. */
 void hier_core_progress(void)
 {
-    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
     hier_progress_fn_t glue = hier_core_glue_progress();
     if (glue) glue();
+    hier_core_poll();
+}
+
+void hier_core_poll(void)
+{
+    hier_fabric_t *fab = atomic_load_explicit(&hier_core_fab, memory_order_acquire);
     if (fab) (void)hier_chan_progress(fab);
 }
 

@@ -7,6 +7,8 @@
 
 /* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
 void hier_core_progress(void);
+/* The endpoint's alone (between Open MPI's: HIER_WAIT_PROGRESS_TURNS). */
+void hier_core_poll(void);
 void hier_core_set_progress(hier_progress_fn_t progress);
 hier_progress_fn_t hier_core_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */

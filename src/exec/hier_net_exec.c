@@ -251,7 +251,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
             seen = x->moved;
             still_since = 0;
         }
-        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, k, &still_since,
+        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
                                 x->receiving ? "receiving" : "sending (no credit from the peer)");
         if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x);
         if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */

@@ -58,6 +58,7 @@ typedef struct {
     const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
     hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
     int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
+    unsigned progress_every;   /* past the spin, Open MPI's progress every this many turns (hier_wait.h) */
     hier_fabric_mr_t *mr;      /* registered memory [mr_base, mr_base + mr_len): sends from it go */
     const uint8_t *mr_base;    /* without a copy (NULL: every send is copied) */
     size_t mr_len;

@@ -296,14 +296,15 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
 
 /* One turn of a waiting loop: the endpoint every time; past `spin` turns
  * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
- * may be the one waiting for a core) and Open MPI progresses; and the clock,
- * read every 4096 turns only: a peer that is gone must not hang us. */
-hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
+ * may be the one waiting for a core), and Open MPI progresses every `every`
+ * turns (hier_wait.h; every 64 while spinning); and the clock, read every
+ * 4096 turns only: a peer that is gone must not hang us. */
+hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                   uint64_t *still_since, const char *what)
 {
     if (spin && turn >= (unsigned)spin) {
         sched_yield();
-        if (progress) progress();
+        if (progress && (every < 2 || turn % every == 0)) progress();
     } else if (progress && turn % 64 == 63) {
         progress();
     }

@@ -125,7 +125,7 @@ uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
  * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
  * `what`, once nothing happened for coll_hier_timeout (*still_since starts
  * at 0: the caller resets it to 0 whenever something moved). */
-hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned turn,
+hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                   uint64_t *still_since, const char *what);
 /* Log the channel's counters (a wait that timed out says where it stood). */
 void hier_chan_report(const hier_chan_t *ch, const char *why);

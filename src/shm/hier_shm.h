@@ -171,7 +171,9 @@ typedef struct {
     int nranks;
     int me;
     int spin_count;
-    hier_progress_fn_t progress;
+    hier_progress_fn_t progress; /* Open MPI's and the endpoint's, every progress_every turns */
+    hier_progress_fn_t poll;     /* the endpoint's alone, the turns between (NULL: none) */
+    int progress_every;          /* 1 (0: the same), or crowded HIER_WAIT_PROGRESS_TURNS */
     /* Ranks outnumber cores: a barrier wait that outlasts a few yields
      * sleeps (futex, briefly) so the ranks doing work get the CPU. */
     int sleep;

@@ -238,7 +238,8 @@ static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_
         if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, ready, arg);
         else sched_yield();
-        if (w->progress) w->progress();
+        hier_progress_fn_t p = w->progress_every < 2 || y % (unsigned)w->progress_every == 0 ? w->progress : w->poll;
+        if (p) p();
         if (y % HIER_SHM_CHECK_YIELDS) continue;
         hier_status_t st = hier_shm_wait_check(shm, rank, w, &since_ms);
         if (st != HIER_OK) return st;

@@ -14,7 +14,7 @@ hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, uint
         hier_status_t st = hier_chan_try_send(ch, box, tag, data, len, &sent);
         if (st != HIER_OK || sent) return st;
         if (waited_p && i == 0) (*waited_p)++;
-        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &still_since, "test: waiting to send");
+        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, 1, i, &still_since, "test: waiting to send");
         if (st != HIER_OK) return st;
     }
 }
@@ -26,7 +26,7 @@ hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier
         int got;
         hier_status_t st = hier_chan_try_recv(ch, box, msg, &got);
         if (st != HIER_OK || got) return st;
-        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, i, &still_since, "test: waiting for a message");
+        st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, 1, i, &still_since, "test: waiting for a message");
         if (st != HIER_OK) return st;
     }
 }
