@@ -801,3 +801,29 @@ Test(fabric, device_registrations_are_cached_by_allocation)
     hier_fabric_close(fab);
     free(mem);
 }
+
+/* A network wait past its spin yields every turn and calls Open MPI's
+ * progress every `every` turns (crowded: 16; hier_wait.h), every 64 while
+ * it spins; the endpoint every turn. */
+static int chan_turn_progress;
+
+static void chan_turn_on_progress(void)
+{
+    chan_turn_progress++;
+}
+
+Test(fabric, a_crowded_network_wait_calls_open_mpis_progress_every_16th_turn)
+{
+    hier_fabric_config_t cfg = {.provider = "shm"};
+    hier_fabric_t *fab;
+    cr_assert_eq(hier_fabric_open(&cfg, &fab), HIER_OK);
+    uint64_t still_since = 0;
+    for (unsigned every = 1; every <= 16; every += 15) {
+        chan_turn_progress = 0;
+        for (unsigned turn = 0; turn < 128 + 64; turn++) /* (spin 128: turns 63, 127 while spinning) */
+            cr_assert_eq(hier_chan_wait_turn(fab, chan_turn_on_progress, 128, every, turn, &still_since, "test"),
+                         HIER_OK);
+        cr_assert_eq(chan_turn_progress, every == 1 ? 2 + 64 : 2 + 4, "every %u: %d", every, chan_turn_progress);
+    }
+    hier_fabric_close(fab);
+}

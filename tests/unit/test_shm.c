@@ -269,6 +269,60 @@ Test(shm, a_rank_joining_a_recycled_segment_is_late_not_in_another_call)
     hier_shm_detach(a);
 }
 
+/* A wait past its spin: crowded (progress_every 16), Open MPI's progress
+ * every 16th turn and the endpoint alone between; with a core each (1),
+ * progress every turn (hier_wait.h). The callbacks count the turns and make
+ * the word ready after the 64th. */
+static _Atomic uint64_t turn_word;
+static int turn_progress, turn_polls;
+
+static void turn_count(int *n)
+{
+    (*n)++;
+    if (turn_progress + turn_polls == 64) atomic_store(&turn_word, 1);
+}
+
+static void turn_on_progress(void)
+{
+    turn_count(&turn_progress);
+}
+
+static void turn_on_poll(void)
+{
+    turn_count(&turn_polls);
+}
+
+static int turn_ready(uint64_t v, uint64_t arg)
+{
+    return v >= arg;
+}
+
+static void wait_turns(hier_shm_t *seg, int every)
+{
+    hier_shm_wait_t w = {.nranks = 2, .me = 0, .spin_count = 0, .progress = turn_on_progress, .poll = turn_on_poll,
+                         .progress_every = every};
+    atomic_store(&turn_word, 0);
+    turn_progress = turn_polls = 0;
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_OK);
+}
+
+Test(shm, a_crowded_wait_calls_open_mpis_progress_every_16th_turn)
+{
+    hier_shm_shape_t s = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_t *seg;
+    cr_assert_eq(hier_shm_create(NULL, &s, &seg), HIER_OK);
+    hier_shm_unlink(seg);
+    wait_turns(seg, 16);
+    cr_assert_eq(turn_progress, 4, "Open MPI's progress at turns 16, 32, 48, 64: %d", turn_progress);
+    cr_assert_eq(turn_polls, 60, "the endpoint alone the other turns: %d", turn_polls);
+    wait_turns(seg, 1);
+    cr_assert_eq(turn_progress, 64, "a core each: every turn (%d)", turn_progress);
+    cr_assert_eq(turn_polls, 0);
+    wait_turns(seg, 0); /* (a wait made without the field: every turn) */
+    cr_assert_eq(turn_progress, 64);
+    hier_shm_detach(seg);
+}
+
 /* ---- communicators made and freed by the hundred ---- */
 
 /* One checked 8-byte allreduce on a communicator of my own, then its footprint. */
