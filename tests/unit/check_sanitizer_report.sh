@@ -41,6 +41,20 @@ $A
     #3 0x7f3 in fi_endpoint /usr/include/rdma/fi_endpoint.h:177
     #4 0x7f4 in hier_fabric_rail_open src/net/hier_fabric_rails.c:137
 "
+case_check hwloc_plugin_named_by_the_program foreign "Direct leak of 136 byte(s) in 1 object(s) allocated from:
+    #0 0x7f81188b83b7 in __interceptor_calloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:77
+    #1 0x7f8116b05cae  (/work/_build-sanitize/tests/unit/test_topo+0x72cae)
+    #2 0x7f8116b0607b  (/work/_build-sanitize/tests/unit/test_topo+0x7307b)
+    #3 0x7f8118fbb4fd  (/lib/x86_64-linux-gnu/libhwloc.so.15+0x84fd)
+    #4 0x7f8118fc39bd in hwloc_topology_load (/lib/x86_64-linux-gnu/libhwloc.so.15+0x109bd)
+    #5 0x556fa4efd99e in topo_open src/base/hier_topo.c:130
+    #6 0x556fa4efddf9 in hier_topo_open src/base/hier_topo.c:78
+"
+case_check program_symbolized ours "Direct leak of 64 byte(s) in 1 object(s) allocated from:
+$A
+    #1 0x556f1 in make_ranks tests/unit/test_topo.c:40
+    #2 0x556f2 in topo_real_machine_bound_impl tests/unit/test_topo.c:238
+"
 case_check libfabric_inline_api foreign "Indirect leak of 16 byte(s) in 1 object(s) allocated from:
 $A
     #1 0x7f1  (/lib/x86_64-linux-gnu/libfabric.so.1+0xec7c4)
