@@ -126,8 +126,8 @@ static int hier_pd_connect(hier_comm_t *c, hier_fabric_t *fab, const hier_pd_inf
 static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, uint64_t *still_since, const char *what)
 {
     hier_status_t st = hier_chan_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN,
-                                           c->node && c->node->crowded ? HIER_WAIT_PROGRESS_TURNS : 1, turn,
-                                           still_since, what);
+                                           c->node ? (unsigned)c->node->wait.progress_every : 1, turn, still_since,
+                                           what);
     if (st == HIER_OK) st = hier_chan_status(c->pd->left);
     return st == HIER_OK ? hier_chan_status(c->pd->right) : st;
 }

@@ -174,7 +174,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     x->box = net->box;
     x->progress = hier_core_glue_progress();
     x->spin = HIER_NET_SPIN;
-    x->progress_every = c->node && c->node->crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
+    x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
     x->mr = tier->mr;
     x->mr_base = tier->mr ? mine : NULL;
     x->mr_len = tier->mr ? len : 0;
