@@ -55,7 +55,9 @@ static struct {
     int check;
     int memcpy_bench;
     const char *label;
-} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench"};
+    int nonblocking; /* -N: MPI_I* + MPI_Wait */
+    int overlap;     /* --overlap T: with -N, also the overlap with computation, T MPI_Test calls during it */
+} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench", 0, -1};
 
 static int rank, np;
 static MPI_Datatype mpi_dt;
@@ -83,6 +85,12 @@ static void die_usage(const char *msg, const char *arg)
             "      --check/--no-check verify results after timing (default check)\n"
             "      --label NAME       first column of every row (default hier_bench)\n"
             "      --memcpy           measure memcpy bandwidth first (and, across nodes, the link)\n"
+            "  -N, --nonblocking      the nonblocking calls (MPI_Iallreduce, ...) then MPI_Wait: time_us is\n"
+            "                         their pure communication time (HIER_BENCH_NONBLOCKING=1 in the\n"
+            "                         environment too: hier-bench-compare --define sets it per configuration)\n"
+            "      --overlap T        with -N, per size also the overlap with computation as OSU measures it:\n"
+            "                         compute as long as the pure call took, MPI_Test T times spread through it,\n"
+            "                         then wait; a '# overlap' line (pure, compute, overall us, overlap %%)\n"
             "      --device test|cuda send and receive buffers are device memory: hier's test backend (the CPU\n"
             "                         faults on it) or CUDA (cuMemAlloc, one GPU per rank modulo the GPUs);\n"
             "                         hier stages it, or registers it with an FI_HMEM provider\n"
@@ -126,7 +134,7 @@ static void parse_colls(const char *arg)
 
 static void parse_args(int argc, char **argv)
 {
-    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY, O_DEVICE };
+    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY, O_DEVICE, O_OVERLAP };
     static const struct option lo[] = {
         {"coll", required_argument, 0, 'c'}, {"min-bytes", required_argument, 0, 'b'},
         {"max-bytes", required_argument, 0, 'e'}, {"factor", required_argument, 0, 'f'},
@@ -134,10 +142,13 @@ static void parse_args(int argc, char **argv)
         {"datatype", required_argument, 0, 'd'}, {"check", no_argument, 0, O_CHECK},
         {"no-check", no_argument, 0, O_NOCHECK}, {"label", required_argument, 0, O_LABEL},
         {"memcpy", no_argument, 0, O_MEMCPY}, {"device", required_argument, 0, O_DEVICE},
+        {"nonblocking", no_argument, 0, 'N'}, {"overlap", required_argument, 0, O_OVERLAP},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int o;
+    const char *nb = getenv("HIER_BENCH_NONBLOCKING");
+    if (nb && !strcmp(nb, "1")) opt.nonblocking = 1;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:h", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:hN", lo, NULL)) != -1) {
         switch (o) {
         case 'c': parse_colls(optarg); break;
         case 'b': opt.min_bytes = parse_size(optarg); break;
@@ -160,6 +171,8 @@ static void parse_args(int argc, char **argv)
                 die_usage("unknown device backend (this build knows: test, cuda)", optarg);
             break; /* seen before MPI_Init */
         case 'h': die_usage(NULL, NULL); break;
+        case 'N': opt.nonblocking = 1; break;
+        case O_OVERLAP: opt.overlap = (int)parse_long(optarg, 0, 1000000); break;
         default: die_usage("unknown or incomplete option", argv[optind - 1]);
         }
     }
@@ -335,9 +348,27 @@ static size_t plan(int coll, size_t size)
     }
 }
 
+/* The nonblocking call, started. */
+static void call_start(int coll, size_t n, MPI_Request *req)
+{
+    int blk = (int)(n / (size_t)np);
+    switch (coll) {
+    case C_ALLREDUCE: MPI_Iallreduce(sbuf, rbuf, (int)n, mpi_dt, MPI_SUM, MPI_COMM_WORLD, req); break;
+    case C_ALLGATHER: MPI_Iallgather(sbuf, blk, mpi_dt, rbuf, blk, mpi_dt, MPI_COMM_WORLD, req); break;
+    case C_RSB: MPI_Ireduce_scatter_block(sbuf, rbuf, blk, mpi_dt, MPI_SUM, MPI_COMM_WORLD, req); break;
+    default: MPI_Ireduce_scatter(sbuf, rbuf, counts, mpi_dt, MPI_SUM, MPI_COMM_WORLD, req); break;
+    }
+}
+
 static void call(int coll, size_t n)
 {
     int blk = (int)(n / (size_t)np);
+    if (opt.nonblocking) {
+        MPI_Request req;
+        call_start(coll, n, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return;
+    }
     switch (coll) {
     case C_ALLREDUCE: MPI_Allreduce(sbuf, rbuf, (int)n, mpi_dt, MPI_SUM, MPI_COMM_WORLD); break;
     case C_ALLGATHER: MPI_Allgather(sbuf, blk, mpi_dt, rbuf, blk, mpi_dt, MPI_COMM_WORLD); break;
@@ -381,6 +412,55 @@ static long check(int coll, size_t n)
     return bad;
 }
 
+/* (rank 0's: the max over ranks per call, summed) */
+static double sum_pure(const double *tm, int iters)
+{
+    double sum = 0;
+    for (int i = 0; rank == 0 && i < iters; i++) sum += tm[i];
+    return sum / iters;
+}
+
+/* Busy work for `secs`, with `tests` MPI_Test calls spread through it. */
+static void compute(double secs, int tests, MPI_Request *req)
+{
+    double t0 = MPI_Wtime(), slice = secs / (tests + 1);
+    for (int k = 0; k <= tests; k++) {
+        while (MPI_Wtime() - t0 < slice * (k + 1)) {
+        }
+        int flag;
+        if (k < tests && *req != MPI_REQUEST_NULL) MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+/* OSU's overlap: calls started, computation as long as the pure call took
+ * (rank 0's figure, told to all), then waited; overlap = 1 - (overall -
+ * compute) / pure, of the max over ranks. */
+static void overlap(int coll, size_t n, int iters, double pure)
+{
+    MPI_Bcast(&pure, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double total = 0, comp = 0;
+    for (int i = 0; i < iters; i++) {
+        MPI_Request req;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        call_start(coll, n, &req);
+        double c0 = MPI_Wtime();
+        compute(pure, opt.overlap, &req);
+        comp += MPI_Wtime() - c0;
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        total += MPI_Wtime() - t0;
+    }
+    double mine[2] = {total / iters, comp / iters}, most[2];
+    MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        double ov = 100.0 * (1.0 - (most[0] - most[1]) / pure);
+        printf("# overlap %-*s %-20s %12zu pure_us %.2f compute_us %.2f overall_us %.2f overlap_pct %.1f\n", 1,
+               opt.label, coll_names[coll], n * esz, pure * 1e6, most[1] * 1e6, most[0] * 1e6,
+               ov < 0 ? 0 : ov > 100 ? 100 : ov);
+        fflush(stdout);
+    }
+}
+
 static double busbw_factor(int coll)
 {
     if (np <= 1) return 0;
@@ -392,9 +472,10 @@ static int bench_coll(int coll, int lw)
 {
     int failed = 0;
     if (rank == 0) {
-        printf("#\n# %s: np=%d datatype=%s%s warmup=%s iters=%s check=%s\n", coll_names[coll],
+        printf("#\n# %s: np=%d datatype=%s%s warmup=%s iters=%s check=%s%s\n", coll_names[coll],
                np, dt_name, coll == C_ALLGATHER ? "" : " op=sum", opt.warmup < 0 ? "auto" : "fixed",
-               opt.iters < 0 ? "adaptive" : "fixed", opt.check ? "on" : "off");
+               opt.iters < 0 ? "adaptive" : "fixed", opt.check ? "on" : "off",
+               opt.nonblocking ? " nonblocking (MPI_I* + MPI_Wait)" : "");
         printf("# %-*s %-20s %12s %11s %12s %10s %10s %5s\n", lw - 2, "label", "coll",
                "size_bytes", "count", "time_us", "algbw_GB/s", "busbw_GB/s", "check");
         fflush(stdout);
@@ -450,6 +531,7 @@ static int bench_coll(int coll, int lw)
             fflush(stdout);
             failed |= anybad != 0;
         }
+        if (opt.nonblocking && opt.overlap >= 0) overlap(coll, n, iters, sum_pure(tm, iters));
         free(ti);
         free(tm);
     next:

@@ -31,3 +31,8 @@ void hier_lock_drop(void)
 {
     if (hier_lock_mt) pthread_mutex_unlock(&hier_lock_mutex);
 }
+
+int hier_lock_threaded(void)
+{
+    return hier_lock_mt;
+}

@@ -20,6 +20,8 @@
 /* Called once, before any communicator: 1 when threads may call at once. */
 void hier_lock_set_threads(int threads);
 void hier_lock_take(void);
+/* Whether threads may call at once (what hier_lock_set_threads said). */
+int hier_lock_threaded(void);
 void hier_lock_drop(void);
 
 /* `return call;` with the lock held around the call. */

@@ -21,6 +21,12 @@ static const hier_param_desc_t hier_param_table[] = {
      "a coll:hier:nic line per NIC it drove (bytes written through it); 2 = every rank prints its coll:hier:nic "
      "lines too",
      HIER_PARAM_OFF(stats), 0, 1, 2},
+    {"nonblocking", HIER_PARAM_INT, "1",
+     "1 = hier serves MPI_Iallreduce, MPI_Iallgather and MPI_Ireduce_scatter(_block) too, as requests its "
+     "progress advances without waiting (a call that would wait first, before the communicator's first blocking "
+     "collectives make what it needs, goes to the previous component: fallback:nonblocking); 0 = they all go "
+     "to the previous component (libnbc)",
+     HIER_PARAM_OFF(nonblocking), 0, 0, 4},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allreduce algorithm: auto, ll (low latency), flat (every rank reduces all "
      "slots), numa (two-level NUMA tree), rsag (pipelined reduce-scatter + allgather through the segment) or "

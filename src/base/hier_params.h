@@ -28,6 +28,7 @@ typedef struct {
     int priority;
     int verbose;
     int stats;
+    int nonblocking;              /* 1: nonblocking calls served as requests (comm/hier_comm_req.c) */
     int allreduce_algorithm;      /* hier_algo_t: AUTO, LL, FLAT, NUMA, RSAG or FALLBACK */
     int allgather_algorithm;      /* AUTO, LL, SHM, CMA or FALLBACK */
     int reduce_scatter_algorithm; /* AUTO, LL, SHM or FALLBACK */

@@ -9,6 +9,10 @@ static const char *const hier_coll_names[HIER_COLL_COUNT] = {
     [HIER_COLL_ALLGATHER] = "allgather",
     [HIER_COLL_REDUCE_SCATTER] = "reduce_scatter",
     [HIER_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [HIER_COLL_IALLREDUCE] = "iallreduce",
+    [HIER_COLL_IALLGATHER] = "iallgather",
+    [HIER_COLL_IREDUCE_SCATTER] = "ireduce_scatter",
+    [HIER_COLL_IREDUCE_SCATTER_BLOCK] = "ireduce_scatter_block",
 };
 
 static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
@@ -38,6 +42,7 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_FALLBACK_PARAMS] = {"fallback:params", "fallback_params"},
     [HIER_PATH_FALLBACK_MISMATCH] = {"fallback:mismatch", "fallback_mismatch"},
     [HIER_PATH_FALLBACK_WARMUP] = {"fallback:warmup", "fallback_warmup"},
+    [HIER_PATH_FALLBACK_NONBLOCKING] = {"fallback:nonblocking", "fallback_nonblocking"},
 };
 
 const char *hier_coll_name(hier_coll_t coll)

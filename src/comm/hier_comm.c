@@ -21,6 +21,7 @@
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_req.h"
 #include "comm/hier_core.h"
 #include "exec/hier_reduce.h"
 #include "net/hier_fabric.h"
@@ -42,6 +43,7 @@ hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, h
 void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
+    hier_req_orphan(c);
     hier_coll_pd_close(c);
     hier_coll_dev_release(c);
     hier_net_free(c);
@@ -151,6 +153,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
     if ((st = hier_comm_buffers("allreduce", &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
+    if (c->req_head) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -171,6 +174,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_status_t st, ready, pd_st;
     size_t total = block_bytes * (size_t)c->size;
     if ((st = hier_comm_buffers("allgather", &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
+    if (c->req_head) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -197,6 +201,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     for (int r = 0; r < c->size; r++) total += rcounts[r];
     if ((st = hier_comm_buffers("reduce_scatter", &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
         return st;
+    if (c->req_head) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
@@ -212,4 +217,61 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     dev.chunked = hier_comm_chunked(c, ready, total * es);
     if (!c->staged && !dev.chunked) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
     return hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
+}
+
+/* ---- nonblocking: requests (hier_comm_req.c) --------------------------------- */
+
+/* A device buffer nothing here can reach, or a bad buffer: as the blocking call. */
+static hier_status_t hier_comm_req_buffers(const char *coll, const void **sbuf_p, size_t sbytes, void *rbuf,
+                                           size_t rbytes, hier_path_t *path_p)
+{
+    hier_accel_buf_t sb, rb;
+    hier_status_t st = hier_comm_buffers(coll, sbuf_p, sbytes, rbuf, rbytes);
+    if (st != HIER_OK) return st;
+    int staged = hier_coll_dev_classify(*sbuf_p, sbytes, rbuf, rbytes, &sb, &rb, &st);
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
+    if (st == HIER_OK && staged) { /* (a rank with a device backend makes every call of the communicator so) */
+        *path_p = HIER_PATH_FALLBACK_NONBLOCKING;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return st;
+}
+
+hier_status_t hier_comm_iallreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                   hier_op_t op, const hier_user_op_t *user, const hier_req_notify_t *notify,
+                                   hier_path_t *path_p, hier_req_t **req_p)
+{
+    size_t bytes = count * hier_dtype_size(dt);
+    hier_status_t st = hier_comm_req_buffers("iallreduce", &sbuf, bytes, rbuf, bytes, path_p);
+    if (st != HIER_OK) return st;
+    hier_req_call_t call = {.coll = HIER_COLL_ALLREDUCE, .sig_coll = HIER_COLL_IALLREDUCE,
+                            .sbuf = sbuf, .rbuf = rbuf, .count = count,
+                            .dt = dt, .op = op, .user = user ? *user : (hier_user_op_t){0}};
+    return hier_req_make(c, &call, notify, path_p, req_p);
+}
+
+hier_status_t hier_comm_iallgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+                                   const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
+{
+    hier_status_t st = hier_comm_req_buffers("iallgather", &sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size,
+                                             path_p);
+    if (st != HIER_OK) return st;
+    hier_req_call_t call = {.coll = HIER_COLL_ALLGATHER, .sig_coll = HIER_COLL_IALLGATHER,
+                            .sbuf = sbuf, .rbuf = rbuf, .count = block_bytes};
+    return hier_req_make(c, &call, notify, path_p, req_p);
+}
+
+hier_status_t hier_comm_ireduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                        hier_dtype_t dt, hier_op_t op, const hier_user_op_t *user,
+                                        const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
+{
+    size_t es = hier_dtype_size(dt), total = 0;
+    for (int r = 0; r < c->size; r++) total += rcounts[r];
+    hier_status_t st = hier_comm_req_buffers("ireduce_scatter", &sbuf, total * es, rbuf,
+                                             (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es, path_p);
+    if (st != HIER_OK) return st;
+    hier_req_call_t call = {.coll = HIER_COLL_REDUCE_SCATTER, .sig_coll = HIER_COLL_IREDUCE_SCATTER,
+                            .sbuf = sbuf, .rbuf = rbuf, .dt = dt,
+                            .op = op, .user = user ? *user : (hier_user_op_t){0}, .rcounts = rcounts};
+    return hier_req_make(c, &call, notify, path_p, req_p);
 }

@@ -18,6 +18,7 @@
 #include "base/hier_stats.h"
 #include "base/hier_status.h"
 #include "comm/hier_comm_ops.h"
+#include "comm/hier_req.h"
 
 
 /* A communicator of `size` ranks, this one being `rank`: nothing happens
@@ -43,6 +44,30 @@ hier_status_t hier_comm_allgather(hier_comm_t *comm, const void *sbuf, void *rbu
 hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
                                        hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
 
+/* ---- nonblocking collectives (hier_comm_req.c) ----
+ * A nonblocking call is a request on its communicator. It starts at once
+ * when no earlier request of the communicator is still on, else when they
+ * are over (every rank starts them in the same order, as MPI has it), and
+ * advances whenever a request is tested or the process's requests are
+ * progressed: as far as it can without waiting. A blocking call on the
+ * communicator first sees its requests over. Each entry returns HIER_OK
+ * with *req_p, HIER_ERR_NOT_SUPPORTED when the caller must use its
+ * fallback (*path_p: why; nothing touched), or an error. A call hier
+ * cannot start without waiting for its peers first (the communicator's
+ * set-up, its pipeline segment, the single-copy probe, room for longer
+ * schedules: what its first blocking calls make) falls back, every rank
+ * alike: HIER_PATH_FALLBACK_NONBLOCKING. The buffers stay the caller's
+ * until the request is over; rcounts and `user` are copied. done(req, st,
+ * arg) is called once, when the request is over, in the thread that
+ * advanced it (maybe before the entry returns). */
+hier_status_t hier_comm_iallreduce(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                   hier_op_t op, const hier_user_op_t *user, const hier_req_notify_t *notify,
+                                   hier_path_t *path_p, hier_req_t **req_p);
+hier_status_t hier_comm_iallgather(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t block_bytes,
+                                   const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p);
+hier_status_t hier_comm_ireduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
+                                        hier_dtype_t dt, hier_op_t op, const hier_user_op_t *user,
+                                        const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p);
 /* The calling thread's user operation for its next calls with HIER_OP_USER
  * (the reductions of a call run in the thread that makes it); NULL removes it. */
 void hier_comm_user_op_set(const hier_user_op_t *user);

@@ -55,7 +55,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_rid
  * the communicator uses the previous component from then on; a rank that
  * cannot wait for its peers any more (dead, stuck, in another call) says so
  * on its control line, so the node's ranks still waiting for it stop too. */
-static hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
+hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
 {
     if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return st;
     if (hier_status_abandons(st)) hier_shm_leave(c->node->small.seg, &c->node->wait, st);
@@ -66,7 +66,7 @@ static hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
 
 /* A call starts on the node: its signature goes where the peers look (my
  * control line; the network's message headers). */
-static void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op,
+void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op,
                            uint32_t digest)
 {
     hier_sig_t sig = hier_sig_make(coll, count, dt, op, digest, ++c->calls);
@@ -74,7 +74,7 @@ static void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hie
     if (c->net) c->net->netx.sig = sig;
 }
 
-static hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
+hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
 {
     return (hier_exec_ll_t){.shm = c->node->small.seg, .wait = &c->node->wait};
 }
@@ -110,7 +110,7 @@ static hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t b
 }
 
 /* A schedule's arguments for the choice. */
-static hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
+hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
                                         int in_place)
 {
     return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,

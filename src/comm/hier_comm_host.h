@@ -4,6 +4,7 @@
 
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_state.h"
+#include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
 
 hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
@@ -21,5 +22,16 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
  * only it knows). */
 hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
+
+/* What the host calls and the requests (hier_comm_req.c) share: a call
+ * that failed fails the communicator (its later calls fall back), and says
+ * so to the node's ranks waiting for it; a call's signature goes where the
+ * peers look; the low-latency executor over the node segment; a
+ * schedule's arguments for a choice. */
+hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st);
+void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest);
+hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
+hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
+                                 int in_place);
 
 #endif

@@ -561,7 +561,8 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
  * rank, so all grow at the same call and agree that it worked. In-place
  * calls' staging is tried once, agreed with nobody: without it this rank's
  * executor stages on its stack. */
-static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args)
+/* Room for the steps of args, made here (this rank's memory: 1 if it has it). */
+static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, size_t *need_p)
 {
     hier_node_t *nd = c->node;
     size_t need = hier_sched_max_steps(args);
@@ -570,7 +571,8 @@ static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *arg
         nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
         nd->stage_tried = 1;
     }
-    if (need <= nd->nsteps && (nd->steps[1] || !two)) return HIER_OK;
+    *need_p = need > nd->nsteps ? need : nd->nsteps;
+    if (need <= nd->nsteps && (nd->steps[1] || !two)) return -1; /* (enough: nothing made) */
     if (need > nd->nsteps) {
         free(nd->steps[0]);
         free(nd->steps[1]);
@@ -582,16 +584,47 @@ static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *arg
         need = nd->nsteps;
     }
     if (two && !nd->steps[1]) nd->steps[1] = malloc(need * sizeof(hier_step_t));
-    int ok[4] = {nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net)};
+    int ok = nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net);
+    nd->nsteps = ok ? need : 0;
+    return ok;
+}
+
+/* Room made when first needed, agreed: every rank has it, or the call
+ * fails on every rank. */
+static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args)
+{
+    size_t need;
+    int ok[4] = {hier_node_room_grow(c, args, &need)};
+    if (ok[0] < 0) return HIER_OK;
     hier_status_t st = hier_node_agree(c, ok, 1);
-    nd->nsteps = st == HIER_OK && ok[0] ? need : 0;
+    if (st != HIER_OK || !ok[0]) c->node->nsteps = 0;
     if (st != HIER_OK) return st;
     if (!ok[0]) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
     return ok[0] ? HIER_OK : HIER_ERR_NO_MEMORY;
 }
 
-hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                            hier_reduce_kernel_t kernel)
+/* hier_node_tier and hier_node_room without their collective steps, for a
+ * request: without the pipeline segment yet, a large call pipelines through
+ * the small slots (every rank alike: the segment is the communicator's
+ * state); room is made here alone (a rank without the memory fails its
+ * call with the error). HIER_IN_PROGRESS: a call the small slots cannot
+ * carry before the segment is made. */
+static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
+{
+    hier_node_t *nd = c->node;
+    size_t small = hier_node_small_for_comm(c), need;
+    size_t chunk = hier_node_chunk_choice(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
+    args->chunk_bytes = chunk;
+    if (!hier_node_room_grow(c, args, &need)) {
+        HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *tier_p = chunk == small ? &nd->small : &nd->pipe;
+    return HIER_OK;
+}
+
+hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
 {
     hier_node_t *nd = c->node;
     const hier_layout_t *l = &c->layout;
@@ -606,17 +639,30 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     args->nnodes = l->nnodes;
     args->node_first = l->node_first;
     args->node_ranks = l->node_ranks;
-    hier_status_t st = hier_node_tier(c, args, &tier);
-    if (st == HIER_OK) st = hier_node_room(c, args);
+    hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
+    if (st == HIER_OK && !no_wait) st = hier_node_room(c, args);
     if (st != HIER_OK) return st;
-    hier_run_t run = {.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
-                      .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,
-                      .peer_read = hier_node_peer_read, .peer_ctx = nd,
-                      .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
-                      .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
-    st = hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes);
+    *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
+                          .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,
+                          .peer_read = hier_node_peer_read, .peer_ctx = nd,
+                          .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
+                          .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
+    return HIER_OK;
+}
+
+hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st)
+{
     /* after its last barrier every peer has signed this call; a call of no
      * data has none (nothing moves, nothing to check: a peer may not be there yet) */
     if (st != HIER_OK || !hier_sched_nchunks(args)) return st;
-    return hier_shm_check_peers(nd->small.seg, &nd->wait);
+    return hier_shm_check_peers(c->node->small.seg, &c->node->wait);
+}
+
+hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
+                            hier_reduce_kernel_t kernel)
+{
+    hier_run_t run;
+    hier_status_t st = hier_node_prep(c, args, 0, &run);
+    if (st != HIER_OK) return st;
+    return hier_node_ran(c, args, hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes));
 }

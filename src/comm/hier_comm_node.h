@@ -3,6 +3,7 @@
 #define HIER_COMM_NODE_H
 
 #include "comm/hier_comm_state.h"
+#include "exec/hier_run.h"
 
 typedef struct {
     hier_shm_t *seg;
@@ -66,6 +67,13 @@ size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_
 /* Single copy: probed (collectively) at the first call that asks: 1 yes,
  * 0 no, or (negative) the hier_status_t that failed the call. */
 int hier_node_cma(hier_comm_t *c);
+/* A run of a schedule over the node set up: args filled in, its tier and
+ * room made when first needed, which are collective steps: with no_wait, a
+ * run that needs one is not set up (HIER_IN_PROGRESS; the same answer on
+ * every rank). HIER_ERR_NOT_SUPPORTED: no buffer within the budget carries it. */
+hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p);
+/* A run's end: the status it ended with, checked against the peers' signatures. */
+hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st);
 /* Run a schedule over the node (and the network, several nodes). */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                             hier_reduce_kernel_t kernel);

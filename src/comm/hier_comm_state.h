@@ -69,6 +69,7 @@ typedef enum { HIER_COMM_NEW, HIER_COMM_READY, HIER_COMM_REFUSED, HIER_COMM_WARM
 
 struct hier_pd;
 struct hier_stage;
+struct hier_req;
 
 struct hier_comm {
     int size, rank;
@@ -87,6 +88,11 @@ struct hier_comm {
     uint64_t calls;              /* collectives run over the node: the signatures' call numbers */
     uint64_t net_bytes;          /* the last call's */
     int staged;
+    /* nonblocking calls not over yet, in the order they were made: the first
+     * runs, the others wait for it (hier_comm_req.c); while there are any,
+     * the communicator is on the process's list of those with requests */
+    struct hier_req *req_head, *req_tail;
+    struct hier_comm *req_prev, *req_next;
 };
 
 #endif

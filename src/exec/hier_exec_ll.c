@@ -126,6 +126,50 @@ static hier_status_t hier_ll_fold(const hier_exec_ll_t *c, uint64_t seq, size_t 
     return HIER_OK;
 }
 
+/* A request's parts (hier_exec_ll.h): 1 at the start, then 2's waits as
+ * looks; once every header is there, 2 runs as the blocking call's does
+ * (its waits find the words ready). */
+static hier_status_t hier_ll_look(const hier_exec_ll_t *c, hier_exec_ll_req_t *q)
+{
+    for (; q->probe.next < c->wait->nranks; q->probe.next++) {
+        int r = q->probe.next;
+        if (r == c->wait->me) continue;
+        _Atomic uint64_t *line = hier_shm_ll_line(c->shm, r, (int)(q->seq & 1));
+        hier_status_t st = hier_shm_test(c->shm, r, line, hier_ll_ready, q->seq, c->wait, &q->probe);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
+}
+
+void hier_exec_ll_post(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q)
+{
+    const uint8_t *in = call->sbuf ? call->sbuf : call->rbuf;
+    size_t bytes = call->block ? call->block : call->total * call->esize;
+    if (call->block && !call->sbuf) in = (const uint8_t *)call->rbuf + (size_t)c->wait->me * call->block;
+    *q = (hier_exec_ll_req_t){.seq = hier_ll_put(c, in, bytes)};
+    if (call->block && call->sbuf)
+        memcpy((uint8_t *)call->rbuf + (size_t)c->wait->me * call->block, call->sbuf, call->block);
+}
+
+hier_status_t hier_exec_ll_test(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q)
+{
+    hier_status_t st = hier_ll_look(c, q);
+    if (st != HIER_OK) return st;
+    if (call->block) {
+        uint8_t *r = call->rbuf;
+        for (int j = 0; j < c->wait->nranks; j++) {
+            hier_ll_view_t v;
+            if (j == c->wait->me) continue;
+            if ((st = hier_ll_get(c, j, q->seq, &v)) != HIER_OK) return st;
+            hier_ll_copy(&v, 0, call->block, r + (size_t)j * call->block);
+        }
+        return HIER_OK;
+    }
+    size_t off = call->rcounts ? call->rdispls[c->wait->me] * call->esize : 0;
+    size_t count = call->rcounts ? call->rcounts[c->wait->me] : call->total;
+    return hier_ll_fold(c, q->seq, off, count, call->esize, call->kernel, call->rbuf);
+}
+
 hier_status_t hier_exec_ll_allreduce(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, size_t count, size_t esize,
                                      hier_reduce_kernel_t kernel)
 {

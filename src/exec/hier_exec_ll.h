@@ -24,4 +24,24 @@ hier_status_t hier_exec_ll_reduce_scatter(const hier_exec_ll_t *c, const void *s
                                           const size_t *rcounts, const size_t *rdispls, size_t total, size_t esize,
                                           hier_reduce_kernel_t kernel);
 
+/* The same calls as requests, for nonblocking collectives: post puts this
+ * rank's payload (the call's signature set, as for the blocking call);
+ * test looks once at the peers' headers, HIER_IN_PROGRESS until every one
+ * is there, then reads them (HIER_OK) or fails as the blocking call would.
+ * The call's buffers and counts stay as they are until then. */
+typedef struct {
+    const void *sbuf;          /* NULL: in place */
+    void *rbuf;
+    size_t block;              /* allgather: bytes per rank (else 0) */
+    size_t total, esize;       /* reductions: elements of the input, and their size */
+    const size_t *rcounts, *rdispls; /* reduce_scatter (else NULL: allreduce) */
+    hier_reduce_kernel_t kernel;
+} hier_exec_ll_call_t;
+typedef struct {
+    uint64_t seq;
+    hier_shm_probe_t probe;
+} hier_exec_ll_req_t;
+void hier_exec_ll_post(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q);
+hier_status_t hier_exec_ll_test(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q);
+
 #endif

@@ -259,3 +259,27 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
     x->active = 0;
     return st;
 }
+
+/* finish's loop body as one look: the run's clock in x (still_since, seen). */
+hier_status_t hier_net_exec_test(hier_net_exec_t *x)
+{
+    if (!x->active) return HIER_OK;
+    hier_status_t st = hier_net_exec_poll(x);
+    if (st == HIER_OK && x->active) {
+        if (x->moved != x->seen) {
+            x->seen = x->moved;
+            x->still_since = 0;
+        } else if (!x->still_since) {
+            x->still_since = hier_wait_now_ms();
+        } else if (hier_wait_expired(x->still_since)) {
+            HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(),
+                       x->receiving ? "receiving" : "sending (no credit from the peer)");
+            hier_net_exec_report(x);
+            st = HIER_ERR_TIMEOUT;
+        }
+        if (st == HIER_OK) return HIER_IN_PROGRESS;
+    }
+    x->active = 0;
+    x->still_since = 0;
+    return st;
+}

@@ -71,6 +71,7 @@ typedef struct {
     hier_net_recv_t r;         /* the receive under way, when `receiving` */
     int receiving, active;
     uint64_t moved;            /* counts progress: steps done and segments received */
+    uint64_t seen, still_since; /* hier_net_exec_test's clock: moved when last looked, and since when still */
 } hier_net_exec_t;
 
 /* Run the steps, in three parts so local work can run while the network
@@ -86,5 +87,8 @@ typedef struct {
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
 hier_status_t hier_net_exec_poll(hier_net_exec_t *x);
 hier_status_t hier_net_exec_finish(hier_net_exec_t *x);
+/* finish without waiting, for requests: HIER_IN_PROGRESS while the run is
+ * on (a run that stands still for the timeout fails, as in finish). */
+hier_status_t hier_net_exec_test(hier_net_exec_t *x);
 
 #endif

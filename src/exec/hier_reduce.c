@@ -316,6 +316,19 @@ static void hier_reduce_comb_user(void *restrict out, const void *restrict a, co
     hier_reduce_user.fn(a, out, count, hier_reduce_user.ctx);
 }
 
+void hier_reduce_user_swap(const hier_user_op_t *user, hier_dtype_t dt, hier_reduce_user_saved_t *saved)
+{
+    *saved = (hier_reduce_user_saved_t){.user = hier_reduce_user, .esize = hier_reduce_user_esize};
+    hier_reduce_user = *user;
+    hier_reduce_user_esize = hier_dtype_size(dt);
+}
+
+void hier_reduce_user_restore(const hier_reduce_user_saved_t *saved)
+{
+    hier_reduce_user = saved->user;
+    hier_reduce_user_esize = saved->esize;
+}
+
 bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op)
 {
     /* as unsigned: an out-of-range enum from a cast may be negative */

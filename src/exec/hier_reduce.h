@@ -34,12 +34,21 @@ bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op);
 
 /* Kernels for (dt, op); HIER_ERR_NOT_SUPPORTED when the pair has none. With
  * HIER_OP_USER they call the calling thread's user operation on elements of
- * dt's size (kernels run in the thread that makes the call: the user's
- * function is never called from another thread). */
+ * dt's size (kernels run in the thread that makes the call, or, for a
+ * request, the thread that advances it: hier_reduce_user_swap). */
 hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p);
 
 /* Install the calling thread's user operation (hier_dtype.h) for its next
  * HIER_OP_USER calls; NULL removes it. */
 void hier_reduce_user_set(const hier_user_op_t *user);
+/* A request's reductions run in whichever thread advances it: its user
+ * operation (on elements of dt) installed there for the time, then the
+ * thread's own put back. */
+typedef struct {
+    hier_user_op_t user;
+    size_t esize;
+} hier_reduce_user_saved_t;
+void hier_reduce_user_swap(const hier_user_op_t *user, hier_dtype_t dt, hier_reduce_user_saved_t *saved);
+void hier_reduce_user_restore(const hier_reduce_user_saved_t *saved);
 
 #endif

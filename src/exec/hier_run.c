@@ -1,29 +1,36 @@
-/* hier_run.c: a collective's chunks through the executors (hier_run.h). */
+/* hier_run.c: a collective's chunks through the executors (hier_run.h).
+ *
+ * One executor for blocking calls and requests: a run stops wherever it
+ * would wait (a barrier a peer has not entered, a network run not over) and
+ * goes on from there at the next advance; a blocking call advances once,
+ * waiting at those points instead. */
 #include "exec/hier_run.h"
 
 #include <stdatomic.h>
 
 #include "base/hier_log.h"
 
+/* The numbered steps of hier_run_go's plan, where a run can stop. */
+enum {
+    HIER_RUN_FIRST,      /* 1 */
+    HIER_RUN_FIRST_LOCAL,
+    HIER_RUN_CHUNK,      /* 2 */
+    HIER_RUN_COPY_IN,
+    HIER_RUN_FINISH,     /* 3 */
+    HIER_RUN_COPY_OUT,
+    HIER_RUN_NEXT_LOCAL, /* 4 */
+    HIER_RUN_DONE
+};
+
 static int hier_run_is_net(const hier_step_t *s)
 {
     return s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV;
 }
 
-/* A chunk's steps cut for the overlap: [0, b1) before its first barrier
- * (the copy in), [b1, net) up to its network run, [net, tail) the run
- * (net == tail: none on this rank), [tail, n) from its last barrier on (the
- * copy out). Only the inter-node schedules (two barriers per chunk, the run
- * between them) are cut; the others run whole: b1 == net == tail == n. */
-typedef struct {
-    hier_step_t *steps;
-    size_t n, b1, net, tail;
-} hier_run_chunk_t;
-
-static void hier_run_build(hier_run_t *r, const hier_sched_args_t *args, size_t k, hier_run_chunk_t *ch)
+static void hier_run_build(hier_run_req_t *q, size_t k, hier_run_chunk_t *ch)
 {
-    int cut = hier_sched_is_hier(args->kind);
-    ch->n = hier_sched_build(args, k, (int)((*r->chunk_seq)++ & 1), ch->steps);
+    int cut = hier_sched_is_hier(q->args.kind);
+    ch->n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ & 1), ch->steps);
     ch->b1 = ch->net = ch->tail = ch->n;
     if (!cut) return;
     while (ch->tail > 0 && ch->steps[ch->tail - 1].op != HIER_STEP_BARRIER) ch->tail--;
@@ -46,59 +53,77 @@ static hier_status_t hier_run_fatal(hier_status_t failed)
     return hier_status_abandons(failed) ? failed : HIER_OK;
 }
 
-static hier_status_t hier_run_net_poll(hier_run_t *r)
+/* The network run in flight moves on (nothing in flight: nothing); a step
+ * failed before keeps it as it is. */
+static hier_status_t hier_run_net_poll(hier_run_req_t *q)
 {
-    return r->netx && r->netx->active ? hier_net_exec_poll(r->netx) : HIER_OK;
+    hier_net_exec_t *x = q->r.netx;
+    if (q->failed == HIER_OK && x && x->active) q->failed = hier_net_exec_poll(x);
+    hier_run_flag(&q->r, q->failed);
+    return hier_run_fatal(q->failed);
 }
 
-/* Finish the network run in flight (nothing in flight: HIER_OK), counting its bytes. */
-static hier_status_t hier_run_net_finish(hier_run_t *r, uint64_t *net_bytes)
+static void hier_run_range(hier_run_req_t *q, size_t from, size_t to)
 {
-    if (!r->netx || (!r->netx->active && !r->netx->steps)) return HIER_OK;
-    hier_status_t st = hier_net_exec_finish(r->netx);
-    *net_bytes += r->netx->net_bytes;
-    r->netx->net_bytes = 0;
-    r->netx->steps = NULL;
-    return st;
+    q->pos = from;
+    q->to = to;
 }
 
-/* Steps [from, to) of a chunk: local ones here, barriers through the
- * segment (network steps lie in [net, tail), started apart: a builder that
- * put one here fails the call through hier_exec_step); the run in flight
- * is polled between steps. A barrier's error (a dead peer) is returned; a
- * step's goes to *failed (see hier_run). */
-static hier_status_t hier_run_local(hier_run_t *r, const hier_exec_bufs_t *bufs, const hier_run_chunk_t *ch,
-                                    size_t from, size_t to, hier_status_t *failed)
+/* The steps left in the chunk's range: local ones here, barriers through
+ * the segment (network steps lie in [net, tail), started apart: a builder
+ * that put one here fails the call through hier_exec_step); the run in
+ * flight is polled between steps and while a barrier is not passed. A
+ * barrier's error (a dead peer) is returned; a step's goes to q->failed
+ * (see hier_run). HIER_IN_PROGRESS: stopped at a barrier (block 0). */
+static hier_status_t hier_run_local(hier_run_req_t *q, const hier_run_chunk_t *ch, int block)
 {
-    for (size_t i = from; i < to; i++) {
-        const hier_step_t *s = &ch->steps[i];
+    hier_run_t *r = &q->r;
+    for (; q->pos < q->to; q->pos++) {
+        const hier_step_t *s = &ch->steps[q->pos];
         if (s->op == HIER_STEP_BARRIER) {
-            hier_status_t st = hier_shm_barrier(r->node, r->wait);
+            if (!q->target) {
+                q->target = hier_shm_barrier_arrive(r->node, r->wait);
+                q->probe = (hier_shm_probe_t){0};
+            }
+            hier_status_t st = block ? hier_shm_barrier_wait(r->node, r->wait, q->target, &q->probe)
+                                     : hier_shm_barrier_test(r->node, r->wait, q->target, &q->probe);
+            if (st == HIER_IN_PROGRESS) {
+                hier_status_t fatal = hier_run_net_poll(q);
+                return fatal != HIER_OK ? fatal : st;
+            }
+            q->target = 0;
             if (st != HIER_OK) return st; /* every rank finds out */
-        } else if (*failed == HIER_OK) {
-            *failed = hier_exec_step(bufs, s);
+        } else if (q->failed == HIER_OK) {
+            q->failed = hier_exec_step(&q->bufs, s);
         }
-        if (*failed == HIER_OK) *failed = hier_run_net_poll(r);
-        hier_run_flag(r, *failed);
-        if (hier_run_fatal(*failed) != HIER_OK) return *failed;
+        hier_status_t fatal = hier_run_net_poll(q);
+        if (fatal != HIER_OK) return fatal;
     }
     return HIER_OK;
 }
 
-static hier_status_t hier_run_start(hier_run_t *r, const hier_run_chunk_t *ch, hier_status_t *failed)
+static hier_status_t hier_run_start(hier_run_req_t *q, const hier_run_chunk_t *ch)
 {
-    if (*failed != HIER_OK || ch->net == ch->tail) return HIER_OK;
-    *failed = hier_net_exec_start(r->netx, ch->steps + ch->net, ch->tail - ch->net);
-    hier_run_flag(r, *failed);
-    return hier_run_fatal(*failed);
+    if (q->failed != HIER_OK || ch->net == ch->tail) return HIER_OK;
+    q->failed = hier_net_exec_start(q->r.netx, ch->steps + ch->net, ch->tail - ch->net);
+    hier_run_flag(&q->r, q->failed);
+    return hier_run_fatal(q->failed);
 }
 
-static hier_status_t hier_run_finish(hier_run_t *r, hier_status_t *failed, uint64_t *net_bytes)
+/* The network run in flight over (nothing in flight: HIER_OK), its bytes
+ * counted; HIER_IN_PROGRESS while it is not (block 0). */
+static hier_status_t hier_run_finish(hier_run_req_t *q, int block)
 {
-    hier_status_t st = hier_run_net_finish(r, net_bytes);
-    if (*failed == HIER_OK) *failed = st;
-    hier_run_flag(r, *failed);
-    return hier_run_fatal(*failed);
+    hier_net_exec_t *x = q->r.netx;
+    if (!x || (!x->active && !x->steps)) return HIER_OK;
+    hier_status_t st = block ? hier_net_exec_finish(x) : hier_net_exec_test(x);
+    if (st == HIER_IN_PROGRESS) return st;
+    q->net_bytes += x->net_bytes;
+    x->net_bytes = 0;
+    x->steps = NULL;
+    if (q->failed == HIER_OK) q->failed = st;
+    hier_run_flag(&q->r, q->failed);
+    return hier_run_fatal(q->failed);
 }
 
 /* Single copy: where my input is, published before the first barrier,
@@ -126,57 +151,104 @@ static hier_status_t hier_run_verdict(hier_run_t *r, const hier_sched_args_t *ar
     return failed;
 }
 
+void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
+                    void *rbuf, hier_reduce_kernel_t kernel)
+{
+    *q = (hier_run_req_t){.r = *r, .args = *args, .nchunks = hier_sched_nchunks(args), .at = HIER_RUN_FIRST,
+                          .ch = {{.steps = r->steps[0]}, {.steps = r->steps[1]}}};
+    q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
+                                 .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
+                                 .peer_ctx = r->peer_ctx, .stage = r->stage};
+    if (r->netx) r->netx->bufs = &q->bufs;
+    if (hier_sched_is_cma(args->kind)) hier_run_publish(&q->r, args, sbuf, rbuf);
+}
+
+/* A failed data step must not make this rank skip barriers its peers wait
+ * at: it keeps to the barriers, skips further data, and raises its error
+ * flag; after the last barrier every rank sees every flag, so all return
+ * the error together. Chunk k's network run is in flight while chunk k+1
+ * copies its input in; barriers keep their order (every rank, owner or
+ * not, alike):
+ * 1. chunk 0 up to its network run, which starts;
+ * 2. for each chunk k: chunk k+1's copy in (polling k's run);
+ * 3. k's run finished, then k's part from its last barrier (copy out);
+ * 4. chunk k+1 from its first barrier up to its run, which starts.
+ * Safe with the slot parities: k+1's copy in writes parity k+1, last read
+ * by k-1's copy out, which every rank finished before k's first barrier;
+ * it reads only this rank's input, which k's copy out writes elsewhere
+ * (in place, below: reading first is the safe order). HIER_OK: the run is
+ * over; any other status stops it where it is. */
+static hier_status_t hier_run_go(hier_run_req_t *q, int block)
+{
+    hier_status_t st;
+    for (;;) {
+        hier_run_chunk_t *cur = &q->ch[q->k % 2], *nxt = &q->ch[(q->k + 1) % 2];
+        switch (q->at) {
+        case HIER_RUN_FIRST:                                                                          /* 1 */
+            if (!q->nchunks) return HIER_OK;
+            hier_run_build(q, 0, cur);
+            hier_run_range(q, 0, cur->net);
+            q->at = HIER_RUN_FIRST_LOCAL;
+            break;
+        case HIER_RUN_FIRST_LOCAL:
+            if ((st = hier_run_local(q, cur, block)) != HIER_OK || (st = hier_run_start(q, cur)) != HIER_OK)
+                return st;
+            q->at = HIER_RUN_CHUNK;
+            break;
+        case HIER_RUN_CHUNK:                                                                          /* 2 */
+            hier_run_range(q, 0, 0);
+            if (q->k + 1 < q->nchunks) {
+                hier_run_build(q, q->k + 1, nxt);
+                hier_run_range(q, 0, nxt->b1);
+            }
+            q->at = HIER_RUN_COPY_IN;
+            break;
+        case HIER_RUN_COPY_IN:
+            if ((st = hier_run_local(q, nxt, block)) != HIER_OK) return st;
+            q->at = HIER_RUN_FINISH;
+            break;
+        case HIER_RUN_FINISH:                                                                         /* 3 */
+            if ((st = hier_run_finish(q, block)) != HIER_OK) return st;
+            hier_run_range(q, cur->tail, cur->n);
+            q->at = HIER_RUN_COPY_OUT;
+            break;
+        case HIER_RUN_COPY_OUT:
+            if ((st = hier_run_local(q, cur, block)) != HIER_OK) return st;
+            if (q->k + 1 == q->nchunks) return HIER_OK;
+            hier_run_range(q, nxt->b1, nxt->net);
+            q->at = HIER_RUN_NEXT_LOCAL;
+            break;
+        case HIER_RUN_NEXT_LOCAL:                                                                     /* 4 */
+            if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, nxt)) != HIER_OK)
+                return st;
+            q->k++;
+            q->at = HIER_RUN_CHUNK;
+            break;
+        default: return HIER_OK;
+        }
+    }
+}
+
+hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes_p)
+{
+    hier_status_t st = q->at == HIER_RUN_DONE ? HIER_OK : hier_run_go(q, block);
+    if (st == HIER_IN_PROGRESS) return st;
+    hier_net_exec_t *x = q->r.netx;
+    if (st != HIER_OK && x) { /* a dead or stuck peer, another call: the run is abandoned with the call */
+        q->net_bytes += x->net_bytes;
+        x->net_bytes = 0;
+        x->active = 0;
+        x->steps = NULL;
+    }
+    q->at = HIER_RUN_DONE;
+    *net_bytes_p = q->net_bytes;
+    return st != HIER_OK ? st : hier_run_verdict(&q->r, &q->args, q->failed);
+}
+
 hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf,
                        hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
 {
-    hier_exec_bufs_t bufs = {.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
-                             .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
-                             .peer_ctx = r->peer_ctx, .stage = r->stage};
-    uint64_t net_bytes = 0;
-    if (r->netx) r->netx->bufs = &bufs;
-    if (hier_sched_is_cma(args->kind)) hier_run_publish(r, args, sbuf, rbuf);
-
-    /* A failed data step must not make this rank skip barriers its peers wait
-     * at: it keeps to the barriers, skips further data, and raises its error
-     * flag; after the last barrier every rank sees every flag, so all return
-     * the error together. */
-    hier_status_t failed = HIER_OK, st = HIER_OK;
-    size_t nchunks = hier_sched_nchunks(args);
-    hier_run_chunk_t ch[2] = {{.steps = r->steps[0]}, {.steps = r->steps[1]}};
-    /* Chunk k's network run is in flight while chunk k+1 copies its input
-     * in; barriers keep their order (every rank, owner or not, alike):
-     * 1. chunk 0 up to its network run, which starts;
-     * 2. for each chunk k: chunk k+1's copy in (polling k's run);
-     * 3. k's run finished, then k's part from its last barrier (copy out);
-     * 4. chunk k+1 from its first barrier up to its run, which starts.
-     * Safe with the slot parities: k+1's copy in writes parity k+1, last read
-     * by k-1's copy out, which every rank finished before k's first barrier;
-     * it reads only this rank's input, which k's copy out writes elsewhere
-     * (in place, below: reading first is the safe order). */
-    if (nchunks) {                                                                              /* 1 */
-        hier_run_build(r, args, 0, &ch[0]);
-        st = hier_run_local(r, &bufs, &ch[0], 0, ch[0].net, &failed);
-        if (st == HIER_OK) st = hier_run_start(r, &ch[0], &failed);
-    }
-    for (size_t k = 0; k < nchunks && st == HIER_OK; k++) {
-        hier_run_chunk_t *cur = &ch[k % 2], *nxt = &ch[(k + 1) % 2];
-        if (k + 1 < nchunks) {                                                                  /* 2 */
-            hier_run_build(r, args, k + 1, nxt);
-            st = hier_run_local(r, &bufs, nxt, 0, nxt->b1, &failed);
-        }
-        if (st != HIER_OK) break;
-        if ((st = hier_run_finish(r, &failed, &net_bytes)) != HIER_OK) break;                  /* 3 */
-        st = hier_run_local(r, &bufs, cur, cur->tail, cur->n, &failed);
-        if (st != HIER_OK || k + 1 == nchunks) break;
-        st = hier_run_local(r, &bufs, nxt, nxt->b1, nxt->net, &failed);                   /* 4 */
-        if (st == HIER_OK) st = hier_run_start(r, nxt, &failed);
-    }
-    if (st != HIER_OK && r->netx) { /* a dead or stuck peer, another call: the run is abandoned with the call */
-        net_bytes += r->netx->net_bytes;
-        r->netx->net_bytes = 0;
-        r->netx->active = 0;
-        r->netx->steps = NULL;
-    }
-    *net_bytes_p = net_bytes;
-    return st != HIER_OK ? st : hier_run_verdict(r, args, failed);
+    hier_run_req_t q;
+    hier_run_begin(&q, r, args, sbuf, rbuf, kernel);
+    return hier_run_advance(&q, 1, net_bytes_p);
 }

@@ -22,11 +22,45 @@ typedef struct {
     uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline parity */
 } hier_run_t;
 
+/* A chunk's steps cut for the overlap: [0, b1) before its first barrier
+ * (the copy in), [b1, net) up to its network run, [net, tail) the run
+ * (net == tail: none on this rank), [tail, n) from its last barrier on (the
+ * copy out). Only the inter-node schedules (two barriers per chunk, the run
+ * between them) are cut; the others run whole: b1 == net == tail == n. */
+typedef struct {
+    hier_step_t *steps;
+    size_t n, b1, net, tail;
+} hier_run_chunk_t;
+
+/* A run in progress: where it stands in hier_run.c's numbered plan, so it
+ * can stop wherever it would wait and go on later (a request). */
+typedef struct {
+    hier_run_t r;
+    hier_sched_args_t args;
+    hier_exec_bufs_t bufs;         /* (the network executor points here) */
+    hier_run_chunk_t ch[2];
+    size_t nchunks, k;             /* chunks, and the one whose network run comes next */
+    int at;                        /* the plan's step (hier_run.c) */
+    size_t pos, to;                /* steps [pos, to) of the chunk at hand left to run */
+    uint64_t target;               /* a barrier entered and not yet passed (0: none) */
+    hier_shm_probe_t probe;
+    hier_status_t failed;          /* a data step's error, kept to the end (hier_run) */
+    uint64_t net_bytes;
+} hier_run_req_t;
+
 /* Run every chunk of the collective args describes (nranks, me, chunk and
  * the layout filled in). A failed step does not make this rank skip the
  * barriers its peers wait at: every rank returns the error together.
  * *net_bytes_p: what this rank put on the fabric. */
 hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf,
                        hier_reduce_kernel_t kernel, uint64_t *net_bytes_p);
+
+/* The same as a request: begin (nothing waits), then advance, which runs
+ * as far as it can without waiting (HIER_IN_PROGRESS), or to the end
+ * (block: waiting as hier_run does), returning what hier_run would. The
+ * request and what args points to stay in place until the end. */
+void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
+                    void *rbuf, hier_reduce_kernel_t kernel);
+hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes_p);
 
 #endif

@@ -206,6 +206,23 @@ void hier_shm_sign_reset(hier_shm_t *shm, int me);
 /* Compare a peer's signature with mine; HIER_ERR_MISMATCH, logged, if they differ. */
 hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs);
 
+/* Where a request that waits without blocking stands: the peer it looks at
+ * next, and the clocks of the wait's checks (zero-initialised). */
+typedef struct {
+    int next;
+    unsigned looks;
+    uint64_t since_ms;
+} hier_shm_probe_t;
+
+/* A barrier in parts, for requests: enter it (the phase to wait for), then
+ * test (HIER_IN_PROGRESS while a peer has not entered it; every
+ * HIER_SHM_CHECK_YIELDS looks the checks of a wait) or wait; p starts
+ * zeroed for each barrier. */
+uint64_t hier_shm_barrier_arrive(hier_shm_t *shm, const hier_shm_wait_t *wait);
+hier_status_t hier_shm_barrier_test(hier_shm_t *shm, const hier_shm_wait_t *wait, uint64_t target,
+                                    hier_shm_probe_t *p);
+hier_status_t hier_shm_barrier_wait(hier_shm_t *shm, const hier_shm_wait_t *wait, uint64_t target,
+                                    hier_shm_probe_t *p);
 /* Enter the next barrier and wait until every local rank has entered it.
  * HIER_ERR_PEER_DEAD if a peer process has exited while we wait,
  * HIER_ERR_MISMATCH if it runs another call, HIER_ERR_TIMEOUT past
@@ -218,5 +235,9 @@ hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
 typedef int (*hier_shm_ready_fn_t)(uint64_t word, uint64_t arg);
 hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
                             uint64_t arg, const hier_shm_wait_t *wait);
+/* The same, one look: HIER_OK when ready, HIER_IN_PROGRESS when not yet,
+ * or a check's error (p: the checks' clocks, kept between looks). */
+hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *wait, hier_shm_probe_t *p);
 
 #endif

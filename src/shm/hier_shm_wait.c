@@ -252,12 +252,28 @@ hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, h
     return hier_shm_wait_on(shm, rank, word, ready, arg, w, NULL);
 }
 
+/* One look, no wait: the checks of a wait every HIER_SHM_CHECK_YIELDS
+ * looks at the same word (a request tested from Open MPI's progress loop
+ * is looked at about as often as a wait turns). */
+hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
+                            uint64_t arg, const hier_shm_wait_t *w, hier_shm_probe_t *p)
+{
+    if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) {
+        p->looks = 0;
+        p->since_ms = 0;
+        return HIER_OK;
+    }
+    if (++p->looks % HIER_SHM_CHECK_YIELDS) return HIER_IN_PROGRESS;
+    hier_status_t st = hier_shm_wait_check(shm, rank, w, &p->since_ms);
+    return st != HIER_OK ? st : HIER_IN_PROGRESS;
+}
+
 static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
 {
     return phase >= target;
 }
 
-hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
+uint64_t hier_shm_barrier_arrive(hier_shm_t *shm, const hier_shm_wait_t *w)
 {
     uint64_t target = hier_shm_phase_next(shm);
     hier_shm_ctl_t *mine = hier_shm_ctl(shm, w->me);
@@ -265,12 +281,40 @@ hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
     atomic_store(&mine->phase, target);
     if (atomic_load(&mine->sleepers))
         syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-    for (int i = 1; i < w->nranks; i++) {
-        int r = (w->me + i) % w->nranks;
-        hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
-        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
-                                            &peer->sleepers);
+    return target;
+}
+
+/* The peer a barrier looks at i-th, after me. */
+static int hier_shm_barrier_peer(const hier_shm_wait_t *w, int i)
+{
+    return (w->me + i) % w->nranks;
+}
+
+hier_status_t hier_shm_barrier_test(hier_shm_t *shm, const hier_shm_wait_t *w, uint64_t target, hier_shm_probe_t *p)
+{
+    if (p->next < 1) p->next = 1;
+    for (; p->next < w->nranks; p->next++) {
+        int r = hier_shm_barrier_peer(w, p->next);
+        hier_status_t st = hier_shm_test(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached, target, w, p);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;
+}
+
+hier_status_t hier_shm_barrier_wait(hier_shm_t *shm, const hier_shm_wait_t *w, uint64_t target, hier_shm_probe_t *p)
+{
+    if (p->next < 1) p->next = 1;
+    for (; p->next < w->nranks; p->next++) {
+        int r = hier_shm_barrier_peer(w, p->next);
+        hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
+        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w, &peer->sleepers);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
+}
+
+hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
+{
+    hier_shm_probe_t p = {0};
+    return hier_shm_barrier_wait(shm, w, hier_shm_barrier_arrive(shm, w), &p);
 }

@@ -27,6 +27,19 @@ int check_pvars_open(void);
 void check_pvars_read(check_counters_t *c);
 void check_pvars_close(void);
 
+/* The nonblocking twins' counters (iallreduce, iallgather, ireduce_scatter,
+ * ireduce_scatter_block), for test_nonblocking: served, and the fallback
+ * reasons a nonblocking call can have, by index into check_nb_fallback_paths. */
+extern const char *const check_nb_colls[NCOLL];
+extern const char *const check_nb_fallback_paths[];
+typedef struct {
+    unsigned long served[NCOLL];
+    unsigned long fallback[NCOLL];
+    unsigned long reason_calls[NCOLL][12];
+} check_nb_counters_t;
+void check_nb_read(check_nb_counters_t *c);
+int check_nb_reason_index(const char *reason);
+
 /* 128 KiB allreduces on comm until hier serves one (coll_hier_fabric_warmup:
  * calls between nodes fall back while libfabric opens in the background);
  * every one before must be fallback:warmup and right. The calls that fell

@@ -59,6 +59,7 @@ case_run() {
 has_refused_registration() {
     grep -q "cannot register FI_HMEM_CUDA memory" "$1" && ! grep -q "coll:hier:error" "$1"
 }
+has_mismatch_message() { grep -q "mismatched collective: rank [0-9]* called iall" "$1"; }
 has_params_message() { grep -q "different coll_hier parameters" "$1"; }
 has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
 has_shm_full_message() { grep -q "No space left on device" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
@@ -159,6 +160,13 @@ case_run np2_auto 2 $TC
 # user-defined operations: commutative ones served on every path, checked against a local fold; a non-commutative one falls back
 case_run np2_userop 2 "$B/tests/mpi/test_userop"
 case_run np3_userop 3 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_userop" --quick
+# nonblocking calls as hier's requests: batches of every kind outstanding on two communicators, completed
+# in every order, a blocking call among them, a user operation, a strided receive type; and switched off
+case_run np2_nonblocking 2 "$B/tests/mpi/test_nonblocking"
+case_run np4_nonblocking 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_nonblocking" --quick
+case_run np3_nonblocking_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
+    "$B/tests/mpi/test_nonblocking" --quick --expect-fallback fallback_forced
+EXTRA_CHECK=has_mismatch_message case_run np2_nonblocking_mismatch 2 "$B/tests/mpi/test_nonblocking" --mismatch
 # communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
 # behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
 # and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
@@ -282,6 +290,8 @@ if unshare --uts true 2>/dev/null; then
         --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_churn"
     case_run nodes2x2_userop_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         "$B/tests/mpi/test_userop" --quick
+    case_run nodes2x2_nonblocking_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        "$B/tests/mpi/test_nonblocking"
     # Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
     # thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
     WARMUP=1 EXTRA_CHECK=warm_on_mpi_thread case_run nodes2x2_tcp_warmup 4 $FAKE --hostfile "$(hosts h22 2 2)" \

@@ -39,6 +39,15 @@ typedef struct {
     mca_coll_base_module_t *prev_reduce_scatter_block_module;
     mca_coll_base_module_bcast_fn_t prev_bcast;
     mca_coll_base_module_t *prev_bcast_module;
+    /* ...and nonblocking (libnbc): NULL where none was, and then not ours either */
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t *prev_iallreduce_module;
+    mca_coll_base_module_iallgather_fn_t prev_iallgather;
+    mca_coll_base_module_t *prev_iallgather_module;
+    mca_coll_base_module_ireduce_scatter_fn_t prev_ireduce_scatter;
+    mca_coll_base_module_t *prev_ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
+    mca_coll_base_module_t *prev_ireduce_scatter_block_module;
 } mca_coll_hier_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_hier_module_t);
 
@@ -72,6 +81,8 @@ typedef struct {
 } mca_coll_hier_user_op_t;
 void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op, ompi_datatype_t *dtype);
 void mca_coll_hier_user_op_end(hier_op_t hop);
+/* The core's view of u (a request keeps u as long as itself). */
+hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u);
 /* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
 hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p);
 
@@ -90,6 +101,22 @@ int mca_coll_hier_reduce_scatter(const void *sbuf, void *rbuf, mca_coll_hier_cou
 int mca_coll_hier_reduce_scatter_block(const void *sbuf, void *rbuf, mca_coll_hier_count_t rcount,
                                        ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
                                        mca_coll_base_module_t *module);
+
+/* Nonblocking (coll_hier_nb.c): requests of the core, completed from its
+ * progress; at close, out of Open MPI's progress loop. */
+void mca_coll_hier_nb_close(void);
+int mca_coll_hier_iallreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t count, ompi_datatype_t *dtype,
+                             ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_hier_iallgather(const void *sbuf, mca_coll_hier_count_t scount, ompi_datatype_t *sdtype, void *rbuf,
+                             mca_coll_hier_count_t rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_hier_ireduce_scatter(const void *sbuf, void *rbuf, mca_coll_hier_counts_t rcounts,
+                                  ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                  ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_hier_ireduce_scatter_block(const void *sbuf, void *rbuf, mca_coll_hier_count_t rcount,
+                                        ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                        ompi_request_t **request, mca_coll_base_module_t *module);
 
 END_C_DECLS
 

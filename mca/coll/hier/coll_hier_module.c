@@ -28,6 +28,8 @@ static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
     hm->comm_fallback = MCA_COLL_HIER_SERVED;
     hm->prev_allreduce_module = hm->prev_allgather_module = NULL;
     hm->prev_reduce_scatter_module = hm->prev_reduce_scatter_block_module = hm->prev_bcast_module = NULL;
+    hm->prev_iallreduce_module = hm->prev_iallgather_module = NULL;
+    hm->prev_ireduce_scatter_module = hm->prev_ireduce_scatter_block_module = NULL;
 }
 
 static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
@@ -35,7 +37,9 @@ static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
     hier_comm_destroy(hm->core);
     mca_coll_base_module_t **prev[] = {&hm->prev_allreduce_module, &hm->prev_allgather_module,
                                        &hm->prev_reduce_scatter_module, &hm->prev_reduce_scatter_block_module,
-                                       &hm->prev_bcast_module};
+                                       &hm->prev_bcast_module, &hm->prev_iallreduce_module,
+                                       &hm->prev_iallgather_module, &hm->prev_ireduce_scatter_module,
+                                       &hm->prev_ireduce_scatter_block_module};
     for (size_t i = 0; i < sizeof(prev) / sizeof(prev[0]); i++)
         if (*prev[i]) OBJ_RELEASE(*prev[i]);
 }
@@ -180,6 +184,10 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
 static int mca_coll_hier_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    if (hm->prev_ireduce_scatter_block) MCA_COLL_HIER_RESTORE(hm, comm, ireduce_scatter_block);
+    if (hm->prev_ireduce_scatter) MCA_COLL_HIER_RESTORE(hm, comm, ireduce_scatter);
+    if (hm->prev_iallgather) MCA_COLL_HIER_RESTORE(hm, comm, iallgather);
+    if (hm->prev_iallreduce) MCA_COLL_HIER_RESTORE(hm, comm, iallreduce);
     MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter_block);
     MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter);
     MCA_COLL_HIER_RESTORE(hm, comm, allgather);
@@ -187,6 +195,20 @@ static int mca_coll_hier_module_disable(mca_coll_base_module_t *module, ompi_com
     return OMPI_SUCCESS;
 }
 #endif
+
+/* The nonblocking calls: ours where a previous component has them (our
+ * fallback), else none (4.1 and 5.0 copy what the module has). */
+static void mca_coll_hier_enable_nonblocking(mca_coll_hier_module_t *hm, ompi_communicator_t *comm)
+{
+    MCA_COLL_HIER_SAVE(hm, comm, iallreduce);
+    MCA_COLL_HIER_SAVE(hm, comm, iallgather);
+    MCA_COLL_HIER_SAVE(hm, comm, ireduce_scatter);
+    MCA_COLL_HIER_SAVE(hm, comm, ireduce_scatter_block);
+    if (!hm->prev_iallreduce) hm->super.coll_iallreduce = NULL;
+    if (!hm->prev_iallgather) hm->super.coll_iallgather = NULL;
+    if (!hm->prev_ireduce_scatter) hm->super.coll_ireduce_scatter = NULL;
+    if (!hm->prev_ireduce_scatter_block) hm->super.coll_ireduce_scatter_block = NULL;
+}
 
 static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
@@ -203,6 +225,7 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
         return OMPI_ERROR;
     }
     if (comm == &ompi_mpi_comm_world.comm) mca_coll_hier_world_rank = ompi_comm_rank(comm);
+    mca_coll_hier_enable_nonblocking(hm, comm);
 
     hm->comm = comm;
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
@@ -219,6 +242,10 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
                  comm->c_name, mca_coll_hier_comm_cid(comm), ompi_comm_size(comm), why);
     }
 #if MCA_COLL_HIER_INSTALLS_API
+    if (hm->prev_iallreduce) MCA_COLL_HIER_INSTALL(hm, comm, iallreduce);
+    if (hm->prev_iallgather) MCA_COLL_HIER_INSTALL(hm, comm, iallgather);
+    if (hm->prev_ireduce_scatter) MCA_COLL_HIER_INSTALL(hm, comm, ireduce_scatter);
+    if (hm->prev_ireduce_scatter_block) MCA_COLL_HIER_INSTALL(hm, comm, ireduce_scatter_block);
     MCA_COLL_HIER_INSTALL(hm, comm, allreduce);
     MCA_COLL_HIER_INSTALL(hm, comm, allgather);
     MCA_COLL_HIER_INSTALL(hm, comm, reduce_scatter);
@@ -242,6 +269,10 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
     hm->super.coll_allgather = mca_coll_hier_allgather;
     hm->super.coll_reduce_scatter = mca_coll_hier_reduce_scatter;
     hm->super.coll_reduce_scatter_block = mca_coll_hier_reduce_scatter_block;
+    hm->super.coll_iallreduce = mca_coll_hier_iallreduce;
+    hm->super.coll_iallgather = mca_coll_hier_iallgather;
+    hm->super.coll_ireduce_scatter = mca_coll_hier_ireduce_scatter;
+    hm->super.coll_ireduce_scatter_block = mca_coll_hier_ireduce_scatter_block;
     return &hm->super;
 }
 

@@ -195,6 +195,11 @@ void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi
     hier_comm_user_op_set(&(hier_user_op_t){mca_coll_hier_user_reduce, u});
 }
 
+hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u)
+{
+    return (hier_user_op_t){mca_coll_hier_user_reduce, u};
+}
+
 void mca_coll_hier_user_op_end(hier_op_t hop)
 {
     if (hop == HIER_OP_USER) hier_comm_user_op_set(NULL);

@@ -1,0 +1,373 @@
+/* test_nonblocking: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter and
+ * MPI_Ireduce_scatter_block through hier's requests. Every result is
+ * checked against a reference computed here from the inputs' formula, and
+ * the counters must show hier served every call it was given (or, where
+ * the case says, why it fell back).
+ *
+ *   test_nonblocking [--quick] [--expect-fallback REASON]
+ *
+ * 1. a fresh communicator's first nonblocking call, before any blocking
+ *    one: falls back (fallback:nonblocking), right;
+ * 2. batches of every kind and several sizes, outstanding together on two
+ *    communicators, completed by MPI_Waitall, by MPI_Wait in reverse, and
+ *    by MPI_Testany loops;
+ * 3. a blocking call on a communicator with requests pending on it and on
+ *    another;
+ * 4. a user-defined (commutative) operation, in place;
+ * 5. a non-contiguous receive type for iallgather (packed, unpacked at the end);
+ * 6. the counters. --expect-fallback REASON: every call falls back for
+ *    REASON instead (coll_hier_nonblocking 0: fallback_forced).
+ * --mismatch: instead, even ranks start an MPI_Iallreduce where odd ones
+ * start an MPI_Iallgather (then a blocking call against a nonblocking one):
+ * every rank's wait returns an error, none hangs (the one-line message is
+ * run_mpi_tests.sh's to check). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+
+enum { K_SUM, K_MAX_IN_PLACE, K_GATHER, K_GATHER_IN_PLACE, K_RS, K_RS_BLOCK, K_KINDS };
+
+typedef struct {
+    int kind, n;            /* n: elements per rank (allreduce: of the vector) */
+    MPI_Comm comm;
+    int rank;               /* mine in comm */
+    double *in, *out;
+    int *counts;            /* reduce_scatter's */
+    MPI_Request req;
+} call_t;
+
+static int np;
+static unsigned long made[NCOLL];     /* nonblocking calls made after the set-up, by collective */
+static unsigned long expect_fb[NCOLL]; /* of them, those that must fall back (fallback_nonblocking) */
+
+static int kind_coll(int kind)
+{
+    return kind <= K_MAX_IN_PLACE ? 0 : kind <= K_GATHER_IN_PLACE ? 1 : kind == K_RS ? 2 : 3;
+}
+
+static double val(int rank, int i, int salt)
+{
+    return (double)((rank * 7 + i * 3 + salt) % 1000) - 300.0;
+}
+
+/* reduce_scatter's counts: uneven, some zero */
+static int rs_count(int r, int n)
+{
+    return (r % 3 == 1) ? 0 : n + r;
+}
+
+static void call_start(call_t *c, int salt)
+{
+    int total = 0;
+    switch (c->kind) {
+    case K_SUM:
+        for (int i = 0; i < c->n; i++) c->in[i] = val(c->rank, i, salt), c->out[i] = -1;
+        MPI_Iallreduce(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
+        break;
+    case K_MAX_IN_PLACE:
+        for (int i = 0; i < c->n; i++) c->out[i] = val(c->rank, i, salt);
+        MPI_Iallreduce(MPI_IN_PLACE, c->out, c->n, MPI_DOUBLE, MPI_MAX, c->comm, &c->req);
+        break;
+    case K_GATHER:
+        for (int i = 0; i < c->n; i++) c->in[i] = val(c->rank, i, salt);
+        for (int i = 0; i < c->n * np; i++) c->out[i] = -1;
+        MPI_Iallgather(c->in, c->n, MPI_DOUBLE, c->out, c->n, MPI_DOUBLE, c->comm, &c->req);
+        break;
+    case K_GATHER_IN_PLACE:
+        for (int i = 0; i < c->n * np; i++) c->out[i] = i / c->n == c->rank ? val(c->rank, i % c->n, salt) : -1;
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->out, c->n, MPI_DOUBLE, c->comm, &c->req);
+        break;
+    case K_RS:
+        for (int r = 0; r < np; r++) c->counts[r] = rs_count(r, c->n), total += c->counts[r];
+        for (int i = 0; i < total; i++) c->in[i] = val(c->rank, i, salt);
+        for (int i = 0; i < c->counts[c->rank]; i++) c->out[i] = -1;
+        MPI_Ireduce_scatter(c->in, c->out, c->counts, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
+        break;
+    case K_RS_BLOCK:
+        for (int i = 0; i < c->n * np; i++) c->in[i] = val(c->rank, i, salt);
+        MPI_Ireduce_scatter_block(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
+        break;
+    }
+    made[kind_coll(c->kind)]++;
+}
+
+/* The result against the formula's. */
+static void call_check(const call_t *c, int salt, const char *how)
+{
+    int bad = -1, off = 0;
+    double want = 0;
+    switch (c->kind) {
+    case K_SUM:
+        for (int i = 0; i < c->n && bad < 0; i++) {
+            want = 0;
+            for (int r = 0; r < np; r++) want += val(r, i, salt);
+            if (c->out[i] != want) bad = i;
+        }
+        break;
+    case K_MAX_IN_PLACE:
+        for (int i = 0; i < c->n && bad < 0; i++) {
+            want = val(0, i, salt);
+            for (int r = 1; r < np; r++) want = val(r, i, salt) > want ? val(r, i, salt) : want;
+            if (c->out[i] != want) bad = i;
+        }
+        break;
+    case K_GATHER:
+    case K_GATHER_IN_PLACE:
+        for (int i = 0; i < c->n * np && bad < 0; i++)
+            if (c->out[i] != (want = val(i / c->n, i % c->n, salt))) bad = i;
+        break;
+    case K_RS:
+    case K_RS_BLOCK:
+        for (int r = 0; r < c->rank; r++) off += c->kind == K_RS ? c->counts[r] : c->n;
+        for (int i = 0; i < (c->kind == K_RS ? c->counts[c->rank] : c->n) && bad < 0; i++) {
+            want = 0;
+            for (int r = 0; r < np; r++) want += val(r, off + i, salt);
+            if (c->out[i] != want) bad = i;
+        }
+        break;
+    }
+    CHECK(bad < 0, "kind %d, %d elements (%s): element %d is %g, want %g", c->kind, c->n, how, bad,
+          bad < 0 ? 0 : c->out[bad], want);
+}
+
+static void call_alloc(call_t *c, int kind, int n, MPI_Comm comm)
+{
+    size_t big = (size_t)(n + np) * (size_t)np + 1;
+    *c = (call_t){.kind = kind, .n = n, .comm = comm};
+    MPI_Comm_rank(comm, &c->rank);
+    c->in = malloc(big * sizeof(double));
+    c->out = malloc(big * sizeof(double));
+    c->counts = malloc((size_t)np * sizeof(int));
+}
+
+static void call_free(call_t *c)
+{
+    free(c->in);
+    free(c->out);
+    free(c->counts);
+}
+
+/* 2: a batch of every kind and size over two communicators, completed `how`. */
+static void batch(MPI_Comm a, MPI_Comm b, const int *sizes, int nsizes, int how, int salt)
+{
+    int ncalls = nsizes * K_KINDS;
+    call_t *calls = malloc(sizeof(call_t) * (size_t)ncalls);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)ncalls);
+    for (int i = 0; i < ncalls; i++) {
+        call_alloc(&calls[i], i % K_KINDS, sizes[i / K_KINDS], i % 2 ? b : a);
+        call_start(&calls[i], salt + i);
+        reqs[i] = calls[i].req;
+    }
+    static const char *const hows[] = {"Waitall", "Wait in reverse", "Testany loop"};
+    if (how == 0) {
+        MPI_Waitall(ncalls, reqs, MPI_STATUSES_IGNORE);
+    } else if (how == 1) {
+        for (int i = ncalls - 1; i >= 0; i--) MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    } else {
+        for (int left = ncalls; left > 0;) {
+            int idx, flag;
+            MPI_Testany(ncalls, reqs, &idx, &flag, MPI_STATUS_IGNORE);
+            if (flag && idx != MPI_UNDEFINED) left--;
+            if (flag && idx == MPI_UNDEFINED) break;
+        }
+    }
+    for (int i = 0; i < ncalls; i++) {
+        CHECK(reqs[i] == MPI_REQUEST_NULL, "request %d not freed by its completion", i);
+        call_check(&calls[i], salt + i, hows[how]);
+        call_free(&calls[i]);
+    }
+    free(calls);
+    free(reqs);
+}
+
+/* 3: a blocking allreduce on `a` while requests are pending on it and on `b`. */
+static void blocking_between(MPI_Comm a, MPI_Comm b)
+{
+    call_t x, y;
+    call_alloc(&x, K_SUM, 5000, a);
+    call_alloc(&y, K_GATHER, 700, b);
+    call_start(&x, 11);
+    call_start(&y, 12);
+    int in = x.rank + 1, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, a);
+    CHECK(out == np * (np + 1) / 2, "blocking allreduce between requests: %d, want %d", out, np * (np + 1) / 2);
+    MPI_Wait(&y.req, MPI_STATUS_IGNORE);
+    MPI_Wait(&x.req, MPI_STATUS_IGNORE);
+    call_check(&x, 11, "blocking between");
+    call_check(&y, 12, "blocking between");
+    call_free(&x);
+    call_free(&y);
+}
+
+/* 4: inout[i] = in[i] + inout[i] on pairs of ints, commutative */
+static void pair_add(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    int *a = in, *b = inout;
+    for (int i = 0; i < 2 * *len; i++) b[i] += a[i];
+}
+
+static void user_op(MPI_Comm comm)
+{
+    enum { N = 3000 };
+    MPI_Datatype pair;
+    MPI_Op op;
+    int *v = malloc(2 * N * sizeof(int)), me;
+    MPI_Comm_rank(comm, &me);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    MPI_Op_create(pair_add, 1, &op);
+    for (int i = 0; i < 2 * N; i++) v[i] = me * 2 + i;
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, N, pair, op, comm, &r);
+    made[0]++;
+    MPI_Op_free(&op); /* (the request keeps it: MPI lets the application free it now) */
+    MPI_Type_free(&pair);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int bad = -1;
+    for (int i = 0; i < 2 * N && bad < 0; i++)
+        if (v[i] != np * (np - 1) + np * i) bad = i;
+    CHECK(bad < 0, "user op: element %d is %d, want %d", bad, bad < 0 ? 0 : v[bad], np * (np - 1) + np * bad);
+    free(v);
+}
+
+/* 5: the receive side every other double (a vector type) */
+static void strided_gather(MPI_Comm comm)
+{
+    enum { N = 500 };
+    MPI_Datatype every_other, resized;
+    double *in = malloc(N * sizeof(double)), *out = calloc(2 * N * (size_t)np, sizeof(double));
+    int me;
+    MPI_Comm_rank(comm, &me);
+    MPI_Type_vector(N, 1, 2, MPI_DOUBLE, &every_other);
+    MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * N * sizeof(double)), &resized);
+    MPI_Type_commit(&resized);
+    for (int i = 0; i < N; i++) in[i] = val(me, i, 5);
+    MPI_Request r;
+    MPI_Iallgather(in, N, MPI_DOUBLE, out, 1, resized, comm, &r);
+    made[1]++;
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int bad = -1;
+    for (int q = 0; q < np && bad < 0; q++)
+        for (int i = 0; i < N && bad < 0; i++)
+            if (out[(size_t)q * 2 * N + 2 * (size_t)i] != val(q, i, 5) || out[(size_t)q * 2 * N + 2 * (size_t)i + 1])
+                bad = q * N + i;
+    CHECK(bad < 0, "strided iallgather: item %d wrong", bad);
+    MPI_Type_free(&resized);
+    MPI_Type_free(&every_other);
+    free(in);
+    free(out);
+}
+
+/* Mismatched calls on a communicator of their own: every rank gets an error. */
+static int mismatch(void)
+{
+    MPI_Comm c;
+    int me, rc;
+    double x[4] = {1, 2, 3, 4}, y[64];
+    /* (Open MPI 4.1 reports a collective request's error on MPI_COMM_WORLD's handler) */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_rank(c, &me);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Allreduce(x, y, 1, MPI_DOUBLE, MPI_SUM, c); /* (set up: the next calls are hier's) */
+    MPI_Request r;
+    if (me % 2 == 0) rc = MPI_Iallreduce(x, y, 4, MPI_DOUBLE, MPI_SUM, c, &r);
+    else rc = MPI_Iallgather(x, 4, MPI_DOUBLE, y, 4, MPI_DOUBLE, c, &r);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(rc != MPI_SUCCESS, "mismatched nonblocking calls: rank %d's wait succeeded", me);
+    MPI_Comm_free(&c);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Allreduce(x, y, 1, MPI_DOUBLE, MPI_SUM, c);
+    if (me % 2 == 0) {
+        rc = MPI_Iallreduce(x, y, 2, MPI_DOUBLE, MPI_SUM, c, &r);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Allreduce(x, y, 2, MPI_DOUBLE, MPI_SUM, c);
+    }
+    CHECK(rc != MPI_SUCCESS, "a blocking call against a nonblocking one: rank %d succeeded", me);
+    MPI_Comm_free(&c);
+    return check_finish("test_nonblocking --mismatch");
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, fb = -1;
+    MPI_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--expect-fallback") && i + 1 < argc) fb = check_nb_reason_index(argv[++i]);
+        else if (!strcmp(argv[i], "--mismatch")) return mismatch();
+    }
+    int me;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (check_pvars_open() != 0) {
+        if (me == 0) printf("SKIP: coll/hier is not loaded (no coll_hier_ pvars)\n");
+        MPI_Finalize();
+        return 0;
+    }
+    check_nb_counters_t before, after;
+    MPI_Comm a, b, fresh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, np - me, &b); /* (reversed ranks) */
+    MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+    /* (from here on no communicator is made: Open MPI agrees on a new one's
+     * id with MPI_Iallreduce on its parent, which hier serves too) */
+    check_nb_read(&before);
+
+    /* 1. before any blocking call: falls back, right */
+    call_t first;
+    call_alloc(&first, K_SUM, 64, fresh);
+    call_start(&first, 1);
+    MPI_Wait(&first.req, MPI_STATUS_IGNORE);
+    call_check(&first, 1, "first call on a fresh communicator");
+    call_free(&first);
+    expect_fb[0]++;
+
+    /* the set-up: blocking calls (one large enough for the pipeline segment on a) */
+    double *big = calloc(1 << 18, sizeof(double)), *big2 = malloc((1 << 18) * sizeof(double));
+    MPI_Allreduce(big, big2, 1 << 18, MPI_DOUBLE, MPI_SUM, a);
+    MPI_Allreduce(big, big2, 1, MPI_DOUBLE, MPI_SUM, b);
+    free(big);
+    free(big2);
+
+    /* 2. b has no pipeline segment yet: its large calls pipeline through the small slots */
+    static const int sizes_full[] = {1, 3, 100, 1000, 9000, 70000}, sizes_quick[] = {1, 100, 9000};
+    const int *sizes = quick ? sizes_quick : sizes_full;
+    int nsizes = quick ? 3 : 6;
+    for (int how = 0; how < 3; how++) batch(a, b, sizes, nsizes, how, 100 * how);
+    blocking_between(a, b); /* 3 */
+    blocking_between(b, a);
+    user_op(a); /* 4 */
+    strided_gather(b); /* 5 */
+
+    /* 6. the counters */
+    check_nb_read(&after);
+    for (int k = 0; k < NCOLL; k++) {
+        unsigned long served = after.served[k] - before.served[k];
+        unsigned long fellback = after.fallback[k] - before.fallback[k];
+        int nbfb = check_nb_reason_index("fallback_nonblocking");
+        unsigned long for_nb = after.reason_calls[k][nbfb] - before.reason_calls[k][nbfb];
+        if (fb >= 0) {
+            unsigned long why = after.reason_calls[k][fb] - before.reason_calls[k][fb];
+            CHECK(served == 0 && why == made[k], "%s: %lu served, %lu fell back for %s; want all %lu to", check_nb_colls[k],
+                  served, why, check_nb_fallback_paths[fb], made[k]);
+            continue;
+        }
+        CHECK(served == made[k] - expect_fb[k] && fellback == expect_fb[k] && for_nb == expect_fb[k],
+              "%s: %lu served, %lu fell back (%lu fallback_nonblocking); want %lu served, %lu fallback_nonblocking",
+              check_nb_colls[k], served, fellback, for_nb, made[k] - expect_fb[k], expect_fb[k]);
+    }
+    if (me == 0)
+        printf("test_nonblocking: %lu iallreduce, %lu iallgather, %lu ireduce_scatter, %lu ireduce_scatter_block\n",
+               made[0], made[1], made[2], made[3]);
+    MPI_Comm_free(&fresh);
+    MPI_Comm_free(&b);
+    MPI_Comm_free(&a);
+    check_pvars_close();
+    return check_finish("test_nonblocking");
+}
