@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/request/request.h"
@@ -147,9 +148,9 @@ static mca_coll_hier_nb_t *mca_coll_hier_nb_new(mca_coll_hier_module_t *hm, hier
     mca_coll_hier_nb_t *r = mca_coll_hier_nb_take();
     if (!r) return NULL;
     OMPI_REQUEST_INIT(&r->super.super, false);
-    r->super.cb.req_complete_cb = NULL; /* (what Open MPI's retain of the op and types fills in) */
-    r->super.req_complete_cb_data = NULL;
-    r->super.data.objs.objs[0] = r->super.data.objs.objs[1] = NULL;
+    /* what Open MPI's retain of the op and types fills in, empty as its
+     * constructor leaves it (its layout differs between the lines) */
+    memset((char *)r + sizeof(ompi_request_t), 0, sizeof(ompi_coll_base_nbc_request_t) - sizeof(ompi_request_t));
     r->super.super.req_type = OMPI_REQUEST_COLL;
     r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
