@@ -95,7 +95,7 @@ static hier_status_t hier_req_refuse(hier_path_t why, const char *what, hier_pat
 
 /* The communicator can start a call now, without waiting for its peers:
  * decided from what every rank knows alike. */
-static hier_status_t hier_req_served(const hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
+hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
     int algo = coll == HIER_COLL_ALLREDUCE   ? hier_params.allreduce_algorithm
                : coll == HIER_COLL_ALLGATHER ? hier_params.allgather_algorithm
@@ -109,11 +109,6 @@ static hier_status_t hier_req_served(const hier_comm_t *c, hier_coll_t coll, hie
     if (c->dev_possible) /* (ranks may differ in where their buffers are: staging is for blocking calls) */
         return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "some rank has a device backend", path_p);
     return HIER_OK;
-}
-
-hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
-{
-    return hier_req_served(c, coll, path_p);
 }
 
 /* select/'s choice and the schedule's arguments: the plan, or a fallback. */
@@ -292,7 +287,7 @@ static int hier_req_advance(hier_comm_t *c)
 hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p)
 {
-    hier_status_t st = hier_req_served(c, call->coll, path_p);
+    hier_status_t st = hier_req_ready(c, call->coll, path_p);
     if (st != HIER_OK) return st;
     hier_path_t path = HIER_PATH_SELF;
     hier_req_lock(); /* (the plan reads what a request ahead may change: failing) */

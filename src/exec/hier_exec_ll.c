@@ -126,9 +126,44 @@ static hier_status_t hier_ll_fold(const hier_exec_ll_t *c, uint64_t seq, size_t 
     return HIER_OK;
 }
 
-/* A request's parts (hier_exec_ll.h): 1 at the start, then 2's waits as
- * looks; once every header is there, 2 runs as the blocking call's does
- * (its waits find the words ready). */
+/* 1 for a call: my payload (allgather: my block, which goes to my place in
+ * rbuf too); the call's sequence number. */
+static uint64_t hier_ll_start(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call)
+{
+    uint8_t *r = call->rbuf;
+    if (!call->block) return hier_ll_put(c, call->sbuf ? call->sbuf : r, call->total * call->esize);
+    uint8_t *mine = r + (size_t)c->wait->me * call->block;
+    uint64_t seq = hier_ll_put(c, call->sbuf ? call->sbuf : mine, call->block);
+    if (call->sbuf) memcpy(mine, call->sbuf, call->block);
+    return seq;
+}
+
+/* 2 for a call: every peer's payload read (waiting for it where it is not
+ * there yet), folded or copied into place. */
+static hier_status_t hier_ll_end(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, uint64_t seq)
+{
+    int me = c->wait->me, n = c->wait->nranks;
+    if (call->block) {
+        for (int i = 1; i < n; i++) {
+            int j = (me + i) % n;
+            hier_ll_view_t v;
+            hier_status_t st = hier_ll_get(c, j, seq, &v);
+            if (st != HIER_OK) return st;
+            hier_ll_copy(&v, 0, call->block, (uint8_t *)call->rbuf + (size_t)j * call->block);
+        }
+        return HIER_OK;
+    }
+    /* (reduce_scatter: every rank waits for every header, even with nothing
+     * to receive: that wait is what makes rewriting the areas two calls
+     * later safe) */
+    size_t off = call->rcounts ? call->rdispls[me] * call->esize : 0;
+    size_t count = call->rcounts ? call->rcounts[me] : call->total;
+    return hier_ll_fold(c, seq, off, count, call->esize, call->kernel, call->rbuf);
+}
+
+/* A request's looks at its peers' headers, until every one is there: 2's
+ * waits as looks (then 2 runs as the blocking call's does, its waits
+ * finding the words ready). */
 static hier_status_t hier_ll_look(const hier_exec_ll_t *c, hier_exec_ll_req_t *q)
 {
     for (; q->probe.next < c->wait->nranks; q->probe.next++) {
@@ -143,62 +178,34 @@ static hier_status_t hier_ll_look(const hier_exec_ll_t *c, hier_exec_ll_req_t *q
 
 void hier_exec_ll_post(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q)
 {
-    const uint8_t *in = call->sbuf ? call->sbuf : call->rbuf;
-    size_t bytes = call->block ? call->block : call->total * call->esize;
-    if (call->block && !call->sbuf) in = (const uint8_t *)call->rbuf + (size_t)c->wait->me * call->block;
-    *q = (hier_exec_ll_req_t){.seq = hier_ll_put(c, in, bytes)};
-    if (call->block && call->sbuf)
-        memcpy((uint8_t *)call->rbuf + (size_t)c->wait->me * call->block, call->sbuf, call->block);
+    *q = (hier_exec_ll_req_t){.seq = hier_ll_start(c, call)};
 }
 
 hier_status_t hier_exec_ll_test(const hier_exec_ll_t *c, const hier_exec_ll_call_t *call, hier_exec_ll_req_t *q)
 {
     hier_status_t st = hier_ll_look(c, q);
-    if (st != HIER_OK) return st;
-    if (call->block) {
-        uint8_t *r = call->rbuf;
-        for (int j = 0; j < c->wait->nranks; j++) {
-            hier_ll_view_t v;
-            if (j == c->wait->me) continue;
-            if ((st = hier_ll_get(c, j, q->seq, &v)) != HIER_OK) return st;
-            hier_ll_copy(&v, 0, call->block, r + (size_t)j * call->block);
-        }
-        return HIER_OK;
-    }
-    size_t off = call->rcounts ? call->rdispls[c->wait->me] * call->esize : 0;
-    size_t count = call->rcounts ? call->rcounts[c->wait->me] : call->total;
-    return hier_ll_fold(c, q->seq, off, count, call->esize, call->kernel, call->rbuf);
+    return st != HIER_OK ? st : hier_ll_end(c, call, q->seq);
 }
 
+/* The blocking calls: 1 then 2, waiting. */
 hier_status_t hier_exec_ll_allreduce(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, size_t count, size_t esize,
                                      hier_reduce_kernel_t kernel)
 {
-    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : rbuf, count * esize);
-    return hier_ll_fold(c, seq, 0, count, esize, kernel, rbuf);
+    hier_exec_ll_call_t call = {.sbuf = sbuf, .rbuf = rbuf, .total = count, .esize = esize, .kernel = kernel};
+    return hier_ll_end(c, &call, hier_ll_start(c, &call));
 }
 
 hier_status_t hier_exec_ll_allgather(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, size_t block)
 {
-    uint8_t *r = rbuf;
-    int me = c->wait->me, n = c->wait->nranks;
-    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : r + (size_t)me * block, block);
-    if (sbuf) memcpy(r + (size_t)me * block, sbuf, block);
-    for (int i = 1; i < n; i++) {
-        int j = (me + i) % n;
-        hier_ll_view_t v;
-        hier_status_t st = hier_ll_get(c, j, seq, &v);
-        if (st != HIER_OK) return st;
-        hier_ll_copy(&v, 0, block, r + (size_t)j * block);
-    }
-    return HIER_OK;
+    hier_exec_ll_call_t call = {.sbuf = sbuf, .rbuf = rbuf, .block = block};
+    return hier_ll_end(c, &call, hier_ll_start(c, &call));
 }
 
 hier_status_t hier_exec_ll_reduce_scatter(const hier_exec_ll_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                           const size_t *rdispls, size_t total, size_t esize,
                                           hier_reduce_kernel_t kernel)
 {
-    /* every rank waits for every header, even with nothing to receive: that
-     * wait is what makes rewriting the areas two calls later safe */
-    uint64_t seq = hier_ll_put(c, sbuf ? sbuf : rbuf, total * esize);
-    return hier_ll_fold(c, seq, rdispls[c->wait->me] * esize, rcounts[c->wait->me], esize, kernel, rbuf);
+    hier_exec_ll_call_t call = {.sbuf = sbuf, .rbuf = rbuf, .total = total, .esize = esize, .rcounts = rcounts,
+                                .rdispls = rdispls, .kernel = kernel};
+    return hier_ll_end(c, &call, hier_ll_start(c, &call));
 }

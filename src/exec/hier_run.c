@@ -85,8 +85,7 @@ static hier_status_t hier_run_local(hier_run_req_t *q, const hier_run_chunk_t *c
                 q->target = hier_shm_barrier_arrive(r->node, r->wait);
                 q->probe = (hier_shm_probe_t){0};
             }
-            hier_status_t st = block ? hier_shm_barrier_wait(r->node, r->wait, q->target, &q->probe)
-                                     : hier_shm_barrier_test(r->node, r->wait, q->target, &q->probe);
+            hier_status_t st = hier_shm_barrier_pass(r->node, r->wait, q->target, &q->probe, block);
             if (st == HIER_IN_PROGRESS) {
                 hier_status_t fatal = hier_run_net_poll(q);
                 return fatal != HIER_OK ? fatal : st;

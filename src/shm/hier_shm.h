@@ -215,14 +215,12 @@ typedef struct {
 } hier_shm_probe_t;
 
 /* A barrier in parts, for requests: enter it (the phase to wait for), then
- * test (HIER_IN_PROGRESS while a peer has not entered it; every
- * HIER_SHM_CHECK_YIELDS looks the checks of a wait) or wait; p starts
- * zeroed for each barrier. */
+ * pass it: wait (block), or look once (HIER_IN_PROGRESS while a peer has
+ * not entered it; every HIER_SHM_CHECK_YIELDS looks the checks of a wait);
+ * p starts zeroed for each barrier. */
 uint64_t hier_shm_barrier_arrive(hier_shm_t *shm, const hier_shm_wait_t *wait);
-hier_status_t hier_shm_barrier_test(hier_shm_t *shm, const hier_shm_wait_t *wait, uint64_t target,
-                                    hier_shm_probe_t *p);
-hier_status_t hier_shm_barrier_wait(hier_shm_t *shm, const hier_shm_wait_t *wait, uint64_t target,
-                                    hier_shm_probe_t *p);
+hier_status_t hier_shm_barrier_pass(hier_shm_t *shm, const hier_shm_wait_t *wait, uint64_t target,
+                                    hier_shm_probe_t *p, int block);
 /* Enter the next barrier and wait until every local rank has entered it.
  * HIER_ERR_PEER_DEAD if a peer process has exited while we wait,
  * HIER_ERR_MISMATCH if it runs another call, HIER_ERR_TIMEOUT past

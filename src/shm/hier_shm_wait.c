@@ -284,30 +284,16 @@ uint64_t hier_shm_barrier_arrive(hier_shm_t *shm, const hier_shm_wait_t *w)
     return target;
 }
 
-/* The peer a barrier looks at i-th, after me. */
-static int hier_shm_barrier_peer(const hier_shm_wait_t *w, int i)
-{
-    return (w->me + i) % w->nranks;
-}
-
-hier_status_t hier_shm_barrier_test(hier_shm_t *shm, const hier_shm_wait_t *w, uint64_t target, hier_shm_probe_t *p)
+hier_status_t hier_shm_barrier_pass(hier_shm_t *shm, const hier_shm_wait_t *w, uint64_t target, hier_shm_probe_t *p,
+                                    int block)
 {
     if (p->next < 1) p->next = 1;
     for (; p->next < w->nranks; p->next++) {
-        int r = hier_shm_barrier_peer(w, p->next);
-        hier_status_t st = hier_shm_test(shm, r, &hier_shm_ctl(shm, r)->phase, hier_shm_phase_reached, target, w, p);
-        if (st != HIER_OK) return st;
-    }
-    return HIER_OK;
-}
-
-hier_status_t hier_shm_barrier_wait(hier_shm_t *shm, const hier_shm_wait_t *w, uint64_t target, hier_shm_probe_t *p)
-{
-    if (p->next < 1) p->next = 1;
-    for (; p->next < w->nranks; p->next++) {
-        int r = hier_shm_barrier_peer(w, p->next);
+        int r = (w->me + p->next) % w->nranks;
         hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
-        hier_status_t st = hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w, &peer->sleepers);
+        hier_status_t st = block ? hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
+                                                    &peer->sleepers)
+                                 : hier_shm_test(shm, r, &peer->phase, hier_shm_phase_reached, target, w, p);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;
@@ -316,5 +302,5 @@ hier_status_t hier_shm_barrier_wait(hier_shm_t *shm, const hier_shm_wait_t *w, u
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *w)
 {
     hier_shm_probe_t p = {0};
-    return hier_shm_barrier_wait(shm, w, hier_shm_barrier_arrive(shm, w), &p);
+    return hier_shm_barrier_pass(shm, w, hier_shm_barrier_arrive(shm, w), &p, 1);
 }

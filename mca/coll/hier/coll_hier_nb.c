@@ -186,15 +186,6 @@ static int mca_coll_hier_nb_started(mca_coll_hier_nb_t *r, hier_status_t st, hie
     return MPI_ERR_PENDING; /* (the caller's fallback) */
 }
 
-/* The datatype an allgather's end unpacks with. (Open MPI's MPI_I* entry
- * points retain the operation and datatypes a request uses until it is
- * complete: ompi_coll_base_retain_op, _datatypes.) */
-static void mca_coll_hier_nb_retain(mca_coll_hier_nb_t *r, ompi_datatype_t *dtype)
-{
-    r->dtype = dtype;
-    OBJ_RETAIN(dtype);
-}
-
 int mca_coll_hier_iallreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t count, ompi_datatype_t *dtype,
                              ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
                              mca_coll_base_module_t *module)
@@ -315,7 +306,8 @@ int mca_coll_hier_iallgather(const void *sbuf, mca_coll_hier_count_t scount, omp
         rr = (char *)rbuf + rlb;
     } else {
         if (!(rr = r->rpack = malloc(items * rsize + 1))) goto nomem;
-        mca_coll_hier_nb_retain(r, rdtype);
+        r->dtype = rdtype; /* (retained: the end unpacks with it) */
+        OBJ_RETAIN(rdtype);
         r->rbuf = rbuf;
         r->ritems = items;
         ompi_datatype_get_extent(rdtype, &ext_lb, &ext);
