@@ -33,6 +33,14 @@
 
 #include "hier_cli.h"
 #include "hier_settle.h"
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+#include <mpi-ext.h> /* (4.1's persistent collectives: MPIX_*_init) */
+#endif
+#if (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5) || MPI_VERSION >= 4
+#define BENCH_PINIT(name) MPI_##name##_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define BENCH_PINIT(name) MPIX_##name##_init
+#endif
 #include "cuda_loader.h"
 #include "test_dev_backend.h"
 
@@ -56,8 +64,9 @@ static struct {
     int memcpy_bench;
     const char *label;
     int nonblocking; /* -N: MPI_I* + MPI_Wait */
-    int overlap;     /* --overlap T: with -N, also the overlap with computation, T MPI_Test calls during it */
-} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench", 0, -1};
+    int overlap;     /* --overlap T: with -N or -P, also the overlap with computation, T MPI_Test calls during it */
+    int persistent;  /* -P: MPI_*_init once per size, then MPI_Start + MPI_Wait */
+} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench", 0, -1, 0};
 
 static int rank, np;
 static MPI_Datatype mpi_dt;
@@ -88,7 +97,9 @@ static void die_usage(const char *msg, const char *arg)
             "  -N, --nonblocking      the nonblocking calls (MPI_Iallreduce, ...) then MPI_Wait: time_us is\n"
             "                         their pure communication time (HIER_BENCH_NONBLOCKING=1 in the\n"
             "                         environment too: hier-bench-compare --define sets it per configuration)\n"
-            "      --overlap T        with -N, per size also the overlap with computation as OSU measures it:\n"
+            "  -P, --persistent       the persistent calls (MPI_Allreduce_init, ...; Open MPI 4.1: MPIX_) made\n"
+            "                         once per size, then MPI_Start + MPI_Wait per call (HIER_BENCH_PERSISTENT=1)\n"
+            "      --overlap T        with -N or -P, per size also the overlap with computation as OSU measures it:\n"
             "                         compute as long as the pure call took, MPI_Test T times spread through it,\n"
             "                         then wait; a '# overlap' line (pure, compute, overall us, overlap %%)\n"
             "      --device test|cuda send and receive buffers are device memory: hier's test backend (the CPU\n"
@@ -143,12 +154,15 @@ static void parse_args(int argc, char **argv)
         {"no-check", no_argument, 0, O_NOCHECK}, {"label", required_argument, 0, O_LABEL},
         {"memcpy", no_argument, 0, O_MEMCPY}, {"device", required_argument, 0, O_DEVICE},
         {"nonblocking", no_argument, 0, 'N'}, {"overlap", required_argument, 0, O_OVERLAP},
+        {"persistent", no_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     const char *nb = getenv("HIER_BENCH_NONBLOCKING");
+    const char *pc = getenv("HIER_BENCH_PERSISTENT");
     if (nb && !strcmp(nb, "1")) opt.nonblocking = 1;
+    if (pc && !strcmp(pc, "1")) opt.persistent = 1;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:hN", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:b:e:f:w:n:d:hNP", lo, NULL)) != -1) {
         switch (o) {
         case 'c': parse_colls(optarg); break;
         case 'b': opt.min_bytes = parse_size(optarg); break;
@@ -172,11 +186,16 @@ static void parse_args(int argc, char **argv)
             break; /* seen before MPI_Init */
         case 'h': die_usage(NULL, NULL); break;
         case 'N': opt.nonblocking = 1; break;
+        case 'P': opt.persistent = 1; break;
         case O_OVERLAP: opt.overlap = (int)parse_long(optarg, 0, 1000000); break;
         default: die_usage("unknown or incomplete option", argv[optind - 1]);
         }
     }
     if (optind < argc) die_usage("unexpected argument", argv[optind]);
+    if (opt.persistent && opt.nonblocking) die_usage("-N and -P: one or the other", NULL);
+#ifndef BENCH_PINIT
+    if (opt.persistent) die_usage("this MPI has no persistent collectives (MPI 4.0, or Open MPI's MPIX_*_init)", NULL);
+#endif
     if (!*opt.label || strpbrk(opt.label, " \t\n")) die_usage("label must be one word", opt.label);
     if (opt.min_bytes < 1) opt.min_bytes = 1;
     if (opt.max_bytes < opt.min_bytes) die_usage("--max-bytes is below --min-bytes", NULL);
@@ -348,10 +367,47 @@ static size_t plan(int coll, size_t size)
     }
 }
 
-/* The nonblocking call, started. */
+#ifdef BENCH_PINIT
+/* -P: the persistent request of the size being measured, made at its first call. */
+static MPI_Request preq = MPI_REQUEST_NULL;
+static int preq_coll = -1;
+static size_t preq_n;
+
+static void persistent_make(int coll, size_t n)
+{
+    int blk = (int)(n / (size_t)np);
+    if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
+    switch (coll) {
+    case C_ALLREDUCE:
+        BENCH_PINIT(Allreduce)(sbuf, rbuf, (int)n, mpi_dt, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+        break;
+    case C_ALLGATHER:
+        BENCH_PINIT(Allgather)(sbuf, blk, mpi_dt, rbuf, blk, mpi_dt, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+        break;
+    case C_RSB:
+        BENCH_PINIT(Reduce_scatter_block)(sbuf, rbuf, blk, mpi_dt, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+        break;
+    default:
+        BENCH_PINIT(Reduce_scatter)(sbuf, rbuf, counts, mpi_dt, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+        break;
+    }
+    preq_coll = coll;
+    preq_n = n;
+}
+#endif
+
+/* The nonblocking call, started (-P: the persistent one). */
 static void call_start(int coll, size_t n, MPI_Request *req)
 {
     int blk = (int)(n / (size_t)np);
+#ifdef BENCH_PINIT
+    if (opt.persistent) {
+        if (preq_coll != coll || preq_n != n) persistent_make(coll, n);
+        MPI_Start(&preq);
+        *req = preq;
+        return;
+    }
+#endif
     switch (coll) {
     case C_ALLREDUCE: MPI_Iallreduce(sbuf, rbuf, (int)n, mpi_dt, MPI_SUM, MPI_COMM_WORLD, req); break;
     case C_ALLGATHER: MPI_Iallgather(sbuf, blk, mpi_dt, rbuf, blk, mpi_dt, MPI_COMM_WORLD, req); break;
@@ -363,7 +419,7 @@ static void call_start(int coll, size_t n, MPI_Request *req)
 static void call(int coll, size_t n)
 {
     int blk = (int)(n / (size_t)np);
-    if (opt.nonblocking) {
+    if (opt.nonblocking || opt.persistent) {
         MPI_Request req;
         call_start(coll, n, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -475,7 +531,9 @@ static int bench_coll(int coll, int lw)
         printf("#\n# %s: np=%d datatype=%s%s warmup=%s iters=%s check=%s%s\n", coll_names[coll],
                np, dt_name, coll == C_ALLGATHER ? "" : " op=sum", opt.warmup < 0 ? "auto" : "fixed",
                opt.iters < 0 ? "adaptive" : "fixed", opt.check ? "on" : "off",
-               opt.nonblocking ? " nonblocking (MPI_I* + MPI_Wait)" : "");
+               opt.nonblocking  ? " nonblocking (MPI_I* + MPI_Wait)"
+               : opt.persistent ? " persistent (MPI_*_init once, MPI_Start + MPI_Wait)"
+                                : "");
         printf("# %-*s %-20s %12s %11s %12s %10s %10s %5s\n", lw - 2, "label", "coll",
                "size_bytes", "count", "time_us", "algbw_GB/s", "busbw_GB/s", "check");
         fflush(stdout);
@@ -531,7 +589,7 @@ static int bench_coll(int coll, int lw)
             fflush(stdout);
             failed |= anybad != 0;
         }
-        if (opt.nonblocking && opt.overlap >= 0) overlap(coll, n, iters, sum_pure(tm, iters));
+        if ((opt.nonblocking || opt.persistent) && opt.overlap >= 0) overlap(coll, n, iters, sum_pure(tm, iters));
         free(ti);
         free(tm);
     next:
@@ -611,6 +669,9 @@ int main(int argc, char **argv)
         if (opt.colls[c]) failed |= bench_coll(c, lw);
     MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0 && failed) printf("# FAIL: some results were wrong\n");
+#ifdef BENCH_PINIT
+    if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
+#endif
     if (device == DEV_TEST) {
         tdev_free(sbuf);
         tdev_free(rbuf);

@@ -24,8 +24,11 @@ Steps:
  2. The model, identical on every rank (seeded), wrapped in DDP with
     bucket_cap_mb; the MPI hook registered unless --comm gloo.
  3. Training: each step draws the rank's batch, runs forward, backward (the
-    hook allreduces the buckets as they fill) and an SGD step; each step's
-    global mean loss is computed with one more MPI_Allreduce (float64).
+    hook allreduces the buckets as they fill: in the hook, on --overlap's
+    thread, or --nonblocking: MPI_Iallreduce started in the hook, tested at
+    the next buckets, waited at the last one, so every bucket is averaged
+    before the optimizer step) and an SGD step; each step's global mean
+    loss is computed with one more MPI_Allreduce (float64).
  4. Checks: every rank's parameters hashed and the hashes compared
     (--check fails the run if any differ); --losses writes the loss curve,
     --expect-losses compares it with an earlier run's within --rtol.
@@ -76,6 +79,9 @@ def parse_args():
     p.add_argument("--overlap", action="store_true",
                    help="allreduce on one communication thread while backward goes on "
                         "(as Horovod and torch's MPI backend); default: in the hook")
+    p.add_argument("--nonblocking", action="store_true",
+                   help="MPI_Iallreduce started in the hook, no thread: tested at each later bucket, "
+                        "all waited at the last bucket of the step")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--device", default="cpu",
@@ -132,14 +138,56 @@ def make_batch(args, vocab, seq, rank, step):
 class MpiHookState:
     """What the hook needs and what it measured."""
 
-    def __init__(self, comm, overlap):
+    def __init__(self, comm, overlap, nonblocking=False):
         self.comm = comm
+        self.nonblocking = nonblocking
+        self.pending = []  # --nonblocking: (request, buffer, future) of the buckets in flight
         # one thread: MPI calls stay in bucket order, the same on every rank
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if overlap else None
         self.size = comm.Get_size()
         self.calls = 0
         self.bytes = 0
         self.seconds = 0.0
+
+
+def finish_buckets(state, wait):
+    """--nonblocking: the buckets whose MPI_Iallreduce is over (all of them,
+    waited, when `wait`) averaged and their futures set; the others stay in
+    flight (MPI_Test also lets the MPI library progress them)."""
+    left = []
+    for req, buf, fut in state.pending:
+        if wait:
+            req.Wait()
+        elif not req.Test():
+            left.append((req, buf, fut))
+            continue
+        buf.div_(state.size)
+        state.calls += 1
+        state.bytes += buf.numel() * buf.element_size()
+        fut.set_result(buf)
+    state.pending = left
+
+
+def mpi_iallreduce_bucket(state, bucket, buf, fut, ready):
+    """--nonblocking: MPI_Iallreduce started on the bucket (every rank starts
+    the buckets in the same order: DDP's), the earlier ones tested; the step's
+    last bucket waits for all, so DDP finds every future set."""
+    start = time.perf_counter()
+    try:
+        if ready is not None:
+            ready.synchronize()
+        req = state.comm.Iallreduce(MPI.IN_PLACE, buf if buf.is_cuda else buf.numpy(), op=MPI.SUM)
+        state.pending.append((req, buf, fut))
+        finish_buckets(state, wait=bucket.is_last())
+    except BaseException as e:  # DDP raises it where it waits for the bucket
+        for _, _, f in state.pending:
+            if not f.done():
+                f.set_exception(e)
+        state.pending = []
+        if not fut.done():
+            fut.set_exception(e)
+    state.seconds += time.perf_counter() - start
+    return fut
 
 
 def mpi_allreduce_hook(state, bucket):
@@ -156,6 +204,8 @@ def mpi_allreduce_hook(state, bucket):
     if buf.is_cuda:
         ready = torch.cuda.Event()
         ready.record(torch.cuda.current_stream(buf.device))
+    if state.nonblocking:
+        return mpi_iallreduce_bucket(state, bucket, buf, fut, ready)
 
     def allreduce():
         try:
@@ -237,6 +287,8 @@ def check_losses(args, losses):
 
 def main():
     args = parse_args()
+    if args.overlap and args.nonblocking:
+        sys.exit("ddp_train.py: --overlap (a thread) or --nonblocking (MPI_Iallreduce), not both")
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     torch.set_num_threads(args.threads)
@@ -248,7 +300,7 @@ def main():
         local = int(os.environ.get("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")))
         torch.cuda.set_device(local % torch.cuda.device_count())
     model = DDP(TinyLM(*sizes).to(args.device), bucket_cap_mb=args.bucket_cap_mb)
-    state = MpiHookState(comm, args.overlap)
+    state = MpiHookState(comm, args.overlap, args.nonblocking)
     if args.comm == "mpi":
         model.register_comm_hook(state, mpi_allreduce_hook)
     losses, step_s, allreduce_s = train(args, comm, model, sizes, state)
@@ -258,7 +310,7 @@ def main():
     agree = all(d == digest for d in digests)
     ok = agree or not args.check
     report = {
-        "comm": args.comm, "overlap": args.overlap, "size": args.size, "ranks": comm.Get_size(),
+        "comm": args.comm, "overlap": args.overlap, "nonblocking": args.nonblocking, "size": args.size, "ranks": comm.Get_size(),
         "params": sum(p.numel() for p in model.parameters()),
         "bucket_cap_mb": args.bucket_cap_mb, "steps": args.steps,
         "step_s_median": statistics.median(step_s) if step_s else None,

@@ -22,11 +22,25 @@ static const hier_param_desc_t hier_param_table[] = {
      "lines too",
      HIER_PARAM_OFF(stats), 0, 1, 2},
     {"nonblocking", HIER_PARAM_INT, "1",
-     "1 = hier serves MPI_Iallreduce, MPI_Iallgather and MPI_Ireduce_scatter(_block) too, as requests its "
-     "progress advances without waiting (a call that would wait first, before the communicator's first blocking "
-     "collectives make what it needs, goes to the previous component: fallback:nonblocking); 0 = they all go "
-     "to the previous component (libnbc)",
+     "1 = hier serves MPI_Iallreduce, MPI_Iallgather and MPI_Ireduce_scatter(_block), and their persistent "
+     "MPI_*_init, too, as requests its progress advances without waiting (a call that would wait first for a "
+     "collective step only blocking calls take goes to the previous component: fallback:nonblocking); 0 = they "
+     "all go to the previous component (libnbc)",
      HIER_PARAM_OFF(nonblocking), 0, 0, 4},
+    {"nonblocking_setup", HIER_PARAM_INT, "1",
+     "1 = a communicator whose first collective is nonblocking is set up without waiting: its exchanges with "
+     "the peers are point-to-point messages the requests' progress tests, and the calls made meanwhile wait in "
+     "its queue (served once it is set up); 0 = those calls go to the previous component until a blocking "
+     "collective sets the communicator up (fallback:nonblocking)",
+     HIER_PARAM_OFF(nonblocking_setup), 0, 0, 4},
+    {"progress_thread", HIER_PARAM_INT, "0",
+     "1 = a thread of hier's advances the nonblocking and persistent requests while the application computes "
+     "without calling MPI (it moves their data through shared memory, and between nodes through hier's own "
+     "endpoint unless libfabric was in the process before hier: the MPI library's, which its owner drives "
+     "without locks; it leaves their completion, and whatever needs Open MPI, to the application's next MPI "
+     "call); it sleeps while there is none. 2 = between nodes even then (Open MPI 4.1 with its ofi components "
+     "loaded ran so; Open MPI 6.0 hung). Costs a core's share while requests run, and hier's transport lock",
+     HIER_PARAM_OFF(progress_thread), 0, 1, 4},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
      "Force the allreduce algorithm: auto, ll (low latency), flat (every rank reduces all "
      "slots), numa (two-level NUMA tree), rsag (pipelined reduce-scatter + allgather through the segment) or "

@@ -29,6 +29,8 @@ typedef struct {
     int verbose;
     int stats;
     int nonblocking;              /* 1: nonblocking calls served as requests (comm/hier_comm_req.c) */
+    int nonblocking_setup;        /* 1: a communicator's first call, nonblocking, sets it up without waiting */
+    int progress_thread;          /* 1: a thread of hier's advances the requests between MPI calls */
     int allreduce_algorithm;      /* hier_algo_t: AUTO, LL, FLAT, NUMA, RSAG or FALLBACK */
     int allgather_algorithm;      /* AUTO, LL, SHM, CMA or FALLBACK */
     int reduce_scatter_algorithm; /* AUTO, LL, SHM or FALLBACK */

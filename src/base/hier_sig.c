@@ -9,9 +9,10 @@
 hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest,
                          uint64_t call)
 {
-    if (coll == HIER_COLL_ALLGATHER || coll == HIER_COLL_IALLGATHER) dt = 0, op = 0;
+    if (coll == HIER_COLL_ALLGATHER || coll == HIER_COLL_IALLGATHER || coll == HIER_COLL_ALLGATHER_INIT) dt = 0, op = 0;
     if (coll == HIER_COLL_REDUCE_SCATTER_BLOCK) coll = HIER_COLL_REDUCE_SCATTER; /* (one core entry) */
     if (coll == HIER_COLL_IREDUCE_SCATTER_BLOCK) coll = HIER_COLL_IREDUCE_SCATTER;
+    if (coll == HIER_COLL_REDUCE_SCATTER_BLOCK_INIT) coll = HIER_COLL_REDUCE_SCATTER_INIT;
     uint64_t w = HIER_SIG_VALID | (uint64_t)(digest & HIER_SIG_DIGEST_MASK) << 32 | (uint64_t)(op & 0x1f) << 27 |
                  (uint64_t)(dt & 0x3f) << 21 | (uint64_t)(coll & 0x1f) << 16 | (call & 0xffff);
     return (hier_sig_t){.count = count, .word = w};
@@ -89,10 +90,11 @@ void hier_sig_describe(hier_sig_t s, char *buf, size_t len)
     unsigned long long n = (unsigned long long)s.count;
     if (!hier_sig_valid(s))
         snprintf(buf, len, "no collective yet");
-    else if (coll == HIER_COLL_ALLGATHER)
-        snprintf(buf, len, "allgather of %llu bytes per rank, call %u", n, call);
-    else if (coll == HIER_COLL_REDUCE_SCATTER)
-        snprintf(buf, len, "reduce_scatter of %llu %s in all (%s; counts digest %08x), call %u", n,
+    else if (coll == HIER_COLL_ALLGATHER || coll == HIER_COLL_IALLGATHER || coll == HIER_COLL_ALLGATHER_INIT)
+        snprintf(buf, len, "%s of %llu bytes per rank, call %u", hier_coll_name(coll), n, call);
+    else if (coll == HIER_COLL_REDUCE_SCATTER || coll == HIER_COLL_IREDUCE_SCATTER ||
+             coll == HIER_COLL_REDUCE_SCATTER_INIT)
+        snprintf(buf, len, "%s of %llu %s in all (%s; counts digest %08x), call %u", hier_coll_name(coll), n,
                  hier_dtype_name(dt), hier_op_name(op), digest, call);
     else
         snprintf(buf, len, "%s of %llu %s (%s), call %u", hier_coll_name(coll), n, hier_dtype_name(dt),

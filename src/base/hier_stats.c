@@ -13,6 +13,10 @@ static const char *const hier_coll_names[HIER_COLL_COUNT] = {
     [HIER_COLL_IALLGATHER] = "iallgather",
     [HIER_COLL_IREDUCE_SCATTER] = "ireduce_scatter",
     [HIER_COLL_IREDUCE_SCATTER_BLOCK] = "ireduce_scatter_block",
+    [HIER_COLL_ALLREDUCE_INIT] = "pallreduce",
+    [HIER_COLL_ALLGATHER_INIT] = "pallgather",
+    [HIER_COLL_REDUCE_SCATTER_INIT] = "preduce_scatter",
+    [HIER_COLL_REDUCE_SCATTER_BLOCK_INIT] = "preduce_scatter_block",
 };
 
 static const char *const hier_path_names[HIER_PATH_COUNT][2] = {

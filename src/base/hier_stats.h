@@ -16,6 +16,10 @@ typedef enum {
     HIER_COLL_IALLGATHER,        /* nonblocking call never matches a blocking one) */
     HIER_COLL_IREDUCE_SCATTER,
     HIER_COLL_IREDUCE_SCATTER_BLOCK,
+    HIER_COLL_ALLREDUCE_INIT,    /* persistent ("pallreduce", ...: a pvar's name must fit 63 */
+    HIER_COLL_ALLGATHER_INIT,    /* characters): every start counted; their own signatures too */
+    HIER_COLL_REDUCE_SCATTER_INIT,
+    HIER_COLL_REDUCE_SCATTER_BLOCK_INIT,
     HIER_COLL_COUNT
 } hier_coll_t;
 
@@ -48,7 +52,7 @@ typedef enum {
     HIER_PATH_FALLBACK_PARAMS,   /* the ranks have different coll_hier parameters */
     HIER_PATH_FALLBACK_MISMATCH, /* the ranks called different collectives on it earlier */
     HIER_PATH_FALLBACK_WARMUP,   /* several nodes, some rank's libfabric endpoint still opening */
-    HIER_PATH_FALLBACK_NONBLOCKING, /* a nonblocking call that would wait first: a collective step not taken yet */
+    HIER_PATH_FALLBACK_NONBLOCKING, /* a nonblocking call (or a persistent start) that would wait first: a collective step not taken yet */
     HIER_PATH_COUNT
 } hier_path_t;
 

@@ -66,6 +66,7 @@ void hier_comm_lend_topology(void *(*get)(void))
 
 void hier_core_finalize(void)
 {
+    hier_req_thread_stop();
     hier_core_release();
 }
 
@@ -153,7 +154,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
     if ((st = hier_comm_buffers("allreduce", &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
-    if (c->req_head) hier_req_drain(c);
+    if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -174,7 +175,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_status_t st, ready, pd_st;
     size_t total = block_bytes * (size_t)c->size;
     if ((st = hier_comm_buffers("allgather", &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
-    if (c->req_head) hier_req_drain(c);
+    if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
     if (st != HIER_OK) return st;
@@ -201,7 +202,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     for (int r = 0; r < c->size; r++) total += rcounts[r];
     if ((st = hier_comm_buffers("reduce_scatter", &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
         return st;
-    if (c->req_head) hier_req_drain(c);
+    if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
                                        &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
@@ -219,59 +220,84 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     return hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
 }
 
-/* ---- nonblocking: requests (hier_comm_req.c) --------------------------------- */
+/* ---- nonblocking and persistent: requests (hier_comm_req.c) ------------------ */
 
-/* A device buffer nothing here can reach, or a bad buffer: as the blocking call. */
-static hier_status_t hier_comm_req_buffers(const char *coll, const void **sbuf_p, size_t sbytes, void *rbuf,
-                                           size_t rbytes, hier_path_t *path_p)
+/* A device buffer nothing here can reach: as the blocking call; one a
+ * backend reaches: a request does not stage (a rank with a device backend
+ * makes every call of the communicator so). */
+static hier_status_t hier_comm_req_place(const hier_req_call_t *call, size_t sbytes, size_t rbytes,
+                                         hier_path_t *path_p)
 {
     hier_accel_buf_t sb, rb;
-    hier_status_t st = hier_comm_buffers(coll, sbuf_p, sbytes, rbuf, rbytes);
-    if (st != HIER_OK) return st;
-    int staged = hier_coll_dev_classify(*sbuf_p, sbytes, rbuf, rbytes, &sb, &rb, &st);
+    hier_status_t st;
+    int staged = hier_coll_dev_classify(call->sbuf, sbytes, call->rbuf, rbytes, &sb, &rb, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
-    if (st == HIER_OK && staged) { /* (a rank with a device backend makes every call of the communicator so) */
+    if (st == HIER_OK && staged) {
         *path_p = HIER_PATH_FALLBACK_NONBLOCKING;
         return HIER_ERR_NOT_SUPPORTED;
     }
     return st;
 }
 
+/* A nonblocking call's request, made now; or a persistent one, made with
+ * the collective steps every rank takes alike, its buffers' place checked
+ * after them (one rank's device buffer must not keep it from its peers'
+ * steps). */
+static hier_status_t hier_comm_req(hier_comm_t *c, hier_req_call_t *call, size_t sbytes, size_t rbytes,
+                                   const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
+{
+    hier_req_t *q;
+    hier_status_t st = hier_comm_buffers(hier_coll_name(call->sig_coll), &call->sbuf, sbytes, call->rbuf, rbytes);
+    if (st != HIER_OK) return st;
+    if (!call->persistent) {
+        if ((st = hier_comm_req_place(call, sbytes, rbytes, path_p)) != HIER_OK) return st;
+        return hier_req_make(c, call, notify, path_p, req_p);
+    }
+    if ((st = hier_req_init(c, call, notify, path_p, &q)) != HIER_OK) return st;
+    if ((st = hier_comm_req_place(call, sbytes, rbytes, path_p)) != HIER_OK) {
+        hier_req_free(q);
+        return st;
+    }
+    *req_p = q;
+    return HIER_OK;
+}
+
 hier_status_t hier_comm_iallreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                    hier_op_t op, const hier_user_op_t *user, const hier_req_notify_t *notify,
-                                   hier_path_t *path_p, hier_req_t **req_p)
+                                   hier_req_kind_t kind, hier_path_t *path_p, hier_req_t **req_p)
 {
     size_t bytes = count * hier_dtype_size(dt);
-    hier_status_t st = hier_comm_req_buffers("iallreduce", &sbuf, bytes, rbuf, bytes, path_p);
-    if (st != HIER_OK) return st;
-    hier_req_call_t call = {.coll = HIER_COLL_ALLREDUCE, .sig_coll = HIER_COLL_IALLREDUCE,
-                            .sbuf = sbuf, .rbuf = rbuf, .count = count,
-                            .dt = dt, .op = op, .user = user ? *user : (hier_user_op_t){0}};
-    return hier_req_make(c, &call, notify, path_p, req_p);
+    int persistent = kind == HIER_REQ_PERSISTENT;
+    hier_req_call_t call = {.coll = HIER_COLL_ALLREDUCE,
+                            .sig_coll = persistent ? HIER_COLL_ALLREDUCE_INIT : HIER_COLL_IALLREDUCE,
+                            .sbuf = sbuf, .rbuf = rbuf, .count = count, .dt = dt, .op = op,
+                            .user = user ? *user : (hier_user_op_t){0}, .persistent = persistent};
+    return hier_comm_req(c, &call, bytes, bytes, notify, path_p, req_p);
 }
 
 hier_status_t hier_comm_iallgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                   const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
+                                   const hier_req_notify_t *notify, hier_req_kind_t kind, hier_path_t *path_p,
+                                   hier_req_t **req_p)
 {
-    hier_status_t st = hier_comm_req_buffers("iallgather", &sbuf, block_bytes, rbuf, block_bytes * (size_t)c->size,
-                                             path_p);
-    if (st != HIER_OK) return st;
-    hier_req_call_t call = {.coll = HIER_COLL_ALLGATHER, .sig_coll = HIER_COLL_IALLGATHER,
-                            .sbuf = sbuf, .rbuf = rbuf, .count = block_bytes};
-    return hier_req_make(c, &call, notify, path_p, req_p);
+    int persistent = kind == HIER_REQ_PERSISTENT;
+    hier_req_call_t call = {.coll = HIER_COLL_ALLGATHER,
+                            .sig_coll = persistent ? HIER_COLL_ALLGATHER_INIT : HIER_COLL_IALLGATHER,
+                            .sbuf = sbuf, .rbuf = rbuf, .count = block_bytes, .persistent = persistent};
+    return hier_comm_req(c, &call, block_bytes, block_bytes * (size_t)c->size, notify, path_p, req_p);
 }
 
 hier_status_t hier_comm_ireduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                         hier_dtype_t dt, hier_op_t op, const hier_user_op_t *user,
-                                        const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
+                                        const hier_req_notify_t *notify, hier_req_kind_t kind, hier_path_t *path_p,
+                                        hier_req_t **req_p)
 {
     size_t es = hier_dtype_size(dt), total = 0;
+    int persistent = kind == HIER_REQ_PERSISTENT;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
-    hier_status_t st = hier_comm_req_buffers("ireduce_scatter", &sbuf, total * es, rbuf,
-                                             (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es, path_p);
-    if (st != HIER_OK) return st;
-    hier_req_call_t call = {.coll = HIER_COLL_REDUCE_SCATTER, .sig_coll = HIER_COLL_IREDUCE_SCATTER,
-                            .sbuf = sbuf, .rbuf = rbuf, .dt = dt,
-                            .op = op, .user = user ? *user : (hier_user_op_t){0}, .rcounts = rcounts};
-    return hier_req_make(c, &call, notify, path_p, req_p);
+    hier_req_call_t call = {.coll = HIER_COLL_REDUCE_SCATTER,
+                            .sig_coll = persistent ? HIER_COLL_REDUCE_SCATTER_INIT : HIER_COLL_IREDUCE_SCATTER,
+                            .sbuf = sbuf, .rbuf = rbuf, .dt = dt, .op = op,
+                            .user = user ? *user : (hier_user_op_t){0}, .rcounts = rcounts, .persistent = persistent};
+    return hier_comm_req(c, &call, total * es, (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es, notify,
+                         path_p, req_p);
 }

@@ -59,15 +59,22 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void
  * alike: HIER_PATH_FALLBACK_NONBLOCKING. The buffers stay the caller's
  * until the request is over; rcounts and `user` are copied. done(req, st,
  * arg) is called once, when the request is over, in the thread that
- * advanced it (maybe before the entry returns). */
+ * advanced it (maybe before the entry returns).
+ * kind HIER_REQ_PERSISTENT (MPI_*_init, a collective call): the
+ * communicator's set-up and the collective steps the plan needs are taken
+ * here, on every rank, and the request does not run until hier_req_start
+ * (as often as wanted; done() at each end); the buffers and `user` stay the
+ * caller's until it is freed. */
 hier_status_t hier_comm_iallreduce(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                    hier_op_t op, const hier_user_op_t *user, const hier_req_notify_t *notify,
-                                   hier_path_t *path_p, hier_req_t **req_p);
+                                   hier_req_kind_t kind, hier_path_t *path_p, hier_req_t **req_p);
 hier_status_t hier_comm_iallgather(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t block_bytes,
-                                   const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p);
+                                   const hier_req_notify_t *notify, hier_req_kind_t kind, hier_path_t *path_p,
+                                   hier_req_t **req_p);
 hier_status_t hier_comm_ireduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
                                         hier_dtype_t dt, hier_op_t op, const hier_user_op_t *user,
-                                        const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p);
+                                        const hier_req_notify_t *notify, hier_req_kind_t kind, hier_path_t *path_p,
+                                        hier_req_t **req_p);
 /* The calling thread's user operation for its next calls with HIER_OP_USER
  * (the reductions of a call run in the thread that makes it); NULL removes it. */
 void hier_comm_user_op_set(const hier_user_op_t *user);

@@ -19,12 +19,17 @@
  * rank counts the same calls), so a long warm-up (a busy node) costs few. */
 #define HIER_COMM_WARM_CALLS 1024
 
-static int hier_comm_warm(hier_comm_t *c, size_t bytes)
+int hier_comm_warm_due(hier_comm_t *c, size_t bytes)
 {
     if (++c->warm_calls < HIER_COMM_WARM_CALLS && bytes < hier_params.fabric_open_min) return 0;
     hier_core_fabric_warm();
     uint64_t n = ++c->warm_asks;
-    if ((n & (n - 1)) && n % 64) return 0;
+    return !(n & (n - 1)) || n % 64 == 0;
+}
+
+static int hier_comm_warm(hier_comm_t *c, size_t bytes)
+{
+    if (!hier_comm_warm_due(c, bytes)) return 0;
     int ready = hier_core_fabric_ready();
     return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
 }
@@ -97,12 +102,14 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 }
 
 /* The choice for a call; single copy is probed (collectively: every rank
- * reaches the same choice) the first time a rule wants it. */
-static hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_select_t *choice_p)
+ * reaches the same choice) the first time a rule wants it; with no_wait,
+ * not probed: HIER_IN_PROGRESS (the same answer on every rank). */
+hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p)
 {
     hier_select_shape_t shape = hier_comm_shape(c);
     hier_select(&shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape.cma < 0) {
+        if (no_wait) return HIER_IN_PROGRESS;
         if ((shape.cma = hier_node_cma(c)) < 0) return (hier_status_t)shape.cma;
         hier_select(&shape, coll, bytes, choice_p);
     }
@@ -166,7 +173,7 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
     hier_select_t choice;
     hier_comm_sign(c, HIER_COLL_ALLREDUCE, count, dt, op, 0);
-    st = hier_comm_select(c, HIER_COLL_ALLREDUCE, bytes, &choice);
+    st = hier_comm_select(c, HIER_COLL_ALLREDUCE, bytes, 0, &choice);
     if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_allreduce(&ll, sbuf, rbuf, count, esize, kernel);
@@ -186,7 +193,7 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
     hier_select_t choice;
     hier_comm_sign(c, HIER_COLL_ALLGATHER, block_bytes, 0, 0, 0);
-    st = hier_comm_select(c, HIER_COLL_ALLGATHER, block_bytes, &choice);
+    st = hier_comm_select(c, HIER_COLL_ALLGATHER, block_bytes, 0, &choice);
     if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_allgather(&ll, sbuf, rbuf, block_bytes);
@@ -215,7 +222,7 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
     }
     hier_select_t choice;
     hier_comm_sign(c, HIER_COLL_REDUCE_SCATTER, total, dt, op, hier_sig_digest(rcounts, c->size));
-    st = hier_comm_select(c, HIER_COLL_REDUCE_SCATTER, total * esize, &choice);
+    st = hier_comm_select(c, HIER_COLL_REDUCE_SCATTER, total * esize, 0, &choice);
     if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         st = hier_exec_ll_reduce_scatter(&ll, sbuf, rbuf, rcounts, displs, total, esize, kernel);

@@ -22,6 +22,10 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
  * only it knows). */
 hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
+/* A WARMING communicator's call of `bytes` (the whole vector): counted, the
+ * opening started when due, and whether it is time to ask every rank
+ * whether its endpoint is open (the same answer on every rank). */
+int hier_comm_warm_due(hier_comm_t *c, size_t bytes);
 
 /* What the host calls and the requests (hier_comm_req.c) share: a call
  * that failed fails the communicator (its later calls fall back), and says
@@ -31,6 +35,9 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_rid
 hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st);
 void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest);
 hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
+/* select/'s choice for a call (single copy probed when a rule first
+ * wants it: a collective step, which no_wait does not take: HIER_IN_PROGRESS). */
+hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p);
 hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
                                  int in_place);
 

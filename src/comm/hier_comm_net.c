@@ -13,6 +13,7 @@
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_net.h"
+#include "comm/hier_comm_xchg.h"
 #include "comm/hier_core.h"
 #include "sched/hier_sched_net.h"
 
@@ -132,7 +133,7 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
     size_t len = sizeof(mine.addr);
     int ok = all && hier_fabric_addr(fab, mine.addr, &len) == HIER_OK;
     mine.len = len;
-    if (c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) ok = 0;
+    if (hier_xchg_allgather(c, &mine, all, sizeof(mine)) != 0) ok = 0;
     for (int n = 0; ok && n < c->layout.nnodes; n++) {
         for (uint32_t i = c->layout.node_first[n]; ok && n != c->layout.node && i < c->layout.node_first[n + 1]; i++) {
             int r = (int)c->layout.node_ranks[i];
@@ -144,7 +145,7 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
         }
     }
     free(all);
-    if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
+    if (hier_xchg_agree(c, &ok, 1) != 0) ok = 0;
     return ok ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
 }
 

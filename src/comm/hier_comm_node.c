@@ -7,9 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_xchg.h"
 #include "exec/hier_run.h"
 #include "sched/hier_sched_build.h"
 #include "comm/hier_comm_net.h"
@@ -180,7 +182,11 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
-    w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0;
+    /* (not where threads call at once: several threads of a process in
+     * sleeping waits stalled this project's 2-core VMs whole, other
+     * processes' timers too, for up to 28 s, under Open MPI 5.0 and 6.0;
+     * yielding, 1.4 s at most: test_threads on 2 x 2 fake nodes) */
+    w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0 && !hier_lock_threaded();
 }
 
 static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)
@@ -439,25 +445,32 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * 3. node barrier; the others take the offered one from their pools, or attach;
  * 4. agree that every rank has it; a recycled one missing somewhere: again
  *    from 2 with fresh segments; any other failure: the small slots serve;
- * 5. leaders unlink fresh names. */
-static hier_status_t hier_node_pipe_setup(hier_comm_t *c)
+ * 5. leaders unlink fresh names.
+ * Made by a fiber (a nonblocking call's, hier_comm_pipe_begin), no call
+ * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
+ * of them too (a barrier of every rank: a node's spins would not yield). */
+hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
 {
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c), least = small * 2;
     if (least < (size_t)(c->size + 1) * 64) least = (size_t)(c->size + 1) * 64; /* (a piece of every block) */
     int v[4] = {(int)(hier_node_affordable(c, least) / 64)};                                          /* 1 */
-    hier_status_t st = hier_node_agree(c, v, 1);
+    hier_status_t st = !fibered                        ? hier_node_agree(c, v, 1)
+                       : hier_xchg_agree(c, v, 1) == 0 ? HIER_OK
+                                                       : HIER_ERR_INTERNAL;
     if (st != HIER_OK) return st;
     size_t chunk = (size_t)v[0] * 64;
     nd->pipe_state = HIER_PIPE_SMALL;
     for (int fresh_only = 0; chunk > small && fresh_only < 2; fresh_only++) {
         int fresh = 0, missing = 0;
         if (c->layout.me == 0) (void)hier_node_pipe_offer(c, chunk, fresh_only, &fresh);             /* 2 */
-        st = hier_shm_barrier(nd->small.seg, &nd->wait);                                              /* 3 */
-        if (hier_status_abandons(st)) return st;
+        int one = 1;                                                                                  /* 3 */
+        st = !fibered ? hier_shm_barrier(nd->small.seg, &nd->wait)
+                      : hier_xchg_agree(c, &one, 1) == 0 ? HIER_OK : HIER_ERR_INTERNAL;
+        if (hier_status_abandons(st) || (fibered && st != HIER_OK)) return st;
         if (c->layout.me != 0 && st == HIER_OK) st = hier_node_pipe_accept(c, chunk, &missing);
         int a[2] = {st == HIER_OK && nd->pipe.seg, !missing};                                         /* 4 */
-        if (c->ops.agree(a, 2, c->ops.arg) != 0) a[0] = a[1] = 0;
+        if (hier_xchg_agree(c, a, 2) != 0) a[0] = a[1] = 0;
         if (c->layout.me == 0 && nd->pipe.seg && fresh) hier_shm_unlink(nd->pipe.seg);                 /* 5 */
         if (a[0]) {
             nd->pipe.slots = hier_node_slots(nd->pipe.seg, c->layout.nranks);
@@ -518,7 +531,7 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c), chunk = small;
     if (!hier_node_small_serves(args, small)) {
-        hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c) : HIER_OK;
+        hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c, 0) : HIER_OK;
         if (st != HIER_OK) return st;
         chunk = hier_node_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
     }
@@ -531,15 +544,22 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
 /* Single copy: every rank reads its peers' probe words (cross-memory
  * attach needs ptrace-level permission); agreed once, at the first call
  * that would use it. */
+int hier_node_cma_reads(const hier_comm_t *c)
+{
+    const hier_node_t *nd = c->node;
+    int ok = 1;
+    for (int i = 1; ok && i < c->layout.nranks; i++) {
+        const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
+        ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
+    }
+    return ok;
+}
+
 int hier_node_cma(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
     if (nd->cma >= 0) return nd->cma;
-    int ok[4] = {1};
-    for (int i = 1; ok[0] && i < c->layout.nranks; i++) {
-        const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
-        ok[0] = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
-    }
+    int ok[4] = {hier_node_cma_reads(c)};
     hier_status_t st = hier_node_agree(c, ok, 1);
     if (st != HIER_OK) return st;
     nd->cma = ok[0];
@@ -603,32 +623,11 @@ static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *arg
     return ok[0] ? HIER_OK : HIER_ERR_NO_MEMORY;
 }
 
-/* hier_node_tier and hier_node_room without their collective steps, for a
- * request: without the pipeline segment yet, a large call pipelines through
- * the small slots (every rank alike: the segment is the communicator's
- * state); room is made here alone (a rank without the memory fails its
- * call with the error). HIER_IN_PROGRESS: a call the small slots cannot
- * carry before the segment is made. */
-static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
+/* The node's fields of a schedule's arguments. */
+static void hier_node_args(const hier_comm_t *c, hier_sched_args_t *args)
 {
-    hier_node_t *nd = c->node;
-    size_t small = hier_node_small_for_comm(c), need;
-    size_t chunk = hier_node_chunk_choice(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
-    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
-    args->chunk_bytes = chunk;
-    if (!hier_node_room_grow(c, args, &need)) {
-        HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
-        return HIER_ERR_NO_MEMORY;
-    }
-    *tier_p = chunk == small ? &nd->small : &nd->pipe;
-    return HIER_OK;
-}
-
-hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
-{
-    hier_node_t *nd = c->node;
+    const hier_node_t *nd = c->node;
     const hier_layout_t *l = &c->layout;
-    hier_tier_t *tier;
     args->nranks = l->nranks;
     args->me = l->me;
     args->order = nd->order;
@@ -639,6 +638,51 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     args->nnodes = l->nnodes;
     args->node_first = l->node_first;
     args->node_ranks = l->node_ranks;
+}
+
+int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args)
+{
+    return c->node->pipe_state == HIER_PIPE_NONE && !hier_node_small_serves(args, hier_node_small_for_comm(c));
+}
+
+/* hier_node_tier's choice without its collective step: without the
+ * pipeline segment yet, a large call pipelines through the small slots
+ * (every rank alike: the segment is the communicator's state). */
+hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args)
+{
+    hier_node_t *nd = c->node;
+    hier_node_args(c, args);
+    size_t chunk = hier_node_chunk_choice(args, hier_node_small_for_comm(c),
+                                          nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
+    args->chunk_bytes = chunk;
+    return HIER_OK;
+}
+
+/* hier_node_tier and hier_node_room without their collective steps, for a
+ * request: room is made here alone (a rank without the memory fails its
+ * call with the error). HIER_IN_PROGRESS: a call the small slots cannot
+ * carry before the segment is made. */
+static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
+{
+    hier_node_t *nd = c->node;
+    size_t need;
+    hier_status_t st = hier_node_fit(c, args);
+    if (st != HIER_OK) return st;
+    if (!hier_node_room_grow(c, args, &need)) {
+        HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
+        return HIER_ERR_NO_MEMORY;
+    }
+    *tier_p = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
+    return HIER_OK;
+}
+
+hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
+{
+    hier_node_t *nd = c->node;
+    const hier_layout_t *l = &c->layout;
+    hier_tier_t *tier;
+    hier_node_args(c, args);
     hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
     if (st == HIER_OK && !no_wait) st = hier_node_room(c, args);
     if (st != HIER_OK) return st;

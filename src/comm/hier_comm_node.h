@@ -53,6 +53,11 @@ int hier_node_crowded(const hier_comm_t *c, int nlocal);
 void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 /* Give every segment back (recycled for the next communicator) and free the level. */
 void hier_node_free(hier_comm_t *c);
+/* The pipeline segment, made collectively (fibered: by a fiber, hier_comm_xchg.c's exchanges). */
+hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
+/* Whether a run of this shape wants the pipeline segment, not made yet
+ * (the small slots do not carry it in one chunk). */
+int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
 /* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed). */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
 /* The chunk choice hier_node_tier makes, pure (the model asks it too): the
@@ -67,11 +72,21 @@ size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_
 /* Single copy: probed (collectively) at the first call that asks: 1 yes,
  * 0 no, or (negative) the hier_status_t that failed the call. */
 int hier_node_cma(hier_comm_t *c);
+/* Whether this rank reads every peer of its node through the kernel (their
+ * control lines written: after the set-up); the agreement is the caller's. */
+int hier_node_cma_reads(const hier_comm_t *c);
 /* A run of a schedule over the node set up: args filled in, its tier and
  * room made when first needed, which are collective steps: with no_wait, a
  * run that needs one is not set up (HIER_IN_PROGRESS; the same answer on
  * every rank). HIER_ERR_NOT_SUPPORTED: no buffer within the budget carries it. */
 hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p);
+/* What a request decides when it is made, without a collective step and
+ * without making anything: args' node fields and chunk (HIER_OK), or
+ * HIER_IN_PROGRESS (a segment it needs is not made yet) or
+ * HIER_ERR_NOT_SUPPORTED, the same answer on every rank. Its run is
+ * prepared (hier_node_prep, no_wait) when it begins: the room a run
+ * grows is the one the communicator's running request uses. */
+hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args);
 /* A run's end: the status it ended with, checked against the peers' signatures. */
 hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st);
 /* Run a schedule over the node (and the network, several nodes). */

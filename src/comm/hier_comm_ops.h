@@ -14,6 +14,15 @@ typedef struct {
     int (*allgather)(const void *sbuf, void *rbuf, size_t len, void *arg);
     /* values[i] = the minimum over the communicator, for each i < n (the same, an allreduce). */
     int (*agree)(int *values, int n, void *arg);
+    /* The same exchanges without blocking, for a set-up run as a fiber
+     * (hier_comm_xchg.c): one round of point-to-point, slen bytes sent to
+     * rank `to` and rlen received from rank `from`, posted (0) on a channel
+     * of hier's own (no collective's messages match it); sendrecv_test: 1
+     * that round is over, 0 not yet, negative failed (over, released either
+     * way). NULL: the glue has none (set-ups then wait for a blocking call). */
+    int (*sendrecv)(int to, const void *sbuf, size_t slen, int from, void *rbuf, size_t rlen, void *arg,
+                    void **pending_p);
+    int (*sendrecv_test)(void *pending, void *arg);
     /* Whether communicator rank `rank` runs on this rank's node, and its
      * process's identity (unique in the job, the same in every communicator). */
     int (*peer)(int rank, uint64_t *proc_p, void *arg);

@@ -13,10 +13,17 @@
  * 3. advanced, by a test of any request of the process or its progress,
  *    as far as it goes without waiting;
  * 4. over: its status kept, done() told, the next one started.
+ * A persistent request (MPI_*_init) is made and planned once, then queued
+ * at every start (2-4 again).
+ * A request's run is bound to the node (its tier, and room for its steps,
+ * grown here alone when short) when it begins, not when it is made: the
+ * room is the communicator's, and the request ahead may be running in it.
  * Why a request never takes a collective step (set-up, segments,
  * agreements): those wait for the peers to reach them, and a peer may be
  * waiting for this rank elsewhere first (a receive before its own call). A
- * blocking call takes them; the requests after it find them made. (The
+ * blocking call takes them; the requests after it find them made. A
+ * persistent init is collective (it may wait): it takes them for its
+ * request, which then never needs one. (The
  * entries that make requests are hier_comm.c's, beside their blocking twins.)
  *
  * One lock over every queue: requests are advanced by whichever thread
@@ -26,12 +33,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_core.h"
 #include "comm/hier_comm_req.h"
 #include "exec/hier_run.h"
 
@@ -48,8 +57,17 @@ struct hier_req {
     hier_sched_args_t args;
     hier_run_t plan;
     hier_run_req_t run;
-    hier_status_t st;            /* HIER_IN_PROGRESS until over */
+    hier_status_t st;            /* HIER_IN_PROGRESS until over (persistent: while running) */
     int freed;                   /* given back before it was over: freed then */
+    int planned;                 /* choice, args and llc made (persistent: once) */
+    int decided;                 /* what it is decided (a busy communicator's request: when it is first) */
+    int started;                 /* begun (2): the first in its queue at some point */
+    int decide;                  /* made while the communicator was busy: decided when it begins */
+    int handback;                /* refused when made (busy): handed back when it begins */
+    hier_path_t path;            /* what serves it, or why it is handed back */
+    hier_status_t begun;         /* how it began: HIER_OK, or why it ends at once (handed back, failed) */
+    int finished;                /* over in the progress thread: finish_st, told by the next MPI call's progress */
+    hier_status_t finish_st;
     uint64_t net_bytes;
 };
 
@@ -93,15 +111,26 @@ static hier_status_t hier_req_refuse(hier_path_t why, const char *what, hier_pat
     return HIER_ERR_NOT_SUPPORTED;
 }
 
+static int hier_req_algo(hier_coll_t coll)
+{
+    return coll == HIER_COLL_ALLREDUCE   ? hier_params.allreduce_algorithm
+           : coll == HIER_COLL_ALLGATHER ? hier_params.allgather_algorithm
+                                         : hier_params.reduce_scatter_algorithm;
+}
+
+/* The parameters let hier serve this kind of call as a request. */
+static hier_status_t hier_req_enabled(hier_coll_t coll, hier_path_t *path_p)
+{
+    if (hier_req_algo(coll) == HIER_ALGO_FALLBACK || !hier_params.nonblocking)
+        return hier_req_refuse(HIER_PATH_FALLBACK_FORCED, "", path_p);
+    return HIER_OK;
+}
+
 /* The communicator can start a call now, without waiting for its peers:
  * decided from what every rank knows alike. */
-hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
+static hier_status_t hier_req_servable(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
-    int algo = coll == HIER_COLL_ALLREDUCE   ? hier_params.allreduce_algorithm
-               : coll == HIER_COLL_ALLGATHER ? hier_params.allgather_algorithm
-                                             : hier_params.reduce_scatter_algorithm;
-    if (algo == HIER_ALGO_FALLBACK || !hier_params.nonblocking)
-        return hier_req_refuse(HIER_PATH_FALLBACK_FORCED, "", path_p);
+    if (hier_req_enabled(coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     if (c->size == 1) return HIER_OK;
     if (c->state == HIER_COMM_REFUSED) return hier_req_refuse(c->refused, "", path_p);
     if (c->state != HIER_COMM_READY)
@@ -111,16 +140,52 @@ hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path
     return HIER_OK;
 }
 
-/* select/'s choice and the schedule's arguments: the plan, or a fallback. */
-static hier_status_t hier_req_plan(hier_req_t *q, hier_path_t *path_p)
+/* A first call, nonblocking, sets the communicator up without waiting. */
+static int hier_req_sets_up(const hier_comm_t *c)
+{
+    return c->size > 1 && c->state == HIER_COMM_NEW && hier_params.nonblocking_setup && c->ops.sendrecv;
+}
+
+static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k);
+
+/* A call on a communicator waiting for endpoints (WARMING) may ask, as
+ * its blocking calls do, and set it up then: without waiting too. */
+static int hier_req_warm_due(hier_comm_t *c, const hier_req_call_t *k)
+{
+    return c->size > 1 && c->state == HIER_COMM_WARMING && hier_params.nonblocking_setup && c->ops.sendrecv &&
+           hier_comm_warm_due(c, hier_req_bytes(c, k));
+}
+
+hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
+{
+    if (hier_req_enabled(coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
+    if (hier_req_busy(c) || hier_req_sets_up(c)) return HIER_OK; /* (decided when it begins) */
+    return hier_req_servable(c, coll, path_p);
+}
+
+/* Whether the node carries the run without a collective step first
+ * (decided alike on every rank; its room and tier are bound when it
+ * begins); with waits (a persistent init), they are made now. */
+static hier_status_t hier_req_fit(hier_req_t *q, int no_wait, hier_path_t *path_p)
+{
+    hier_status_t st = no_wait ? hier_node_fit(q->c, &q->args) : hier_node_prep(q->c, &q->args, 0, &q->plan);
+    if (st == HIER_IN_PROGRESS)
+        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "a segment or room it needs is not made yet", path_p);
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_req_refuse(HIER_PATH_FALLBACK_SHM, "", path_p);
+    return st;
+}
+
+/* select/'s choice and the schedule's arguments: the plan, or a fallback
+ * (no_wait: without a collective step). */
+static hier_status_t hier_req_plan(hier_req_t *q, int no_wait, hier_path_t *path_p)
 {
     hier_comm_t *c = q->c;
     const hier_req_call_t *k = &q->call;
     size_t esize = k->coll == HIER_COLL_ALLGATHER ? 1 : hier_dtype_size(k->dt);
-    hier_select_shape_t shape = hier_comm_shape(c);
-    hier_select(&shape, k->coll, k->count * esize, &q->choice);
-    if (q->choice.path == HIER_PATH_CMA_COPY && shape.cma < 0)
+    hier_status_t st = hier_comm_select(c, k->coll, k->count * esize, no_wait, &q->choice);
+    if (st == HIER_IN_PROGRESS)
         return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "single copy not probed yet", path_p);
+    if (st != HIER_OK) return st;
     q->llc = (hier_exec_ll_call_t){.sbuf = k->sbuf, .rbuf = k->rbuf, .esize = esize, .kernel = q->kernel};
     if (k->coll == HIER_COLL_ALLGATHER) q->llc.block = k->count;
     else q->llc.total = k->count;
@@ -138,11 +203,7 @@ static hier_status_t hier_req_plan(hier_req_t *q, hier_path_t *path_p)
             c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
         q->args.rs_slices = c->rs_slices;
     }
-    hier_status_t st = hier_node_prep(c, &q->args, 1, &q->plan);
-    if (st == HIER_IN_PROGRESS)
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "a segment or room it needs is not made yet", path_p);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_req_refuse(HIER_PATH_FALLBACK_SHM, "", path_p);
-    return st;
+    return hier_req_fit(q, no_wait, path_p);
 }
 
 /* (the lock held) */
@@ -157,6 +218,8 @@ static hier_req_t *hier_req_alloc(const hier_comm_t *c, const hier_req_call_t *k
     q->notify = *notify;
     q->st = HIER_IN_PROGRESS;
     q->freed = 0;
+    q->planned = q->decided = q->started = q->decide = q->handback = q->finished = 0;
+    q->path = HIER_PATH_SELF;
     q->net_bytes = 0;
     if (k->coll != HIER_COLL_REDUCE_SCATTER) return q;
     if (!(q->counts = malloc(2 * (size_t)c->size * sizeof(size_t)))) {
@@ -184,19 +247,48 @@ static void hier_req_release(hier_req_t *q)
 
 /* ---- 2-4. started, advanced, over ------------------------------------------- */
 
-static void hier_req_start(hier_req_t *q)
+static hier_status_t hier_req_replan(hier_req_t *q, hier_path_t *path_p);
+static void hier_req_thread_start(void);
+
+/* A request made while its communicator was busy (its set-up without
+ * waiting, or requests ahead), decided when it begins, alike on every rank
+ * (every rank begins it after the same ones): planned, or handed back
+ * (HIER_ERR_NOT_SUPPORTED, q->path: why) for its caller to run otherwise. */
+static hier_status_t hier_req_decide(hier_req_t *q)
+{
+    if (q->handback) return HIER_ERR_NOT_SUPPORTED;
+    if (q->c->size == 1) return HIER_OK;
+    return hier_req_replan(q, &q->path);
+}
+
+/* 2: begins, the first in its queue: decided (made while the communicator
+ * was busy); where its run wants the pipeline segment and there is none
+ * yet, the segment is made first, without waiting (0: not begun, the
+ * communicator is SETTING); then signed and posted (1). */
+static int hier_req_begin(hier_req_t *q, int in_thread)
 {
     hier_comm_t *c = q->c;
     const hier_req_call_t *k = &q->call;
-    if (c->size == 1) return;
+    if (!q->decided) {
+        q->decided = 1;
+        q->begun = q->decide ? hier_req_decide(q) : HIER_OK;
+    }
+    if (q->begun == HIER_OK && c->size > 1 && q->choice.path != HIER_PATH_SHM_LL && hier_params.nonblocking_setup &&
+        hier_node_wants_pipe(c, &q->args) && (in_thread || (hier_comm_pipe_begin(c) && c->state == HIER_COMM_SETTING)))
+        return 0; /* (the progress thread leaves the segment's making, Open MPI's messages, to MPI's thread) */
+    q->started = 1;
+    if (q->begun != HIER_OK || c->size == 1) return 1;
     uint32_t digest = k->coll == HIER_COLL_REDUCE_SCATTER ? hier_sig_digest(q->counts, c->size) : 0;
     hier_comm_sign(c, k->sig_coll, k->count, k->dt, k->op, digest);
     if (q->choice.path == HIER_PATH_SHM_LL) {
         hier_exec_ll_t ll = hier_comm_ll(c);
         hier_exec_ll_post(&ll, &q->llc, &q->llq);
-    } else {
+    } else if ((q->begun = hier_node_prep(c, &q->args, 1, &q->plan)) == HIER_OK) {
         hier_run_begin(&q->run, &q->plan, &q->args, k->sbuf, k->rbuf, q->kernel);
+    } else if (q->begun != HIER_ERR_NO_MEMORY) {
+        q->begun = HIER_ERR_INTERNAL; /* (its fit was decided before, and nothing changed it since) */
     }
+    return 1;
 }
 
 /* A one-rank communicator's result is its input. */
@@ -212,6 +304,7 @@ static hier_status_t hier_req_self(hier_req_t *q)
 static hier_status_t hier_req_step(hier_req_t *q)
 {
     hier_comm_t *c = q->c;
+    if (q->begun != HIER_OK) return q->begun;
     if (c->size == 1) return hier_req_self(q);
     hier_reduce_user_saved_t saved;
     hier_status_t st;
@@ -257,25 +350,27 @@ static void hier_req_pop(hier_comm_t *c, hier_status_t st)
     if (q->freed) hier_req_release(q);
 }
 
-/* 4: the first request is over, and the next starts; one that failed
- * failed the communicator, and every request behind it with its status
- * (they never start: the peers' fail alike). */
+/* 4: the first request is over (handed back: over for hier), and the next
+ * begins; one that failed failed the communicator, and every request
+ * behind it with its status (they never begin: the peers' fail alike). */
 static void hier_req_over(hier_comm_t *c, hier_status_t st)
 {
     hier_req_pop(c, st);
-    if (st != HIER_OK) {
-        hier_comm_failed(c, st);
-        while (c->req_head) hier_req_pop(c, st);
-    }
-    if (c->req_head) hier_req_start(c->req_head);
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return;
+    hier_comm_failed(c, st);
+    while (c->req_head) hier_req_pop(c, st);
 }
 
-/* The communicator's requests, as far as they go (the lock held); how many ended. */
+/* The communicator's set-up and requests, as far as they go (the lock
+ * held); how many requests ended. */
 static int hier_req_advance(hier_comm_t *c)
 {
     int ended = 0;
+    if (c->state == HIER_COMM_SETTING && !hier_comm_setup_step(c)) return 0;
     while (c->req_head) {
-        hier_status_t st = hier_req_step(c->req_head);
+        hier_req_t *q = c->req_head;
+        if (!q->started && !hier_req_begin(q, 0)) break; /* (SETTING: its pipeline segment first) */
+        hier_status_t st = q->finished ? q->finish_st : hier_req_step(q);
         if (st == HIER_IN_PROGRESS) break;
         hier_req_over(c, st);
         ended++;
@@ -283,40 +378,251 @@ static int hier_req_advance(hier_comm_t *c)
     return ended;
 }
 
-/* 1: made; queued, and started and advanced once when it is first. */
+/* 2: queued, and advanced (the lock held). */
+static void hier_req_queue(hier_comm_t *c, hier_req_t *q)
+{
+    if (c->req_tail) {
+        c->req_tail->next = q;
+    } else {
+        c->req_head = q;
+        hier_req_list(c);
+    }
+    c->req_tail = q;
+    hier_req_advance(c);
+}
+
+int hier_req_busy(const hier_comm_t *c)
+{
+    return c->req_head != NULL || c->state == HIER_COMM_SETTING;
+}
+
+/* (the lock held) */
+static hier_status_t hier_req_kernel(hier_req_t *q, hier_path_t *path_p)
+{
+    const hier_req_call_t *k = &q->call;
+    if (k->coll == HIER_COLL_ALLGATHER || hier_reduce_kernel_get(k->dt, k->op, &q->kernel) == HIER_OK) return HIER_OK;
+    return hier_req_refuse(HIER_PATH_FALLBACK_OP, "", path_p);
+}
+
+/* 1: made, then queued. A communicator's first call, nonblocking, starts
+ * its set-up without waiting (every rank meets it NEW at the same call).
+ * While the communicator is busy, a request is decided when it begins: the
+ * calls it runs, and those it hands back to the previous component, then
+ * start in the order they were made on every rank. */
 hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p)
 {
-    hier_status_t st = hier_req_ready(c, call->coll, path_p);
+    hier_status_t st = hier_req_enabled(call->coll, path_p);
     if (st != HIER_OK) return st;
     hier_path_t path = HIER_PATH_SELF;
+    if (hier_params.progress_thread) hier_req_thread_start();
     hier_req_lock(); /* (the plan reads what a request ahead may change: failing) */
-    hier_req_t *q = hier_req_alloc(c, call, notify);
-    if (!q) st = HIER_ERR_NO_MEMORY;
-    else if (call->coll != HIER_COLL_ALLGATHER && hier_reduce_kernel_get(call->dt, call->op, &q->kernel) != HIER_OK)
-        st = hier_req_refuse(HIER_PATH_FALLBACK_OP, "", &path);
-    else if (c->size > 1)
-        st = hier_req_plan(q, &path);
+    if (hier_req_sets_up(c) || hier_req_warm_due(c, call)) hier_comm_setup_begin(c);
+    int busy = hier_req_busy(c);
+    hier_req_t *q = NULL;
+    if (!busy) st = hier_req_servable(c, call->coll, &path);
+    if (st == HIER_OK && !(q = hier_req_alloc(c, call, notify))) st = HIER_ERR_NO_MEMORY;
+    if (q && (st = hier_req_kernel(q, &path)) == HIER_OK && c->size > 1 && !busy) st = hier_req_plan(q, 1, &path);
+    if (q && busy && st == HIER_ERR_NOT_SUPPORTED) { /* (its turn hands it back) */
+        q->handback = 1;
+        st = HIER_OK;
+    }
     if (st != HIER_OK) {
         if (q) hier_req_release(q);
         hier_req_unlock();
         if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
         return st;
     }
-    if (c->size > 1) path = q->choice.path;
+    q->decide = busy;
+    q->path = busy || c->size == 1 ? path : q->choice.path;
     *req_p = q;
-    *path_p = path;
-    if (c->req_tail) {
-        c->req_tail->next = q;
-    } else {
-        c->req_head = q;
-        hier_req_list(c);
-        hier_req_start(q);
-    }
-    c->req_tail = q;
-    hier_req_advance(c);
+    *path_p = q->path;
+    hier_req_queue(c, q);
     hier_req_unlock();
     return HIER_OK;
+}
+
+hier_status_t hier_req_defer(hier_comm_t *c, hier_path_t why, const hier_req_notify_t *notify, hier_req_t **req_p)
+{
+    hier_req_call_t none = {.coll = HIER_COLL_ALLGATHER};
+    hier_req_lock();
+    if (!hier_req_busy(c)) {
+        hier_req_unlock();
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    hier_req_t *q = hier_req_alloc(c, &none, notify);
+    if (!q) {
+        hier_req_unlock();
+        return HIER_ERR_NO_MEMORY;
+    }
+    q->decide = q->handback = 1;
+    q->path = why;
+    *req_p = q;
+    hier_req_queue(c, q);
+    hier_req_unlock();
+    return HIER_OK;
+}
+
+hier_path_t hier_req_path(const hier_req_t *q)
+{
+    return q->path;
+}
+
+/* The bytes a call's whole vector holds (what the set-up's opening rule asks). */
+static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k)
+{
+    if (k->coll == HIER_COLL_ALLGATHER) return k->count * (size_t)c->size;
+    size_t n = k->count;
+    if (k->coll == HIER_COLL_REDUCE_SCATTER)
+        for (int r = 0; r < c->size; r++) n += k->rcounts[r];
+    return n * hier_dtype_size(k->dt);
+}
+
+/* 1, persistent: the set-up (its first call) and the plan's collective
+ * steps, every rank alike; a communicator still warming (endpoints
+ * opening) is planned at the first start that can. */
+hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
+                            hier_path_t *path_p, hier_req_t **req_p)
+{
+    hier_path_t path = HIER_PATH_SELF;
+    hier_status_t st = hier_req_enabled(call->coll, path_p);
+    if (st != HIER_OK) return st;
+    if (hier_params.progress_thread) hier_req_thread_start();
+    if (c->size > 1) {
+        hier_req_drain(c); /* (the steps below are collective: the requests ahead first) */
+        if (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) /* (its verdict: c->state) */
+            (void)hier_comm_prepare(c, hier_req_algo(call->coll), hier_req_bytes(c, call), NULL, &path);
+    }
+    int warming = c->state == HIER_COMM_WARMING;
+    if (!warming && (st = hier_req_servable(c, call->coll, path_p)) != HIER_OK) return st;
+    hier_req_lock();
+    hier_req_t *q = hier_req_alloc(c, call, notify);
+    if (q) st = hier_req_kernel(q, &path);
+    hier_req_unlock();
+    if (!q) return HIER_ERR_NO_MEMORY;
+    q->st = HIER_OK; /* (not running) */
+    if (st == HIER_OK && c->size > 1 && !warming) {
+        st = hier_comm_failed(c, hier_req_plan(q, 0, &path));
+        q->planned = st == HIER_OK;
+    }
+    if (st != HIER_OK) {
+        hier_req_free(q);
+        if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
+        return st;
+    }
+    q->path = q->planned ? q->choice.path : warming ? HIER_PATH_FALLBACK_WARMUP : HIER_PATH_SELF;
+    *path_p = q->path;
+    *req_p = q;
+    return HIER_OK;
+}
+
+/* A start's plan: made at init, or at the first start that can (no
+ * collective step). The same answer on every rank: from what every rank
+ * knows alike. */
+static hier_status_t hier_req_replan(hier_req_t *q, hier_path_t *path_p)
+{
+    hier_status_t st = hier_req_servable(q->c, q->call.coll, path_p);
+    if (st != HIER_OK) return st;
+    if (!q->planned) {
+        st = hier_req_plan(q, 1, path_p);
+        q->planned = st == HIER_OK;
+    }
+    if (st == HIER_OK) *path_p = q->choice.path;
+    return st;
+}
+
+/* 2-4 again, persistent. */
+hier_status_t hier_req_start(hier_req_t *q, hier_path_t *path_p)
+{
+    hier_comm_t *c = q->c;
+    hier_path_t path = HIER_PATH_SELF;
+    hier_status_t st = HIER_OK;
+    hier_req_lock();
+    if (q->st == HIER_IN_PROGRESS) {
+        hier_req_unlock();
+        HIER_ERROR("rank %d: a persistent collective started again before its end", c->rank);
+        return HIER_ERR_INVALID_ARG;
+    }
+    int busy = hier_req_busy(c);
+    if (c->size > 1 && !busy) st = hier_req_replan(q, &path);
+    if (st != HIER_OK) {
+        hier_req_unlock();
+        if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
+        return st;
+    }
+    q->st = HIER_IN_PROGRESS;
+    q->next = NULL;
+    q->net_bytes = 0;
+    q->decided = q->started = q->handback = q->finished = 0;
+    q->decide = busy;
+    q->path = path;
+    *path_p = path;
+    hier_req_queue(c, q);
+    hier_req_unlock();
+    return HIER_OK;
+}
+
+/* ---- the progress thread (coll_hier_progress_thread) ------------------------ */
+
+static pthread_t hier_req_thread;
+static _Atomic int hier_req_thread_state; /* 0 none, 1 running, 2 told to stop */
+
+/* What the thread does to a communicator's first request: moves its data
+ * (begins it, decided as MPI's thread would; steps it). What needs Open
+ * MPI (a fiber's messages, a user's operation, a handed-back call) and the
+ * end's telling (done()) it leaves to the next MPI call's progress. */
+static void hier_req_thread_step(hier_comm_t *c)
+{
+    hier_req_t *q = c->req_head;
+    if (!q || q->finished || c->state == HIER_COMM_SETTING || q->call.op == HIER_OP_USER) return;
+    /* (between nodes, a libfabric the MPI library also drives is left to MPI's
+     * threads, unless the parameter says 2: Open MPI 6.0 with its ofi
+     * components hung with it so, on 2 x 2 fake nodes) */
+    if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_core_fabric_shared()) return;
+    if (!q->started && !hier_req_begin(q, 1)) return;
+    hier_status_t st = hier_req_step(q);
+    if (st == HIER_IN_PROGRESS) return;
+    q->finish_st = st;
+    q->finished = 1;
+}
+
+/* Passes over every communicator with requests; between them it sleeps,
+ * briefly while there are requests (the network's pace), longer while
+ * there are none. */
+static void *hier_req_thread_main(void *arg)
+{
+    (void)arg;
+    while (atomic_load_explicit(&hier_req_thread_state, memory_order_acquire) == 1) {
+        int any = 0;
+        pthread_mutex_lock(&hier_req_mutex);
+        for (hier_comm_t *c = hier_req_comms; c; c = c->req_next, any = 1) hier_req_thread_step(c);
+        pthread_mutex_unlock(&hier_req_mutex);
+        nanosleep(&(struct timespec){.tv_nsec = any ? 10000 : 1000000}, NULL);
+    }
+    return NULL;
+}
+
+/* At the first request, when asked for, where the locks are taken (the glue
+ * says threads may call at once when the parameter is on). */
+static void hier_req_thread_start(void)
+{
+    int none = 0;
+    if (!hier_params.progress_thread || !hier_lock_threaded() ||
+        !atomic_compare_exchange_strong(&hier_req_thread_state, &none, 1))
+        return;
+    if (pthread_create(&hier_req_thread, NULL, hier_req_thread_main, NULL) != 0) {
+        HIER_ERROR("no progress thread could be started: requests advance in MPI calls only");
+        atomic_store(&hier_req_thread_state, 0);
+    }
+}
+
+void hier_req_thread_stop(void)
+{
+    int running = 1;
+    if (atomic_compare_exchange_strong(&hier_req_thread_state, &running, 2)) {
+        pthread_join(hier_req_thread, NULL);
+        atomic_store(&hier_req_thread_state, 0);
+    }
 }
 
 hier_status_t hier_req_test(hier_req_t *q)
@@ -328,14 +634,25 @@ hier_status_t hier_req_test(hier_req_t *q)
     return st;
 }
 
+/* Open MPI's progress, entered again from inside it (a set-up's fiber
+ * testing its messages, the previous component starting a handed-back
+ * call): nothing then. (Threaded, the lock already says so to the other
+ * threads; a plain flag, not a thread-local one: a shared library's
+ * thread-local costs a call at each look, and progress looks often.) */
+static _Atomic int hier_req_progressing;
+
 int hier_req_progress(void)
 {
     int ended = 0;
-    if (!hier_req_comms || !hier_req_trylock()) return 0;
+    if (!hier_req_comms || atomic_load_explicit(&hier_req_progressing, memory_order_relaxed) ||
+        !hier_req_trylock())
+        return 0;
+    atomic_store_explicit(&hier_req_progressing, 1, memory_order_relaxed);
     for (hier_comm_t *c = hier_req_comms, *next; c; c = next) {
         next = c->req_next; /* (c leaves the list when its last request ends) */
         ended += hier_req_advance(c);
     }
+    atomic_store_explicit(&hier_req_progressing, 0, memory_order_relaxed);
     hier_req_unlock();
     return ended;
 }
@@ -359,7 +676,7 @@ void hier_req_drain(hier_comm_t *c)
     for (unsigned turn = 0;; turn++) {
         hier_req_lock();
         hier_req_advance(c);
-        int left = c->req_head != NULL;
+        int left = hier_req_busy(c);
         hier_req_unlock();
         if (!left) return;
         if (c->ops.progress) c->ops.progress();
@@ -369,6 +686,8 @@ void hier_req_drain(hier_comm_t *c)
 
 void hier_req_orphan(hier_comm_t *c)
 {
+    while (c->state == HIER_COMM_SETTING && !hier_comm_setup_step(c)) /* (its messages are in flight: to their end) */
+        if (c->ops.progress) c->ops.progress();
     hier_req_lock();
     if (c->req_head)
         HIER_ERROR("rank %d: a communicator was freed with nonblocking collectives not over: they fail", c->rank);

@@ -21,9 +21,15 @@ typedef struct {
     hier_op_t op;
     hier_user_op_t user;     /* HIER_OP_USER */
     const size_t *rcounts;   /* reduce_scatter (copied) */
+    int persistent;          /* HIER_REQ_PERSISTENT */
 } hier_req_call_t;
 
 hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
+                            hier_path_t *path_p, hier_req_t **req_p);
+/* A persistent request (MPI 4.0, 6.13: its init is collective, and may
+ * wait): the set-up and the collective steps its plan needs taken now, on
+ * every rank alike, so that no start waits; not running until started. */
+hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p);
 /* A blocking call on c: its requests over first (advancing them, and
  * Open MPI's progress, between looks). */

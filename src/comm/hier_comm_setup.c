@@ -46,11 +46,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hier_fiber.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_xchg.h"
 #include "comm/hier_core.h"
 
 enum { /* statuses, least first: the agreement takes the least */
@@ -296,7 +298,7 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
     *offer = (hier_node_offer_t){0};
     hier_setup_mine(c, loc, fresh_only, box, ride, &room, offer, &mine);                             /* 1 */
     hier_setup_rec_t *all = room.all;
-    if (!all || c->ops.allgather(&mine, all, sizeof(mine), c->ops.arg) != 0) {                       /* 2 */
+    if (!all || hier_xchg_allgather(c, &mine, all, sizeof(mine)) != 0) {                       /* 2 */
         all = NULL;
         status = HIER_SETUP_NO_MEMORY; /* (this rank alone: agreed below) */
     } else {                                                                                           /* 3 */
@@ -316,7 +318,7 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
         room.rs_displs = NULL;
         status = hier_setup_levels(c, loc, sure, box, all, &room, offer);
     }
-    if (!sure && c->ops.agree(&status, 1, c->ops.arg) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
+    if (!sure && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
     if (all && status == HIER_SETUP_OK && hier_ride_agreed(c, ride, &all[0].ride, sizeof(*all)))
         hier_ride_serve(c, ride, &all[0].ride, sizeof(*all));
     hier_setup_room_free(&room, loc);
@@ -376,4 +378,75 @@ hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
         HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is not open yet: calls between nodes use the previous component until "
                       "every rank's endpoint is ready (fallback:warmup)");
     return HIER_ERR_NOT_SUPPORTED;
+}
+
+/* ---- the set-up without waiting (a first call that is nonblocking) ------------ */
+
+/* The fiber: 0. from WARMING, whether every rank's endpoint is open now,
+ * agreed (no: WARMING still); 1. the set-up; 2. on one node, single copy
+ * probed too (a nonblocking call cannot probe it: two agreements, the first
+ * so that every rank's control line is written when the others read it);
+ * the communicator stays SETTING until they are over. */
+static void hier_setup_fiber(void *arg)
+{
+    hier_comm_t *c = arg;
+    if (c->setting_from == HIER_COMM_WARMING) {                                                        /* 0 */
+        int ready = hier_core_fabric_ready();
+        if (hier_xchg_agree(c, &ready, 1) != 0 || !ready) {
+            c->state = HIER_COMM_WARMING;
+            return;
+        }
+    }
+    hier_comm_setup(c, NULL);                                                                          /* 1 */
+    hier_comm_state_t verdict = c->state;
+    if (verdict != HIER_COMM_READY || c->layout.nnodes > 1 || c->layout.nranks < 2 || c->node->cma >= 0) return;
+    c->state = HIER_COMM_SETTING;                                                                      /* 2 */
+    int v = 1;
+    if (hier_xchg_agree(c, &v, 1) == 0) {
+        v = hier_node_cma_reads(c);
+        if (hier_xchg_agree(c, &v, 1) == 0) c->node->cma = v;
+    }
+    c->state = verdict;
+}
+
+/* The pipeline segment, for a nonblocking call that wants it. */
+static void hier_setup_pipe_fiber(void *arg)
+{
+    hier_comm_t *c = arg;
+    if (hier_node_pipe_setup(c, 1) != HIER_OK)
+        HIER_LOG(HIER_LOG_COMM, "rank %d: no pipeline segment made without waiting: the small slots serve", c->rank);
+    if (c->node->pipe_state == HIER_PIPE_NONE) c->node->pipe_state = HIER_PIPE_SMALL; /* (not again) */
+    c->state = HIER_COMM_READY;
+}
+
+static int hier_setup_fiber_begin(hier_comm_t *c, void (*fn)(void *))
+{
+    if (!c->ops.sendrecv || !c->ops.sendrecv_test || c->setting) return 0;
+    if (hier_fiber_new(fn, c, &c->setting) != HIER_OK) return 0;
+    c->setting_from = c->state;
+    c->state = HIER_COMM_SETTING;
+    hier_comm_setup_step(c);
+    return 1;
+}
+
+int hier_comm_setup_begin(hier_comm_t *c)
+{
+    return hier_setup_fiber_begin(c, hier_setup_fiber);
+}
+
+int hier_comm_pipe_begin(hier_comm_t *c)
+{
+    return c->state == HIER_COMM_READY && hier_setup_fiber_begin(c, hier_setup_pipe_fiber);
+}
+
+int hier_comm_setup_step(hier_comm_t *c)
+{
+    if (!c->setting) return 1;
+    if (!hier_fiber_resume(c->setting)) return 0;
+    hier_fiber_free(c->setting);
+    c->setting = NULL;
+    if (c->setting_from != HIER_COMM_READY)
+        HIER_LOG(HIER_LOG_COMM, "rank %d: a set-up made without waiting (its first call was nonblocking) is over: %s",
+                 c->rank, c->state == HIER_COMM_READY ? "served" : "not served");
+    return 1;
 }

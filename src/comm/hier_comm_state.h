@@ -64,12 +64,21 @@ typedef struct {
 } hier_net_t;
 
 /* WARMING: spans nodes and some rank's endpoint was still opening at the
- * set-up; each call asks all whether they are ready, and sets up again then. */
-typedef enum { HIER_COMM_NEW, HIER_COMM_READY, HIER_COMM_REFUSED, HIER_COMM_WARMING } hier_comm_state_t;
+ * set-up; each call asks all whether they are ready, and sets up again then.
+ * SETTING: the set-up runs as a fiber (its first call was nonblocking), its
+ * exchanges in flight; its end is the verdict (hier_comm_xchg.c). */
+typedef enum {
+    HIER_COMM_NEW,
+    HIER_COMM_READY,
+    HIER_COMM_REFUSED,
+    HIER_COMM_WARMING,
+    HIER_COMM_SETTING
+} hier_comm_state_t;
 
 struct hier_pd;
 struct hier_stage;
 struct hier_req;
+struct hier_fiber;
 
 struct hier_comm {
     int size, rank;
@@ -93,6 +102,8 @@ struct hier_comm {
      * the communicator is on the process's list of those with requests */
     struct hier_req *req_head, *req_tail;
     struct hier_comm *req_prev, *req_next;
+    struct hier_fiber *setting;  /* SETTING: the set-up, run as a fiber */
+    hier_comm_state_t setting_from; /* NEW, or WARMING: ask first whether every endpoint is open */
 };
 
 #endif

@@ -93,6 +93,11 @@ static void hier_core_warm_join(void)
     atomic_store_explicit(&hier_core_warm_state, HIER_WARM_JOINED, memory_order_relaxed);
 }
 
+int hier_core_fabric_shared(void)
+{
+    return hier_fi_load() == HIER_OK && hier_fi_shared();
+}
+
 void hier_core_fabric_warm(void)
 {
     hier_lock_take();

@@ -21,6 +21,10 @@ hier_fabric_t *hier_core_fabric(void);
  * (the same). */
 void hier_core_fabric_warm(void);
 int hier_core_fabric_ready(void);
+/* Whether libfabric was in the process before hier (net/hier_fi.h): its
+ * owner calls it from MPI's threads without locks, so hier's own threads
+ * leave it alone. */
+int hier_core_fabric_shared(void);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to
  * give each its nearest NICs when the endpoint opens: the first
  * communicator spanning nodes says, before its first hier_core_fabric. */

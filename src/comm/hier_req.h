@@ -10,6 +10,9 @@
 #include "comm/hier_comm_ops.h"
 
 typedef struct hier_req hier_req_t;
+/* A nonblocking call's request runs once; a persistent one (MPI_*_init) is
+ * planned once and run at every hier_req_start. */
+typedef enum { HIER_REQ_ONCE, HIER_REQ_PERSISTENT } hier_req_kind_t;
 typedef void (*hier_req_done_fn_t)(hier_req_t *req, hier_status_t st, void *arg);
 typedef struct {
     hier_req_done_fn_t done;
@@ -19,6 +22,24 @@ typedef struct {
  * (packing): HIER_OK, or HIER_ERR_NOT_SUPPORTED and why (coll: the
  * blocking twin). */
 hier_status_t hier_req_ready(hier_comm_t *comm, hier_coll_t coll, hier_path_t *path_p);
+/* Whether the communicator is busy: its set-up under way without waiting,
+ * or requests not over. Then every nonblocking call on it, served or not,
+ * goes through its queue (hier_req_defer for those the caller refuses
+ * itself): the calls the previous component runs start in the order they
+ * were made on every rank. */
+int hier_req_busy(const hier_comm_t *comm);
+/* A call the caller hands to the previous component, queued while comm is
+ * busy: done(req, HIER_ERR_NOT_SUPPORTED) at its turn (hier_req_path: why),
+ * when the caller starts it; HIER_ERR_NOT_SUPPORTED: not busy, start it now. */
+hier_status_t hier_req_defer(hier_comm_t *comm, hier_path_t why, const hier_req_notify_t *notify,
+                             hier_req_t **req_p);
+/* What served the request, or, handed back (done with
+ * HIER_ERR_NOT_SUPPORTED: the caller runs the call otherwise), why. */
+hier_path_t hier_req_path(const hier_req_t *req);
+/* Run a persistent request again (MPI_Start; it must not be running):
+ * HIER_OK, queued, or HIER_ERR_NOT_SUPPORTED and why this start is the
+ * previous component's (the same answer on every rank). */
+hier_status_t hier_req_start(hier_req_t *req, hier_path_t *path_p);
 /* Advance the request's communicator: HIER_IN_PROGRESS, or the request's
  * final status. */
 hier_status_t hier_req_test(hier_req_t *req);
@@ -27,7 +48,10 @@ hier_status_t hier_req_test(hier_req_t *req);
 int hier_req_progress(void);
 /* What the request put on the fabric (once over). */
 uint64_t hier_req_net_bytes(const hier_req_t *req);
-/* Give the request back: at once when it is over, else when it is. */
+/* The progress thread (coll_hier_progress_thread) ends, if it runs: at finalize. */
+void hier_req_thread_stop(void);
+/* Give the request back: at once when it is over (a persistent one: not
+ * running), else when it is. */
 void hier_req_free(hier_req_t *req);
 
 #endif

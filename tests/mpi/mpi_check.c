@@ -7,6 +7,7 @@ long check_failures;
 
 const char *const check_colls[NCOLL] = {"allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
 const char *const check_nb_colls[NCOLL] = {"iallreduce", "iallgather", "ireduce_scatter", "ireduce_scatter_block"};
+const char *const check_pc_colls[NCOLL] = {"pallreduce", "pallgather", "preduce_scatter", "preduce_scatter_block"};
 const char *const check_nb_fallback_paths[] = {"fallback_op", "fallback_datatype", "fallback_intercomm",
                                                "fallback_shm", "fallback_forced", "fallback_device",
                                                "fallback_mismatch", "fallback_nonblocking", NULL};
@@ -110,22 +111,25 @@ void check_pvars_read(check_counters_t *c)
     c->exchanges = check_read("coll_hier_exchanges");
 }
 
-void check_nb_read(check_nb_counters_t *c)
+static void check_nb_read_colls(const char *const colls[NCOLL], check_nb_counters_t *c)
 {
     char name[256];
     memset(c, 0, sizeof(*c));
     for (int k = 0; k < NCOLL; k++) {
         for (int p = 0; check_served_paths[p]; p++) {
-            snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", check_nb_colls[k], check_served_paths[p]);
+            snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", colls[k], check_served_paths[p]);
             c->served[k] += check_read(name);
         }
         for (int p = 0; check_nb_fallback_paths[p]; p++) {
-            snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", check_nb_colls[k], check_nb_fallback_paths[p]);
+            snprintf(name, sizeof(name), "coll_hier_%s_%s_calls", colls[k], check_nb_fallback_paths[p]);
             c->reason_calls[k][p] = check_read(name);
             c->fallback[k] += c->reason_calls[k][p];
         }
     }
 }
+
+void check_nb_read(check_nb_counters_t *c) { check_nb_read_colls(check_nb_colls, c); }
+void check_pc_read(check_nb_counters_t *c) { check_nb_read_colls(check_pc_colls, c); }
 
 int check_nb_reason_index(const char *reason) { return check_index(check_nb_fallback_paths, reason); }
 

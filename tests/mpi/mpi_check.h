@@ -38,6 +38,9 @@ typedef struct {
     unsigned long reason_calls[NCOLL][12];
 } check_nb_counters_t;
 void check_nb_read(check_nb_counters_t *c);
+/* The same for the persistent ones (pallreduce, ...: every start). */
+extern const char *const check_pc_colls[NCOLL];
+void check_pc_read(check_nb_counters_t *c);
 int check_nb_reason_index(const char *reason);
 
 /* 128 KiB allreduces on comm until hier serves one (coll_hier_fabric_warmup:

@@ -119,9 +119,29 @@ ddp_served_by_hier() {
     awk -v want=$((calls + steps)) '/^coll:hier:stats coll=allreduce path=net_/ {
         split($4, kv, "="); n += kv[2] } END { exit !(n >= want) }' "$1"
 }
+# --nonblocking: the buckets are MPI_Iallreduce (Open MPI makes some too, agreeing on communicator ids).
+# Those of the first step fall back (fallback:nonblocking:
+# no blocking call has set the communicator up yet); every later one is served between nodes, and the
+# losses' blocking allreduces too.
+ddp_nb_served_by_hier() {
+    local calls steps buckets
+    calls=$(sed -n 's/^ddp: {.*"allreduce_calls": \([0-9]*\).*/\1/p' "$1")
+    steps=$(sed -n 's/^ddp: {.*"steps": \([0-9]*\).*/\1/p' "$1")
+    buckets=$(sed -n 's/^ddp: {.*"buckets": \([0-9]*\).*/\1/p' "$1")
+    [ -n "$calls" ] && [ -n "$steps" ] && [ -n "$buckets" ] && [ "$calls" -ge "$steps" ] || return 1
+    grep -q '^coll:hier:stats coll=allreduce path=fallback' "$1" && return 1
+    awk -v calls="$calls" -v steps="$steps" -v buckets="$buckets" '
+        { split($4, kv, "=") }
+        /^coll:hier:stats coll=iallreduce path=net_/ { nb += kv[2] }
+        /^coll:hier:stats coll=iallreduce path=fallback:nonblocking / { fb += kv[2] }
+        /^coll:hier:stats coll=iallreduce path=fallback/ { fball += kv[2] }
+        /^coll:hier:stats coll=allreduce path=net_/ { b += kv[2] }
+        END { exit !(nb >= calls - buckets && fb == fball && fb <= buckets && b >= steps) }' "$1"
+}
 
 TF="$B/tests/mpi/test_faults"
-# killed_run NAME NP LIMIT MODE ARGS...: rank 1 is killed mid-loop. MODE
+# killed_run NAME NP LIMIT MODE ARGS...: rank 1 is killed mid-loop (KILL_ARGS: test_faults' own, e.g.
+# "--nonblocking 1": the survivors wait on nonblocking requests). MODE
 # "ends": the job must end well before the case's 15 s (the runtime or hier's
 # error, whichever comes first: Open MPI 5 kills the job before a survivor
 # notices), and a survivor that reports must have failed within LIMIT s.
@@ -134,7 +154,8 @@ killed_run() {
     [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
     out=$LOG/$name.out
     start=$(date +%s)
-    TIMEOUT=15 hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 >"$out" 2>&1
+    # shellcheck disable=SC2086
+    TIMEOUT=15 hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 ${KILL_ARGS:-} >"$out" 2>&1
     took=$(($(date +%s) - start))
     done_n=$(grep -ac '^rank [0-9]*: done$' "$out")
     slow=$(awk -v l="$limit" '/failed after/ { if ($7 + 0 >= l) print }' "$out") # rank R: allreduce I failed after T s
@@ -160,13 +181,26 @@ case_run np2_auto 2 $TC
 # user-defined operations: commutative ones served on every path, checked against a local fold; a non-commutative one falls back
 case_run np2_userop 2 "$B/tests/mpi/test_userop"
 case_run np3_userop 3 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_userop" --quick
-# nonblocking calls as hier's requests: batches of every kind outstanding on two communicators, completed
+# nonblocking calls as hier's requests: a fresh communicator's first calls (its set-up without waiting;
+# with coll_hier_nonblocking_setup 0 they fall back), batches of every kind outstanding on two communicators, completed
 # in every order, a blocking call among them, a user operation, a strided receive type; and switched off
 case_run np2_nonblocking 2 "$B/tests/mpi/test_nonblocking"
 case_run np4_nonblocking 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_nonblocking" --quick
+case_run np3_nonblocking_setup_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking_setup 0 \
+    "$B/tests/mpi/test_nonblocking" --quick --first-falls-back
 case_run np3_nonblocking_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
     "$B/tests/mpi/test_nonblocking" --quick --expect-fallback fallback_forced
 EXTRA_CHECK=has_mismatch_message case_run np2_nonblocking_mismatch 2 "$B/tests/mpi/test_nonblocking" --mismatch
+# persistent calls (MPI_*_init; 4.1: MPIX_*_init) as hier's persistent requests: made first thing on a fresh
+# communicator, every kind started together again and again (Startall), calls between starts, refusals
+case_run np2_persistent 2 "$B/tests/mpi/test_persistent"
+case_run np4_persistent 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_persistent" --quick
+# hier's progress thread (coll_hier_progress_thread 1): it moves the requests' data, MPI's thread ends them
+case_run np2_nonblocking_progress_thread 2 --mca coll_hier_progress_thread 1 "$B/tests/mpi/test_nonblocking"
+case_run np3_persistent_progress_thread 3 --mca mpi_yield_when_idle 1 --mca coll_hier_progress_thread 1 \
+    "$B/tests/mpi/test_persistent" --quick
+case_run np3_persistent_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
+    "$B/tests/mpi/test_persistent" --quick --expect-fallback fallback_forced
 # communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
 # behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
 # and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
@@ -292,6 +326,10 @@ if unshare --uts true 2>/dev/null; then
         "$B/tests/mpi/test_userop" --quick
     case_run nodes2x2_nonblocking_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         "$B/tests/mpi/test_nonblocking"
+    case_run nodes2x2_persistent_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        "$B/tests/mpi/test_persistent" --quick
+    case_run nodes2x2_nonblocking_progress_thread_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+        --mca coll_hier_fabric_provider tcp --mca coll_hier_progress_thread 1 "$B/tests/mpi/test_nonblocking" --quick
     # Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
     # thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
     WARMUP=1 EXTRA_CHECK=warm_on_mpi_thread case_run nodes2x2_tcp_warmup 4 $FAKE --hostfile "$(hosts h22 2 2)" \
@@ -385,10 +423,14 @@ if unshare --uts true 2>/dev/null; then
     if mpirun --version 2>/dev/null | grep -q 'Open MPI) 4\.'; then
         killed_run nodes2x2_killed_rank_recovery 4 7 recovers $FAKE --hostfile "$(hosts h22 2 2)" \
             --mca coll_hier_fabric_provider tcp --enable-recovery
+        KILL_ARGS="--nonblocking 1" killed_run nodes2x2_killed_rank_recovery_nonblocking 4 7 recovers $FAKE \
+            --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp --enable-recovery
     else
         echo "SKIP: nodes2x2_killed_rank_recovery (Open MPI 5 and later: this runtime aborts the survivors itself unless built with ULFM)"
     fi
     killed_run nodes2x2_killed_rank 4 7 ends $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp
+    KILL_ARGS="--nonblocking 1" killed_run nodes2x2_killed_rank_nonblocking 4 7 ends $FAKE \
+        --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp
     EXTRA_CHECK=has_net_stats case_run nodes2x2_stats 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_stats 1 \
         $TC --quick --world-only $NET
     # MPI_THREAD_MULTIPLE: collectives on several communicators at once from several threads
@@ -397,6 +439,8 @@ if unshare --uts true 2>/dev/null; then
         "$B/tests/mpi/test_threads" --threads 4
     case_run nodes2x2_threads_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm \
         "$B/tests/mpi/test_threads" --threads 3
+    case_run nodes2x2_threads_persistent_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
+        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_threads" --threads 3 --iters 3 --persistent
     # communicator churn between nodes: each dup's box on the shared channels
     EXTRA_CHECK=has_churn_net_stats case_run nodes2x2_churn_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
         --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 "$B/contrib/hier_churn" --iters 30 --comms 30
@@ -411,6 +455,9 @@ if unshare --uts true 2>/dev/null; then
         EXTRA_CHECK=ddp_served_by_hier case_run nodes2x2_ddp_hier 4 $FAKE --hostfile "$(hosts h22 2 2)" \
             -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 \
             $DDP --expect-losses "$LOG/ddp.losses"
+        EXTRA_CHECK=ddp_nb_served_by_hier case_run nodes2x2_ddp_hier_nonblocking 4 $FAKE \
+            --hostfile "$(hosts h22 2 2)" -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp \
+            --mca coll_hier_stats 1 $DDP --nonblocking --expect-losses "$LOG/ddp.losses"
     else
         echo "SKIP: DDP cases ($why)"
     fi
@@ -543,6 +590,7 @@ else
     echo "SKIP: Slurm cases ($why)"
 fi
 case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
+case_run np3_threads_persistent 3 "$B/tests/mpi/test_threads" --threads 3 --iters 3 --persistent
 # libmpi dlopened RTLD_LOCAL by a program not linked with it (mpi4py 4's
 # wheels): hier must still load (its stats lines) and serve the allreduces.
 EXTRA_CHECK=has_dlopen_stats case_run np2_libmpi_dlopen_local 2 --mca coll_hier_stats 1 \
@@ -565,6 +613,7 @@ case_run np2_mismatch 2 --mca coll_hier_timeout 5 "$TF" mismatch --limit 8
 case_run np3_mismatch_odd1 3 --mca coll_hier_timeout 5 "$TF" mismatch --odd 1 --limit 8
 case_run np4_stopped_rank 4 --mca coll_hier_timeout 20 "$TF" stop --odd 1 --seconds 3
 killed_run np3_killed_rank 3 7 ends
+KILL_ARGS="--nonblocking 1" killed_run np3_killed_rank_nonblocking 3 7 ends
 
 # ompi_info of the Open MPI built against loads the component and lists
 # its parameters, every one of the table's (docs/parameters.md has a row each).

@@ -1,12 +1,22 @@
 /* test_fallback: what hier must not serve goes to the previous component,
  * counted under its reason, with correct results: non-commutative
- * user-defined ops, non-contiguous datatypes, intercommunicators (a
- * commutative user-defined op is served: tests/mpi/test_userop). */
+ * user-defined ops (blocking and persistent), non-contiguous datatypes,
+ * intercommunicators (a commutative user-defined op is served:
+ * tests/mpi/test_userop). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi_check.h"
+
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+#include <mpi-ext.h>
+#endif
+#if (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5) || MPI_VERSION >= 4
+#define PC_ALLREDUCE_INIT MPI_Allreduce_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define PC_ALLREDUCE_INIT MPIX_Allreduce_init
+#endif
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
@@ -157,14 +167,18 @@ int main(int argc, char **argv)
     free(rb);
     MPI_Comm_free(&errs);
 
-#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-    /* 6. persistent collectives (MPI-4, Open MPI 5): they stay with the
-     * component that provides them (libnbc), correct and not counted by hier,
-     * started several times on one request */
+#ifdef PC_ALLREDUCE_INIT
+    /* 6. a persistent allreduce hier does not serve (an operation declared
+     * non-commutative): every start runs libnbc's nonblocking call, correct,
+     * counted under pallreduce's fallback_op; the blocking counters untouched */
     MPI_Request req;
+    MPI_Op noncomm;
     int pv[3], pr[3];
+    check_nb_counters_t p0, p1;
+    MPI_Op_create(user_sum, 0, &noncomm);
     check_pvars_read(&c0);
-    MPI_Allreduce_init(pv, pr, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    check_pc_read(&p0);
+    PC_ALLREDUCE_INIT(pv, pr, 3, MPI_INT, noncomm, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     for (int it = 0; it < 3; it++) {
         for (int k = 0; k < 3; k++) pv[k] = rank * (it + 1) + k;
         MPI_Start(&req);
@@ -174,10 +188,16 @@ int main(int argc, char **argv)
                   pr[k]);
     }
     MPI_Request_free(&req);
+    MPI_Op_free(&noncomm);
     check_pvars_read(&c1);
+    check_pc_read(&p1);
+    int op_reason = check_nb_reason_index("fallback_op");
     CHECK(c1.served[0] == c0.served[0] && c1.fallback[0] == c0.fallback[0],
-          "persistent allreduce reached hier (%lu served, %lu fell back)", c1.served[0] - c0.served[0],
+          "a persistent allreduce counted as a blocking one (%lu served, %lu fell back)", c1.served[0] - c0.served[0],
           c1.fallback[0] - c0.fallback[0]);
+    CHECK(p1.served[0] == p0.served[0] && p1.reason_calls[0][op_reason] - p0.reason_calls[0][op_reason] == 3,
+          "persistent allreduce, non-commutative: %lu served, %lu fallback_op; want 0 and 3", p1.served[0] - p0.served[0],
+          p1.reason_calls[0][op_reason] - p0.reason_calls[0][op_reason]);
 #endif
 
     MPI_Type_free(&vec);

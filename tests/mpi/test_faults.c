@@ -10,10 +10,12 @@
  *   test_faults stop [--odd R] [--seconds T]
  *     Rank R stops itself (SIGSTOP, a child sends SIGCONT T seconds later)
  *     in the middle of a loop of large allreduces: every result is correct.
- *   test_faults kill [--odd R]
+ *   test_faults kill [--odd R] [--nonblocking 1]
  *     Rank R kills itself (SIGKILL) in the middle of a loop of large
  *     allreduces; the others print how long until their call failed (under
- *     mpirun --enable-recovery; without it mpirun ends the job). */
+ *     mpirun --enable-recovery; without it mpirun ends the job).
+ *     --nonblocking 1: the loop's calls are MPI_Iallreduce + MPI_Wait (the
+ *     survivors wait on hier's requests). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
 
 #define BIG (1 << 20)
 
-static int rank, nprocs, odd;
+static int rank, nprocs, odd, nonblocking;
 
 typedef struct {
     const char *name;
@@ -180,6 +182,8 @@ static int run_loop(int stop_seconds, int die)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    /* (Open MPI 4.1 reports a collective request's error on MPI_COMM_WORLD's handler) */
+    if (nonblocking) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < n; i++) x[i] = rank + it + (i & 7);
         if (rank == odd && it == iters / 2) {
@@ -187,10 +191,18 @@ static int run_loop(int stop_seconds, int die)
             stop_for(stop_seconds);
         }
         double t0 = MPI_Wtime();
-        int rc = MPI_Allreduce(x, y, n, MPI_INT, MPI_SUM, comm), bad = 0;
+        int rc, bad = 0;
+        if (nonblocking) {
+            MPI_Request req;
+            rc = MPI_Iallreduce(x, y, n, MPI_INT, MPI_SUM, comm, &req);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            rc = MPI_Allreduce(x, y, n, MPI_INT, MPI_SUM, comm);
+        }
         double dt = MPI_Wtime() - t0;
         if (rc != MPI_SUCCESS) {
-            printf("rank %d: allreduce %d failed after %.2f s (rc %d)\n", rank, it, dt, rc);
+            printf("rank %d: %s %d failed after %.2f s (rc %d)\n", rank, nonblocking ? "iallreduce" : "allreduce", it,
+                   dt, rc);
             fflush(stdout);
             CHECK(die, "rank %d: allreduce %d failed", rank, it);
             break;
@@ -221,6 +233,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--odd")) odd = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--limit")) limit = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--nonblocking")) nonblocking = atoi(argv[i + 1]);
     }
     if (check_pvars_open() != 0 || nprocs > 64) {
         fprintf(stderr, "test_faults: coll/hier's MPI_T counters are missing (or more than 64 ranks)\n");

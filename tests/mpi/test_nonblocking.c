@@ -4,10 +4,12 @@
  * the counters must show hier served every call it was given (or, where
  * the case says, why it fell back).
  *
- *   test_nonblocking [--quick] [--expect-fallback REASON]
+ *   test_nonblocking [--quick] [--expect-fallback REASON] [--first-falls-back]
  *
- * 1. a fresh communicator's first nonblocking call, before any blocking
- *    one: falls back (fallback:nonblocking), right;
+ * 1. a fresh communicator's first calls, nonblocking, before any blocking
+ *    one, several outstanding: its set-up runs without waiting and they are
+ *    served, right (--first-falls-back, with coll_hier_nonblocking_setup 0:
+ *    they fall back, fallback:nonblocking, right);
  * 2. batches of every kind and several sizes, outstanding together on two
  *    communicators, completed by MPI_Waitall, by MPI_Wait in reverse, and
  *    by MPI_Testany loops;
@@ -25,128 +27,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_calls.h"
 #include "mpi_check.h"
-
-enum { K_SUM, K_MAX_IN_PLACE, K_GATHER, K_GATHER_IN_PLACE, K_RS, K_RS_BLOCK, K_KINDS };
-
-typedef struct {
-    int kind, n;            /* n: elements per rank (allreduce: of the vector) */
-    MPI_Comm comm;
-    int rank;               /* mine in comm */
-    double *in, *out;
-    int *counts;            /* reduce_scatter's */
-    MPI_Request req;
-} call_t;
 
 static int np;
 static unsigned long made[NCOLL];     /* nonblocking calls made after the set-up, by collective */
 static unsigned long expect_fb[NCOLL]; /* of them, those that must fall back (fallback_nonblocking) */
 
-static int kind_coll(int kind)
-{
-    return kind <= K_MAX_IN_PLACE ? 0 : kind <= K_GATHER_IN_PLACE ? 1 : kind == K_RS ? 2 : 3;
-}
-
-static double val(int rank, int i, int salt)
-{
-    return (double)((rank * 7 + i * 3 + salt) % 1000) - 300.0;
-}
-
-/* reduce_scatter's counts: uneven, some zero */
-static int rs_count(int r, int n)
-{
-    return (r % 3 == 1) ? 0 : n + r;
-}
-
 static void call_start(call_t *c, int salt)
 {
-    int total = 0;
+    call_fill(c, salt);
     switch (c->kind) {
-    case K_SUM:
-        for (int i = 0; i < c->n; i++) c->in[i] = val(c->rank, i, salt), c->out[i] = -1;
-        MPI_Iallreduce(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
-        break;
-    case K_MAX_IN_PLACE:
-        for (int i = 0; i < c->n; i++) c->out[i] = val(c->rank, i, salt);
-        MPI_Iallreduce(MPI_IN_PLACE, c->out, c->n, MPI_DOUBLE, MPI_MAX, c->comm, &c->req);
-        break;
-    case K_GATHER:
-        for (int i = 0; i < c->n; i++) c->in[i] = val(c->rank, i, salt);
-        for (int i = 0; i < c->n * np; i++) c->out[i] = -1;
-        MPI_Iallgather(c->in, c->n, MPI_DOUBLE, c->out, c->n, MPI_DOUBLE, c->comm, &c->req);
-        break;
+    case K_SUM: MPI_Iallreduce(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req); break;
+    case K_MAX_IN_PLACE: MPI_Iallreduce(MPI_IN_PLACE, c->out, c->n, MPI_DOUBLE, MPI_MAX, c->comm, &c->req); break;
+    case K_GATHER: MPI_Iallgather(c->in, c->n, MPI_DOUBLE, c->out, c->n, MPI_DOUBLE, c->comm, &c->req); break;
     case K_GATHER_IN_PLACE:
-        for (int i = 0; i < c->n * np; i++) c->out[i] = i / c->n == c->rank ? val(c->rank, i % c->n, salt) : -1;
         MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->out, c->n, MPI_DOUBLE, c->comm, &c->req);
         break;
-    case K_RS:
-        for (int r = 0; r < np; r++) c->counts[r] = rs_count(r, c->n), total += c->counts[r];
-        for (int i = 0; i < total; i++) c->in[i] = val(c->rank, i, salt);
-        for (int i = 0; i < c->counts[c->rank]; i++) c->out[i] = -1;
-        MPI_Ireduce_scatter(c->in, c->out, c->counts, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
-        break;
-    case K_RS_BLOCK:
-        for (int i = 0; i < c->n * np; i++) c->in[i] = val(c->rank, i, salt);
-        MPI_Ireduce_scatter_block(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req);
-        break;
+    case K_RS: MPI_Ireduce_scatter(c->in, c->out, c->counts, MPI_DOUBLE, MPI_SUM, c->comm, &c->req); break;
+    case K_RS_BLOCK: MPI_Ireduce_scatter_block(c->in, c->out, c->n, MPI_DOUBLE, MPI_SUM, c->comm, &c->req); break;
     }
-    made[kind_coll(c->kind)]++;
-}
-
-/* The result against the formula's. */
-static void call_check(const call_t *c, int salt, const char *how)
-{
-    int bad = -1, off = 0;
-    double want = 0;
-    switch (c->kind) {
-    case K_SUM:
-        for (int i = 0; i < c->n && bad < 0; i++) {
-            want = 0;
-            for (int r = 0; r < np; r++) want += val(r, i, salt);
-            if (c->out[i] != want) bad = i;
-        }
-        break;
-    case K_MAX_IN_PLACE:
-        for (int i = 0; i < c->n && bad < 0; i++) {
-            want = val(0, i, salt);
-            for (int r = 1; r < np; r++) want = val(r, i, salt) > want ? val(r, i, salt) : want;
-            if (c->out[i] != want) bad = i;
-        }
-        break;
-    case K_GATHER:
-    case K_GATHER_IN_PLACE:
-        for (int i = 0; i < c->n * np && bad < 0; i++)
-            if (c->out[i] != (want = val(i / c->n, i % c->n, salt))) bad = i;
-        break;
-    case K_RS:
-    case K_RS_BLOCK:
-        for (int r = 0; r < c->rank; r++) off += c->kind == K_RS ? c->counts[r] : c->n;
-        for (int i = 0; i < (c->kind == K_RS ? c->counts[c->rank] : c->n) && bad < 0; i++) {
-            want = 0;
-            for (int r = 0; r < np; r++) want += val(r, off + i, salt);
-            if (c->out[i] != want) bad = i;
-        }
-        break;
-    }
-    CHECK(bad < 0, "kind %d, %d elements (%s): element %d is %g, want %g", c->kind, c->n, how, bad,
-          bad < 0 ? 0 : c->out[bad], want);
-}
-
-static void call_alloc(call_t *c, int kind, int n, MPI_Comm comm)
-{
-    size_t big = (size_t)(n + np) * (size_t)np + 1;
-    *c = (call_t){.kind = kind, .n = n, .comm = comm};
-    MPI_Comm_rank(comm, &c->rank);
-    c->in = malloc(big * sizeof(double));
-    c->out = malloc(big * sizeof(double));
-    c->counts = malloc((size_t)np * sizeof(int));
-}
-
-static void call_free(call_t *c)
-{
-    free(c->in);
-    free(c->out);
-    free(c->counts);
+    made[call_coll(c->kind)]++;
 }
 
 /* 2: a batch of every kind and size over two communicators, completed `how`. */
@@ -160,22 +61,10 @@ static void batch(MPI_Comm a, MPI_Comm b, const int *sizes, int nsizes, int how,
         call_start(&calls[i], salt + i);
         reqs[i] = calls[i].req;
     }
-    static const char *const hows[] = {"Waitall", "Wait in reverse", "Testany loop"};
-    if (how == 0) {
-        MPI_Waitall(ncalls, reqs, MPI_STATUSES_IGNORE);
-    } else if (how == 1) {
-        for (int i = ncalls - 1; i >= 0; i--) MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
-    } else {
-        for (int left = ncalls; left > 0;) {
-            int idx, flag;
-            MPI_Testany(ncalls, reqs, &idx, &flag, MPI_STATUS_IGNORE);
-            if (flag && idx != MPI_UNDEFINED) left--;
-            if (flag && idx == MPI_UNDEFINED) break;
-        }
-    }
+    call_complete(reqs, ncalls, how);
     for (int i = 0; i < ncalls; i++) {
         CHECK(reqs[i] == MPI_REQUEST_NULL, "request %d not freed by its completion", i);
-        call_check(&calls[i], salt + i, hows[how]);
+        call_check(&calls[i], salt + i, call_hows[how]);
         call_free(&calls[i]);
     }
     free(calls);
@@ -201,14 +90,7 @@ static void blocking_between(MPI_Comm a, MPI_Comm b)
     call_free(&y);
 }
 
-/* 4: inout[i] = in[i] + inout[i] on pairs of ints, commutative */
-static void pair_add(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-    (void)dt;
-    int *a = in, *b = inout;
-    for (int i = 0; i < 2 * *len; i++) b[i] += a[i];
-}
-
+/* 4: a user operation (call_pair_add), in place */
 static void user_op(MPI_Comm comm)
 {
     enum { N = 3000 };
@@ -216,9 +98,7 @@ static void user_op(MPI_Comm comm)
     MPI_Op op;
     int *v = malloc(2 * N * sizeof(int)), me;
     MPI_Comm_rank(comm, &me);
-    MPI_Type_contiguous(2, MPI_INT, &pair);
-    MPI_Type_commit(&pair);
-    MPI_Op_create(pair_add, 1, &op);
+    call_pair_make(&pair, &op);
     for (int i = 0; i < 2 * N; i++) v[i] = me * 2 + i;
     MPI_Request r;
     MPI_Iallreduce(MPI_IN_PLACE, v, N, pair, op, comm, &r);
@@ -228,8 +108,8 @@ static void user_op(MPI_Comm comm)
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     int bad = -1;
     for (int i = 0; i < 2 * N && bad < 0; i++)
-        if (v[i] != np * (np - 1) + np * i) bad = i;
-    CHECK(bad < 0, "user op: element %d is %d, want %d", bad, bad < 0 ? 0 : v[bad], np * (np - 1) + np * bad);
+        if (v[i] != call_pair_want(np, i, 0)) bad = i;
+    CHECK(bad < 0, "user op: element %d is %d, want %d", bad, bad < 0 ? 0 : v[bad], call_pair_want(np, bad, 0));
     free(v);
 }
 
@@ -241,20 +121,13 @@ static void strided_gather(MPI_Comm comm)
     double *in = malloc(N * sizeof(double)), *out = calloc(2 * N * (size_t)np, sizeof(double));
     int me;
     MPI_Comm_rank(comm, &me);
-    MPI_Type_vector(N, 1, 2, MPI_DOUBLE, &every_other);
-    MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * N * sizeof(double)), &resized);
-    MPI_Type_commit(&resized);
-    for (int i = 0; i < N; i++) in[i] = val(me, i, 5);
+    call_every_other_make(N, &every_other, &resized);
+    for (int i = 0; i < N; i++) in[i] = call_val(me, i, 5);
     MPI_Request r;
     MPI_Iallgather(in, N, MPI_DOUBLE, out, 1, resized, comm, &r);
     made[1]++;
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    int bad = -1;
-    for (int q = 0; q < np && bad < 0; q++)
-        for (int i = 0; i < N && bad < 0; i++)
-            if (out[(size_t)q * 2 * N + 2 * (size_t)i] != val(q, i, 5) || out[(size_t)q * 2 * N + 2 * (size_t)i + 1])
-                bad = q * N + i;
-    CHECK(bad < 0, "strided iallgather: item %d wrong", bad);
+    call_every_other_check(out, N, np, 5, "iallgather");
     MPI_Type_free(&resized);
     MPI_Type_free(&every_other);
     free(in);
@@ -295,12 +168,13 @@ static int mismatch(void)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, fb = -1;
+    int quick = 0, fb = -1, first_fb = 0;
     MPI_Init(&argc, &argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--expect-fallback") && i + 1 < argc) fb = check_nb_reason_index(argv[++i]);
         else if (!strcmp(argv[i], "--mismatch")) return mismatch();
+        else if (!strcmp(argv[i], "--first-falls-back")) first_fb = 1;
     }
     int me;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -319,14 +193,33 @@ int main(int argc, char **argv)
      * id with MPI_Iallreduce on its parent, which hier serves too) */
     check_nb_read(&before);
 
-    /* 1. before any blocking call: falls back, right */
-    call_t first;
-    call_alloc(&first, K_SUM, 64, fresh);
-    call_start(&first, 1);
-    MPI_Wait(&first.req, MPI_STATUS_IGNORE);
-    call_check(&first, 1, "first call on a fresh communicator");
-    call_free(&first);
-    expect_fb[0]++;
+    /* 1. before any blocking call: its set-up without waiting, every kind
+     * outstanding. Between nodes the set-up may find some rank's endpoint
+     * still opening (coll_hier_fabric_warmup): then they fall back too. */
+    call_t first[K_KINDS];
+    MPI_Request freqs[K_KINDS];
+    check_nb_counters_t mid;
+    for (int k = 0; k < K_KINDS; k++) {
+        call_alloc(&first[k], k, 64 + 1000 * k, fresh);
+        call_start(&first[k], 1 + k);
+        freqs[k] = first[k].req;
+    }
+    MPI_Waitall(K_KINDS, freqs, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < K_KINDS; k++) {
+        call_check(&first[k], 1 + k, "first calls on a fresh communicator");
+        call_free(&first[k]);
+    }
+    check_nb_read(&mid);
+    for (int k = 0; k < NCOLL; k++) {
+        int nbfb = check_nb_reason_index("fallback_nonblocking");
+        unsigned long fellback = mid.reason_calls[k][nbfb] - before.reason_calls[k][nbfb];
+        if (first_fb) CHECK(fellback == made[k], "%s: %lu of the first %lu fell back, want all", check_nb_colls[k],
+                            fellback, made[k]);
+        expect_fb[k] = fellback;
+    }
+    int warming = 0;
+    for (int k = 0; k < NCOLL; k++) warming |= !first_fb && expect_fb[k] > 0;
+    if (warming && me == 0) printf("test_nonblocking: the first calls fell back (an endpoint was still opening)\n");
 
     /* the set-up: blocking calls (one large enough for the pipeline segment on a) */
     double *big = calloc(1 << 18, sizeof(double)), *big2 = malloc((1 << 18) * sizeof(double));

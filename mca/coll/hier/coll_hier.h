@@ -48,6 +48,16 @@ typedef struct {
     mca_coll_base_module_t *prev_ireduce_scatter_module;
     mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
     mca_coll_base_module_t *prev_ireduce_scatter_block_module;
+    /* ...and persistent: what we replaced (6.0 puts it back); a start hier
+     * does not serve runs the nonblocking call above */
+    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
+    mca_coll_base_module_t *prev_allreduce_init_module;
+    mca_coll_base_module_allgather_init_fn_t prev_allgather_init;
+    mca_coll_base_module_t *prev_allgather_init_module;
+    mca_coll_base_module_reduce_scatter_init_fn_t prev_reduce_scatter_init;
+    mca_coll_base_module_t *prev_reduce_scatter_init_module;
+    mca_coll_base_module_reduce_scatter_block_init_fn_t prev_reduce_scatter_block_init;
+    mca_coll_base_module_t *prev_reduce_scatter_block_init_module;
 } mca_coll_hier_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_hier_module_t);
 
@@ -117,6 +127,22 @@ int mca_coll_hier_ireduce_scatter(const void *sbuf, void *rbuf, mca_coll_hier_co
 int mca_coll_hier_ireduce_scatter_block(const void *sbuf, void *rbuf, mca_coll_hier_count_t rcount,
                                         ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
                                         ompi_request_t **request, mca_coll_base_module_t *module);
+
+/* Persistent (coll_hier_pc.c): MPI_*_init (4.1: MPIX_*_init). */
+int mca_coll_hier_allreduce_init(const void *sbuf, void *rbuf, mca_coll_hier_count_t count, ompi_datatype_t *dtype,
+                                 ompi_op_t *op, ompi_communicator_t *comm, struct ompi_info_t *info,
+                                 ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_hier_allgather_init(const void *sbuf, mca_coll_hier_count_t scount, ompi_datatype_t *sdtype, void *rbuf,
+                                 mca_coll_hier_count_t rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_hier_reduce_scatter_init(const void *sbuf, void *rbuf, mca_coll_hier_counts_t rcounts,
+                                      ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                      struct ompi_info_t *info, ompi_request_t **request,
+                                      mca_coll_base_module_t *module);
+int mca_coll_hier_reduce_scatter_block_init(const void *sbuf, void *rbuf, mca_coll_hier_count_t rcount,
+                                            ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                            struct ompi_info_t *info, ompi_request_t **request,
+                                            mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -3,6 +3,7 @@
 #include "coll_hier.h"
 
 #include "ompi/group/group.h"
+#include "ompi/mca/pml/pml.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/base/coll_base_functions.h"
 #include "ompi/proc/proc.h"
@@ -13,6 +14,7 @@
 #include "opal/mca/accelerator/base/base.h"
 #endif
 
+#include <limits.h>
 #include <string.h>
 
 #include "accel/hier_accel.h"
@@ -30,6 +32,8 @@ static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
     hm->prev_reduce_scatter_module = hm->prev_reduce_scatter_block_module = hm->prev_bcast_module = NULL;
     hm->prev_iallreduce_module = hm->prev_iallgather_module = NULL;
     hm->prev_ireduce_scatter_module = hm->prev_ireduce_scatter_block_module = NULL;
+    hm->prev_allreduce_init_module = hm->prev_allgather_init_module = NULL;
+    hm->prev_reduce_scatter_init_module = hm->prev_reduce_scatter_block_init_module = NULL;
 }
 
 static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
@@ -39,7 +43,9 @@ static void mca_coll_hier_module_destruct(mca_coll_hier_module_t *hm)
                                        &hm->prev_reduce_scatter_module, &hm->prev_reduce_scatter_block_module,
                                        &hm->prev_bcast_module, &hm->prev_iallreduce_module,
                                        &hm->prev_iallgather_module, &hm->prev_ireduce_scatter_module,
-                                       &hm->prev_ireduce_scatter_block_module};
+                                       &hm->prev_ireduce_scatter_block_module, &hm->prev_allreduce_init_module,
+                                       &hm->prev_allgather_init_module, &hm->prev_reduce_scatter_init_module,
+                                       &hm->prev_reduce_scatter_block_init_module};
     for (size_t i = 0; i < sizeof(prev) / sizeof(prev[0]); i++)
         if (*prev[i]) OBJ_RELEASE(*prev[i]);
 }
@@ -75,7 +81,7 @@ static void *mca_coll_hier_topology(void)
 int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    hier_lock_set_threads(enable_mpi_threads);
+    hier_lock_set_threads(enable_mpi_threads || hier_params.progress_thread); /* (its thread and MPI's at once) */
     hier_comm_lend_topology(mca_coll_hier_topology);
 #if MCA_COLL_HIER_HAVE_ACCELERATOR
     const char *acc = opal_accelerator_base_selected_component.base_version.mca_component_name;
@@ -124,6 +130,51 @@ static int mca_coll_hier_core_agree(int *values, int n, void *arg)
     if (!m) return OMPI_ERR_OUT_OF_RESOURCE;
     hier_stats_count_exchange();
     return ompi_coll_base_allreduce_intra_recursivedoubling(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, hm->comm, m);
+}
+
+/* A set-up's exchanges without waiting (hier_comm_ops.h): a send and a
+ * receive on a tag of hier's own, so that no collective's messages match
+ * them: the far end of the tags Open MPI gives collectives (4.1 and 5.0:
+ * hcoll's last, which it counts down to from its base; 6.0 ends them at
+ * MCA_COLL_BASE_TAG_NEIGHBOR_END, far above). */
+#define MCA_COLL_HIER_TAG_SETUP (-INT_MAX + 1)
+
+typedef struct {
+    ompi_request_t *reqs[2];
+} mca_coll_hier_sendrecv_t;
+
+static int mca_coll_hier_core_sendrecv(int to, const void *sbuf, size_t slen, int from, void *rbuf, size_t rlen,
+                                       void *arg, void **pending_p)
+{
+    mca_coll_hier_module_t *hm = arg;
+    mca_coll_hier_sendrecv_t *p = malloc(sizeof(*p));
+    if (!p) return OMPI_ERR_OUT_OF_RESOURCE;
+    int rc = MCA_PML_CALL(irecv(rbuf, rlen, MPI_BYTE, from, MCA_COLL_HIER_TAG_SETUP, hm->comm, &p->reqs[1]));
+    if (rc != OMPI_SUCCESS) {
+        free(p);
+        return rc;
+    }
+    rc = MCA_PML_CALL(isend(sbuf, slen, MPI_BYTE, to, MCA_COLL_HIER_TAG_SETUP, MCA_PML_BASE_SEND_STANDARD,
+                            hm->comm, &p->reqs[0]));
+    if (rc != OMPI_SUCCESS) { /* (the receive stays posted: nothing can cancel it safely; it is lost with p) */
+        free(p);
+        return rc;
+    }
+    *pending_p = p;
+    return OMPI_SUCCESS;
+}
+
+/* (no progress here: the caller's loop, Open MPI's progress, drives them) */
+static int mca_coll_hier_core_sendrecv_test(void *pending, void *arg)
+{
+    mca_coll_hier_sendrecv_t *p = pending;
+    (void)arg;
+    if (!REQUEST_COMPLETE(p->reqs[0]) || !REQUEST_COMPLETE(p->reqs[1])) return 0;
+    int ok = p->reqs[0]->req_status.MPI_ERROR == MPI_SUCCESS && p->reqs[1]->req_status.MPI_ERROR == MPI_SUCCESS;
+    ompi_request_free(&p->reqs[0]);
+    ompi_request_free(&p->reqs[1]);
+    free(p);
+    return ok ? 1 : -1;
 }
 
 /* Whether communicator rank r shares this process's node (Open MPI's
@@ -184,6 +235,10 @@ static hier_path_t mca_coll_hier_comm_verdict(ompi_communicator_t *comm, const c
 static int mca_coll_hier_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
+    if (hm->super.coll_reduce_scatter_block_init) MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter_block_init);
+    if (hm->super.coll_reduce_scatter_init) MCA_COLL_HIER_RESTORE(hm, comm, reduce_scatter_init);
+    if (hm->super.coll_allgather_init) MCA_COLL_HIER_RESTORE(hm, comm, allgather_init);
+    if (hm->super.coll_allreduce_init) MCA_COLL_HIER_RESTORE(hm, comm, allreduce_init);
     if (hm->prev_ireduce_scatter_block) MCA_COLL_HIER_RESTORE(hm, comm, ireduce_scatter_block);
     if (hm->prev_ireduce_scatter) MCA_COLL_HIER_RESTORE(hm, comm, ireduce_scatter);
     if (hm->prev_iallgather) MCA_COLL_HIER_RESTORE(hm, comm, iallgather);
@@ -197,17 +252,29 @@ static int mca_coll_hier_module_disable(mca_coll_base_module_t *module, ompi_com
 #endif
 
 /* The nonblocking calls: ours where a previous component has them (our
- * fallback), else none (4.1 and 5.0 copy what the module has). */
+ * fallback), else none (4.1 and 5.0 copy what the module has); the
+ * persistent ones where the previous component has both the persistent
+ * call (MPI checks for it) and the nonblocking one (a start hier does not
+ * serve runs it). */
 static void mca_coll_hier_enable_nonblocking(mca_coll_hier_module_t *hm, ompi_communicator_t *comm)
 {
     MCA_COLL_HIER_SAVE(hm, comm, iallreduce);
     MCA_COLL_HIER_SAVE(hm, comm, iallgather);
     MCA_COLL_HIER_SAVE(hm, comm, ireduce_scatter);
     MCA_COLL_HIER_SAVE(hm, comm, ireduce_scatter_block);
+    MCA_COLL_HIER_SAVE(hm, comm, allreduce_init);
+    MCA_COLL_HIER_SAVE(hm, comm, allgather_init);
+    MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_init);
+    MCA_COLL_HIER_SAVE(hm, comm, reduce_scatter_block_init);
     if (!hm->prev_iallreduce) hm->super.coll_iallreduce = NULL;
     if (!hm->prev_iallgather) hm->super.coll_iallgather = NULL;
     if (!hm->prev_ireduce_scatter) hm->super.coll_ireduce_scatter = NULL;
     if (!hm->prev_ireduce_scatter_block) hm->super.coll_ireduce_scatter_block = NULL;
+    if (!hm->prev_iallreduce || !hm->prev_allreduce_init) hm->super.coll_allreduce_init = NULL;
+    if (!hm->prev_iallgather || !hm->prev_allgather_init) hm->super.coll_allgather_init = NULL;
+    if (!hm->prev_ireduce_scatter || !hm->prev_reduce_scatter_init) hm->super.coll_reduce_scatter_init = NULL;
+    if (!hm->prev_ireduce_scatter_block || !hm->prev_reduce_scatter_block_init)
+        hm->super.coll_reduce_scatter_block_init = NULL;
 }
 
 static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
@@ -231,6 +298,8 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
     if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
         hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
+                               .sendrecv = mca_coll_hier_core_sendrecv,
+                               .sendrecv_test = mca_coll_hier_core_sendrecv_test,
                                .peer = mca_coll_hier_core_peer, .progress = mca_coll_hier_core_progress,
                                .oversubscribed = mca_coll_hier_core_oversubscribed, .arg = hm};
         hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
@@ -242,6 +311,10 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
                  comm->c_name, mca_coll_hier_comm_cid(comm), ompi_comm_size(comm), why);
     }
 #if MCA_COLL_HIER_INSTALLS_API
+    if (hm->super.coll_allreduce_init) MCA_COLL_HIER_INSTALL(hm, comm, allreduce_init);
+    if (hm->super.coll_allgather_init) MCA_COLL_HIER_INSTALL(hm, comm, allgather_init);
+    if (hm->super.coll_reduce_scatter_init) MCA_COLL_HIER_INSTALL(hm, comm, reduce_scatter_init);
+    if (hm->super.coll_reduce_scatter_block_init) MCA_COLL_HIER_INSTALL(hm, comm, reduce_scatter_block_init);
     if (hm->prev_iallreduce) MCA_COLL_HIER_INSTALL(hm, comm, iallreduce);
     if (hm->prev_iallgather) MCA_COLL_HIER_INSTALL(hm, comm, iallgather);
     if (hm->prev_ireduce_scatter) MCA_COLL_HIER_INSTALL(hm, comm, ireduce_scatter);
@@ -273,6 +346,10 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
     hm->super.coll_iallgather = mca_coll_hier_iallgather;
     hm->super.coll_ireduce_scatter = mca_coll_hier_ireduce_scatter;
     hm->super.coll_ireduce_scatter_block = mca_coll_hier_ireduce_scatter_block;
+    hm->super.coll_allreduce_init = mca_coll_hier_allreduce_init;
+    hm->super.coll_allgather_init = mca_coll_hier_allgather_init;
+    hm->super.coll_reduce_scatter_init = mca_coll_hier_reduce_scatter_init;
+    hm->super.coll_reduce_scatter_block_init = mca_coll_hier_reduce_scatter_block_init;
     return &hm->super;
 }
 

@@ -8,38 +8,18 @@
  * allgather's contiguous temporaries (packed at the start, unpacked at the
  * end, with its receive type, retained). The core tells the end (mca_coll_hier_nb_done),
  * from MPI_Test/Wait on any of its requests or from Open MPI's progress
- * loop, where hier registers itself at its first nonblocking call. */
-#include "coll_hier.h"
+ * loop, where hier registers itself at its first nonblocking call.
+ * Persistent calls (coll_hier_pc.c) use the same request. */
+#include "coll_hier_nb.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ompi/mca/coll/base/coll_base_util.h"
-#include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
 
 #include "base/hier_lock.h"
-
-
-/* Open MPI's MPI_I* entry points take every nonblocking collective's
- * request for its base type (ompi_coll_base_retain_op writes the operation
- * and datatype it retains into it): so is ours. */
-typedef struct {
-    ompi_coll_base_nbc_request_t super;
-    hier_req_t *core;
-    mca_coll_hier_module_t *hm;
-    hier_coll_t coll;
-    size_t bytes;                 /* for the counters */
-    hier_path_t path;
-    ompi_datatype_t *dtype;       /* allgather's receive type, retained for the unpacking (NULL: none) */
-    mca_coll_hier_user_op_t user; /* the user operation's context, as long as the request */
-    char *spack, *rpack;          /* allgather's temporaries; rpack is unpacked into rbuf at the end */
-    int orphan;                   /* freed by the application before its end (erroneous, but no crash): released then */
-    void *rbuf;
-    size_t ritems;
-} mca_coll_hier_nb_t;
 
 static OBJ_CLASS_INSTANCE(mca_coll_hier_nb_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
@@ -57,10 +37,27 @@ static _Atomic int mca_coll_hier_nb_registered;
 static mca_coll_hier_nb_t *mca_coll_hier_nb_kept[MCA_COLL_HIER_NB_KEEP];
 static int mca_coll_hier_nb_nkept;
 static pthread_mutex_t mca_coll_hier_nb_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* The persistent request freed last: Open MPI's free of a persistent
+ * request that retained its operation reads the request after ours
+ * returns (ompi_coll_base_retain_op), so it is kept one free longer. */
+static mca_coll_hier_nb_t *mca_coll_hier_nb_parked;
+
+/* Requests the application freed before their end whose run the previous
+ * component ended (they cannot go from inside its completion). */
+static mca_coll_hier_nb_t *mca_coll_hier_nb_dead;
 
 static mca_coll_hier_nb_t *mca_coll_hier_nb_take(void)
 {
     mca_coll_hier_nb_t *r = NULL;
+    if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
+    mca_coll_hier_nb_t *dead = mca_coll_hier_nb_dead;
+    mca_coll_hier_nb_dead = NULL;
+    if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+    while (dead) {
+        mca_coll_hier_nb_t *next = dead->dead;
+        mca_coll_hier_nb_release(dead);
+        dead = next;
+    }
     if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
     if (mca_coll_hier_nb_nkept) r = mca_coll_hier_nb_kept[--mca_coll_hier_nb_nkept];
     if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
@@ -70,7 +67,12 @@ static mca_coll_hier_nb_t *mca_coll_hier_nb_take(void)
 static void mca_coll_hier_nb_keep(mca_coll_hier_nb_t *r)
 {
     if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
-    if (mca_coll_hier_nb_nkept < MCA_COLL_HIER_NB_KEEP) {
+    if (r->persistent) {
+        mca_coll_hier_nb_t *older = mca_coll_hier_nb_parked;
+        mca_coll_hier_nb_parked = r;
+        r = older;
+    }
+    if (r && mca_coll_hier_nb_nkept < MCA_COLL_HIER_NB_KEEP) {
         mca_coll_hier_nb_kept[mca_coll_hier_nb_nkept++] = r;
         r = NULL;
     }
@@ -78,8 +80,7 @@ static void mca_coll_hier_nb_keep(mca_coll_hier_nb_t *r)
     if (r) OBJ_RELEASE(r);
 }
 
-/* Open MPI's progress loop advances hier's requests from the first one on. */
-static void mca_coll_hier_nb_register(void)
+void mca_coll_hier_nb_register(void)
 {
     if (!atomic_exchange(&mca_coll_hier_nb_registered, 1)) opal_progress_register(mca_coll_hier_nb_progress);
 }
@@ -90,10 +91,46 @@ void mca_coll_hier_nb_close(void)
     /* (their memory only: at close Open MPI's request classes may be gone
      * already, and construction allocated nothing) */
     while (mca_coll_hier_nb_nkept) free(mca_coll_hier_nb_kept[--mca_coll_hier_nb_nkept]);
+    free(mca_coll_hier_nb_parked);
+    mca_coll_hier_nb_parked = NULL;
 }
 
-static void mca_coll_hier_nb_release(mca_coll_hier_nb_t *r)
+void mca_coll_hier_nb_hold(mca_coll_hier_nb_t *r, int hold)
 {
+    mca_coll_hier_nb_args_t *a = &r->args;
+    if (a->op && !ompi_op_is_intrinsic(a->op)) {
+        if (hold) {
+            OBJ_RETAIN(a->op);
+        } else {
+            OBJ_RELEASE(a->op);
+        }
+    }
+    ompi_datatype_t **types[] = {&a->dtype, &a->sdtype};
+    for (int i = 0; i < 2; i++) {
+        if (!*types[i] || *types[i] == MPI_DATATYPE_NULL || ompi_datatype_is_predefined(*types[i])) continue;
+        if (hold) {
+            OBJ_RETAIN(*types[i]);
+        } else {
+            OBJ_RELEASE(*types[i]);
+        }
+    }
+    r->held = hold;
+}
+
+void mca_coll_hier_nb_prev_free(mca_coll_hier_nb_t *r)
+{
+    if (r->inner) { /* (its end told ours already; its own completion flag may follow a moment later) */
+        while (!REQUEST_COMPLETE(r->inner)) opal_progress();
+        ompi_request_free(&r->inner);
+    }
+    hier_req_free(r->deferred);
+    r->deferred = NULL;
+}
+
+void mca_coll_hier_nb_release(mca_coll_hier_nb_t *r)
+{
+    if (r->held) mca_coll_hier_nb_hold(r, 0);
+    mca_coll_hier_nb_prev_free(r);
     hier_req_free(r->core);
     free(r->spack);
     free(r->rpack);
@@ -105,10 +142,12 @@ static void mca_coll_hier_nb_release(mca_coll_hier_nb_t *r)
 
 /* MPI_Wait/Test after the end, or MPI_Request_free: freeing a nonblocking
  * collective's request before its end is erroneous (MPI 3.1, 5.12), and
- * then the call still runs to its end, which releases the request. */
+ * then the call still runs to its end, which releases the request. A
+ * persistent one is freed when not running (else refused, as libnbc does). */
 static int mca_coll_hier_nb_free(ompi_request_t **req)
 {
     mca_coll_hier_nb_t *r = (mca_coll_hier_nb_t *)*req;
+    if (r->persistent && !REQUEST_COMPLETE(&r->super.super)) return MPI_ERR_REQUEST;
     *req = MPI_REQUEST_NULL;
     if (REQUEST_COMPLETE(&r->super.super)) {
         mca_coll_hier_nb_release(r);
@@ -119,64 +158,145 @@ static int mca_coll_hier_nb_free(ompi_request_t **req)
     return OMPI_SUCCESS;
 }
 
-/* The core's request is over: counted, unpacked, and the MPI request complete. */
-static void mca_coll_hier_nb_done(hier_req_t *core, hier_status_t st, void *arg)
+/* The previous component's run ended: so does the request. */
+static int mca_coll_hier_nb_prev_done(ompi_request_t *inner)
+{
+    mca_coll_hier_nb_t *r = inner->req_complete_cb_data;
+    r->super.super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
+    if (r->orphan) {
+        if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
+        r->dead = mca_coll_hier_nb_dead;
+        mca_coll_hier_nb_dead = r;
+        if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+        return 0;
+    }
+    ompi_request_complete(&r->super.super, true);
+    return 0;
+}
+
+int mca_coll_hier_nb_prev(mca_coll_hier_nb_t *r, hier_path_t why)
+{
+    mca_coll_hier_module_t *hm = r->hm;
+    const mca_coll_hier_nb_args_t *a = &r->args;
+    int rc;
+    mca_coll_hier_account(hm, r->coll, why, r->bytes);
+    switch (r->coll) {
+    case HIER_COLL_IALLREDUCE:
+    case HIER_COLL_ALLREDUCE_INIT:
+        rc = hm->prev_iallreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, hm->comm, &r->inner,
+                                 hm->prev_iallreduce_module);
+        break;
+    case HIER_COLL_IALLGATHER:
+    case HIER_COLL_ALLGATHER_INIT:
+        rc = hm->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->count, a->dtype, hm->comm, &r->inner,
+                                 hm->prev_iallgather_module);
+        break;
+    case HIER_COLL_IREDUCE_SCATTER:
+    case HIER_COLL_REDUCE_SCATTER_INIT:
+        rc = hm->prev_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, hm->comm, &r->inner,
+                                      hm->prev_ireduce_scatter_module);
+        break;
+    default:
+        rc = hm->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, hm->comm, &r->inner,
+                                            hm->prev_ireduce_scatter_block_module);
+        break;
+    }
+    if (rc != MPI_SUCCESS) {
+        r->inner = NULL;
+        return rc;
+    }
+    ompi_request_set_callback(r->inner, mca_coll_hier_nb_prev_done, r);
+    return MPI_SUCCESS;
+}
+
+/* The core's request is over: counted, unpacked, and the MPI request
+ * complete; or handed back (a busy communicator's call, decided at its
+ * turn): the previous component's run, in the order the calls were made. */
+void mca_coll_hier_nb_done(hier_req_t *core, hier_status_t st, void *arg)
 {
     mca_coll_hier_nb_t *r = arg;
     int rc = MPI_SUCCESS;
+    r->path = hier_req_path(core);
+    if (r->orphan) r->core = NULL; /* (freed already: the core's request goes with this end) */
+    if (st == HIER_ERR_NOT_SUPPORTED && (rc = mca_coll_hier_nb_prev(r, r->path)) == MPI_SUCCESS) return;
     if (st == HIER_OK) {
         hier_stats_count(r->coll, r->path, r->bytes, hier_req_net_bytes(core), 0);
         if (r->rpack)
             rc = ompi_datatype_sndrcv(r->rpack, (mca_coll_hier_count_t)(r->bytes * (size_t)ompi_comm_size(r->hm->comm)),
-                                      MPI_BYTE, r->rbuf, (mca_coll_hier_count_t)r->ritems, r->dtype) == MPI_SUCCESS
+                                      MPI_BYTE, r->args.rbuf,
+                                      (mca_coll_hier_count_t)((size_t)r->args.count *
+                                                              (size_t)ompi_comm_size(r->hm->comm)),
+                                      r->dtype) == MPI_SUCCESS
                      ? MPI_SUCCESS
                      : OMPI_ERROR;
-    } else {
+    } else if (st != HIER_ERR_NOT_SUPPORTED) {
         rc = mca_coll_hier_error(r->hm, r->coll, st);
     }
     r->super.super.req_status.MPI_ERROR = rc;
-    if (r->orphan) { /* (the core's request goes with this call's end) */
-        r->core = NULL;
+    if (r->orphan) {
         mca_coll_hier_nb_release(r);
         return;
     }
     ompi_request_complete(&r->super.super, true);
 }
 
-static mca_coll_hier_nb_t *mca_coll_hier_nb_new(mca_coll_hier_module_t *hm, hier_coll_t coll, size_t bytes)
+/* Cancelling a collective is erroneous (MPI 3.1, 3.8.4): refused, as libnbc does. */
+static int mca_coll_hier_nb_cancel(ompi_request_t *req, int complete)
+{
+    (void)req;
+    (void)complete;
+    return MPI_ERR_REQUEST;
+}
+
+mca_coll_hier_nb_t *mca_coll_hier_nb_new(mca_coll_hier_module_t *hm, hier_coll_t coll, size_t bytes, int persistent)
 {
     mca_coll_hier_nb_t *r = mca_coll_hier_nb_take();
     if (!r) return NULL;
-    OMPI_REQUEST_INIT(&r->super.super, false);
+    OMPI_REQUEST_INIT(&r->super.super, persistent);
     /* what Open MPI's retain of the op and types fills in, empty as its
      * constructor leaves it (its layout differs between the lines) */
     memset((char *)r + sizeof(ompi_request_t), 0, sizeof(ompi_coll_base_nbc_request_t) - sizeof(ompi_request_t));
     r->super.super.req_type = OMPI_REQUEST_COLL;
-    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     r->super.super.req_free = mca_coll_hier_nb_free;
+    r->super.super.req_cancel = mca_coll_hier_nb_cancel;
+    r->super.super.req_start = NULL;
     r->super.super.req_mpi_object.comm = hm->comm;
     r->core = NULL;
     r->hm = hm;
     r->coll = coll;
     r->bytes = bytes;
+    r->why = HIER_PATH_SELF;
+    r->args = (mca_coll_hier_nb_args_t){0};
     r->dtype = NULL;
     r->spack = r->rpack = NULL;
     r->orphan = 0;
+    r->persistent = persistent;
+    r->held = 0;
+    r->inner = NULL;
+    r->deferred = NULL;
+    r->dead = NULL;
     OBJ_RETAIN(hm->comm);
     return r;
 }
 
-/* A request the core took: *request; not taken: released, and the
- * previous component's turn (HIER_ERR_NOT_SUPPORTED) or an error. */
+/* A request the core took: *request. Not taken: on a busy communicator,
+ * queued to be handed back at its turn (hier_req_defer); else released,
+ * and the previous component's turn now (MPI_ERR_PENDING), or an error. */
 static int mca_coll_hier_nb_started(mca_coll_hier_nb_t *r, hier_status_t st, hier_path_t path, ompi_request_t **request)
 {
+    mca_coll_hier_module_t *hm = r->hm;
+    if (st == HIER_ERR_NOT_SUPPORTED && hm->core) {
+        hier_req_notify_t notify = {mca_coll_hier_nb_done, r};
+        hier_status_t deferred = hier_req_defer(hm->core, path, &notify, &r->core);
+        if (deferred != HIER_ERR_NOT_SUPPORTED) st = deferred;
+    }
     if (st == HIER_OK) {
         mca_coll_hier_nb_register();
         *request = &r->super.super;
         return MPI_SUCCESS;
     }
-    mca_coll_hier_module_t *hm = r->hm;
     hier_coll_t coll = r->coll;
     size_t bytes = r->bytes;
     r->core = NULL;
@@ -199,15 +319,16 @@ int mca_coll_hier_iallreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t
 
     ompi_datatype_type_size(dtype, &tsize);
     if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
-    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, HIER_COLL_IALLREDUCE, (size_t)count * tsize);
+    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, HIER_COLL_IALLREDUCE, (size_t)count * tsize, 0);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
+    r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = dtype, .op = op};
     if (path == MCA_COLL_HIER_SERVED) {
         mca_coll_hier_user_op_begin(&r->user, hop, op, dtype);
         hier_user_op_t user = mca_coll_hier_user_op_core(&r->user);
         hier_req_notify_t notify = {mca_coll_hier_nb_done, r};
         r->path = path;
         st = hier_comm_iallreduce(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf,
-                                  (size_t)count * per_type, dt, hop, &user, &notify, &r->path, &r->core);
+                                  (size_t)count * per_type, dt, hop, &user, &notify, HIER_REQ_ONCE, &r->path, &r->core);
         mca_coll_hier_user_op_end(hop);
         path = r->path;
     }
@@ -234,8 +355,11 @@ static int mca_coll_hier_irs(mca_coll_hier_module_t *hm, hier_coll_t coll, const
 
     ompi_datatype_type_size(dtype, &tsize);
     for (int q = 0; q < n; q++) total += rcounts ? mca_coll_hier_counts_get(*rcounts, q) : block;
-    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, coll, total * tsize);
+    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, coll, total * tsize, 0);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
+    r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .count = (mca_coll_hier_count_t)block,
+                                        .dtype = dtype, .op = op};
+    if (rcounts) r->args.rcounts = *rcounts;
     if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
     size_t stack[MCA_COLL_HIER_NB_RS_STACK], *counts = NULL;
     if (path == MCA_COLL_HIER_SERVED)
@@ -248,7 +372,7 @@ static int mca_coll_hier_irs(mca_coll_hier_module_t *hm, hier_coll_t coll, const
         hier_req_notify_t notify = {mca_coll_hier_nb_done, r};
         r->path = path;
         st = hier_comm_ireduce_scatter(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : sbuf, rbuf, counts, dt, hop,
-                                       &user, &notify, &r->path, &r->core);
+                                       &user, &notify, HIER_REQ_ONCE, &r->path, &r->core);
         mca_coll_hier_user_op_end(hop);
         path = r->path;
         if (counts != stack) free(counts); /* (copied) */
@@ -278,6 +402,48 @@ int mca_coll_hier_ireduce_scatter_block(const void *sbuf, void *rbuf, mca_coll_h
                                           hm->prev_ireduce_scatter_block_module);
 }
 
+int mca_coll_hier_nb_layout(mca_coll_hier_nb_t *r, const char **s_p, char **r_p)
+{
+    const mca_coll_hier_nb_args_t *a = &r->args;
+    size_t rsize, items = (size_t)a->count * (size_t)ompi_comm_size(r->hm->comm);
+    ptrdiff_t slb = 0, rlb = 0;
+
+    ompi_datatype_type_size(a->dtype, &rsize);
+    if (mca_coll_hier_map_bytes(a->dtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
+        *r_p = (char *)a->rbuf + rlb;
+    } else {
+        if (!(*r_p = r->rpack = malloc(items * rsize + 1))) return OMPI_ERR_OUT_OF_RESOURCE;
+        r->dtype = a->dtype; /* (retained: the end unpacks with it) */
+        OBJ_RETAIN(a->dtype);
+    }
+    *s_p = NULL;
+    if (a->sbuf == MPI_IN_PLACE) return OMPI_SUCCESS;
+    if (mca_coll_hier_map_bytes(a->sdtype, (size_t)a->scount, &slb) == MCA_COLL_HIER_SERVED) {
+        *s_p = (const char *)a->sbuf + slb;
+    } else {
+        if (!(r->spack = malloc(r->bytes ? r->bytes : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
+        *s_p = r->spack;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_hier_nb_pack(mca_coll_hier_nb_t *r)
+{
+    const mca_coll_hier_nb_args_t *a = &r->args;
+    int rank = ompi_comm_rank(r->hm->comm);
+    ptrdiff_t ext_lb, ext;
+    if (r->spack && ompi_datatype_sndrcv(a->sbuf, a->scount, a->sdtype, r->spack, (mca_coll_hier_count_t)r->bytes,
+                                         MPI_BYTE) != MPI_SUCCESS)
+        return OMPI_ERROR;
+    if (!r->rpack || a->sbuf != MPI_IN_PLACE) return OMPI_SUCCESS;
+    ompi_datatype_get_extent(a->dtype, &ext_lb, &ext);
+    return ompi_datatype_sndrcv((char *)a->rbuf + (ptrdiff_t)rank * (ptrdiff_t)a->count * ext, a->count, a->dtype,
+                                r->rpack + (size_t)rank * r->bytes, (mca_coll_hier_count_t)r->bytes,
+                                MPI_BYTE) == MPI_SUCCESS
+               ? OMPI_SUCCESS
+               : OMPI_ERROR;
+}
+
 /* Allgather: contiguous layouts go straight through; others are packed
  * into contiguous temporaries the request keeps (whether hier serves a
  * call must not depend on one rank's datatypes: mca_coll_hier_allgather). */
@@ -286,58 +452,35 @@ int mca_coll_hier_iallgather(const void *sbuf, mca_coll_hier_count_t scount, omp
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
-    int n = ompi_comm_size(comm), rank = ompi_comm_rank(comm), in_place = sbuf == MPI_IN_PLACE;
     size_t rsize;
-    ptrdiff_t slb = 0, rlb = 0, ext_lb, ext;
     hier_path_t path = hm->comm_fallback;
     hier_status_t st = HIER_ERR_NOT_SUPPORTED;
-    const char *s = NULL;
+    const char *s;
     char *rr;
 
     ompi_datatype_type_size(rdtype, &rsize);
-    size_t items = (size_t)rcount * (size_t)n, block = (size_t)rcount * rsize;
-    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, HIER_COLL_IALLGATHER, block);
+    mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, HIER_COLL_IALLGATHER, (size_t)rcount * rsize, 0);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
+    r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .count = rcount,
+                                        .sdtype = sdtype, .dtype = rdtype};
     /* (asked before packing: a communicator that may hold device buffers never gets here) */
     if (path == MCA_COLL_HIER_SERVED && hier_req_ready(hm->core, HIER_COLL_ALLGATHER, &path) == HIER_OK)
         path = MCA_COLL_HIER_SERVED;
-    if (path != MCA_COLL_HIER_SERVED) goto start;
-    if (mca_coll_hier_map_bytes(rdtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
-        rr = (char *)rbuf + rlb;
-    } else {
-        if (!(rr = r->rpack = malloc(items * rsize + 1))) goto nomem;
-        r->dtype = rdtype; /* (retained: the end unpacks with it) */
-        OBJ_RETAIN(rdtype);
-        r->rbuf = rbuf;
-        r->ritems = items;
-        ompi_datatype_get_extent(rdtype, &ext_lb, &ext);
-        if (in_place && ompi_datatype_sndrcv((char *)rbuf + (ptrdiff_t)rank * (ptrdiff_t)rcount * ext, rcount, rdtype,
-                                             rr + (size_t)rank * block, (mca_coll_hier_count_t)block,
-                                             MPI_BYTE) != MPI_SUCCESS)
-            goto fail;
+    if (path == MCA_COLL_HIER_SERVED) {
+        int rc = mca_coll_hier_nb_layout(r, &s, &rr);
+        if (rc == OMPI_SUCCESS) rc = mca_coll_hier_nb_pack(r);
+        if (rc != OMPI_SUCCESS) {
+            mca_coll_hier_nb_release(r);
+            return rc;
+        }
+        hier_req_notify_t notify = {mca_coll_hier_nb_done, r};
+        r->path = path;
+        st = hier_comm_iallgather(hm->core, sbuf == MPI_IN_PLACE ? HIER_IN_PLACE : s, rr, r->bytes, &notify,
+                                  HIER_REQ_ONCE, &r->path, &r->core);
+        path = r->path;
     }
-    if (!in_place && mca_coll_hier_map_bytes(sdtype, (size_t)scount, &slb) == MCA_COLL_HIER_SERVED) {
-        s = (const char *)sbuf + slb;
-    } else if (!in_place) {
-        if (!(r->spack = malloc(block ? block : 1))) goto nomem;
-        if (ompi_datatype_sndrcv(sbuf, scount, sdtype, r->spack, (mca_coll_hier_count_t)block, MPI_BYTE) !=
-            MPI_SUCCESS)
-            goto fail;
-        s = r->spack;
-    }
-    hier_req_notify_t notify = {mca_coll_hier_nb_done, r};
-    r->path = path;
-    st = hier_comm_iallgather(hm->core, in_place ? HIER_IN_PLACE : s, rr, block, &notify, &r->path, &r->core);
-    path = r->path;
-start:;
     int rc = mca_coll_hier_nb_started(r, st, path, request);
     if (rc != MPI_ERR_PENDING) return rc;
     return hm->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                hm->prev_iallgather_module);
-nomem:
-    mca_coll_hier_nb_release(r);
-    return OMPI_ERR_OUT_OF_RESOURCE;
-fail:
-    mca_coll_hier_nb_release(r);
-    return OMPI_ERROR;
 }
