@@ -95,7 +95,7 @@ static void table(const hier_model_machine_t *m, const coll_name_t *c, int nodes
     printf("#\n# %s: nodes=%d ppn=%d rails=%d rate=%g Gbit/s machine=%s (predicted)\n", c->name, nodes, ppn,
            m->rails, m->rail_gbps, m->name);
     printf("# %-10s %-20s %12s %11s %12s %10s %10s %-14s %s\n", "label", "coll", "size_bytes", "count", "time_us",
-           "algbw_GB/s", "busbw_GB/s", "algorithm", "pieces/chunk/chunks");
+           "algbw_GB/s", "busbw_GB/s", "algorithm", "pieces/chunk/chunks/depth");
     for (double s = (double)lo; s <= (double)hi; s *= f) {
         size_t bytes = (size_t)s, n = bytes / esize;
         if (c->coll != HIER_COLL_ALLREDUCE) n = n / (size_t)np * (size_t)np;
@@ -108,8 +108,9 @@ static void table(const hier_model_machine_t *m, const coll_name_t *c, int nodes
             continue;
         }
         double algbw = (double)(n * esize) / (r.time_us * 1e-6) / 1e9;
-        printf("%-12s %-20s %12zu %11zu %12.2f %10.3f %10.3f %-14s %d/%zu/%zu\n", label, c->name, n * esize, n,
-               r.time_us, algbw, algbw * factor, algo_name(&r, nodes), r.pieces, r.chunk_bytes, r.nchunks);
+        printf("%-12s %-20s %12zu %11zu %12.2f %10.3f %10.3f %-14s %d/%zu/%zu/%u\n", label, c->name, n * esize, n,
+               r.time_us, algbw, algbw * factor, algo_name(&r, nodes), r.pieces, r.chunk_bytes, r.nchunks,
+               r.depth ? r.depth : 1);
         if (f <= 1.0) break;
     }
 }

@@ -94,8 +94,9 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
     fp->mapped_bytes = hier_shm_size(hier_shm_shape(nd->small.seg)) +
                        (nd->pipe.seg ? hier_shm_size(hier_shm_shape(nd->pipe.seg)) : 0);
     fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 6 * sizeof(uint32_t)) +
-                      (nd->steps[1] ? 2 : 1) * nd->nsteps * sizeof(hier_step_t) +
-                      (nd->sendq ? nd->nsteps * sizeof(hier_net_send_t) : 0) + (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
+                      nd->nsteps * nd->nqueues * sizeof(hier_net_send_t) +
+                      (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
+    for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX && nd->steps[i]; i++) fp->heap_bytes += nd->nsteps * sizeof(hier_step_t);
     if (c->net) fp->heap_bytes += sizeof(*c->net) + (size_t)c->layout.nnodes * (sizeof(void *) + sizeof(uint32_t));
 }
 
@@ -223,41 +224,42 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
 /* ---- nonblocking and persistent: requests (hier_comm_req.c) ------------------ */
 
 /* A device buffer nothing here can reach: as the blocking call; one a
- * backend reaches: a request does not stage (a rank with a device backend
- * makes every call of the communicator so). */
-static hier_status_t hier_comm_req_place(const hier_req_call_t *call, size_t sbytes, size_t rbytes,
-                                         hier_path_t *path_p)
+ * backend reaches: the call runs on host mirrors of this rank's own
+ * (hier_req_stage.c), the request's from now on. */
+static hier_status_t hier_comm_req_stage(const hier_req_bufs_t *b, hier_req_stage_t *stage_p, hier_path_t *path_p)
 {
-    hier_accel_buf_t sb, rb;
-    hier_status_t st;
-    int staged = hier_coll_dev_classify(call->sbuf, sbytes, call->rbuf, rbytes, &sb, &rb, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
-    if (st == HIER_OK && staged) {
-        *path_p = HIER_PATH_FALLBACK_NONBLOCKING;
-        return HIER_ERR_NOT_SUPPORTED;
-    }
-    return st;
+    hier_status_t st = hier_req_stage_make(b, stage_p);
+    return st == HIER_ERR_NOT_SUPPORTED ? hier_comm_dev_unknown(path_p) : st;
 }
 
-/* A nonblocking call's request, made now; or a persistent one, made with
- * the collective steps every rank takes alike, its buffers' place checked
- * after them (one rank's device buffer must not keep it from its peers'
- * steps). */
-static hier_status_t hier_comm_req(hier_comm_t *c, hier_req_call_t *call, size_t sbytes, size_t rbytes,
+/* A nonblocking call's request, made now (its device input copied into its
+ * mirrors first: the request may run at once); or a persistent one, made
+ * with the collective steps every rank takes alike, its mirrors after them
+ * (one rank's buffers must not keep it from its peers' steps). */
+static hier_status_t hier_comm_req(hier_comm_t *c, hier_req_call_t *call, hier_req_bufs_t *b,
                                    const hier_req_notify_t *notify, hier_path_t *path_p, hier_req_t **req_p)
 {
     hier_req_t *q;
-    hier_status_t st = hier_comm_buffers(hier_coll_name(call->sig_coll), &call->sbuf, sbytes, call->rbuf, rbytes);
+    hier_req_stage_t stage;
+    hier_status_t st = hier_comm_buffers(hier_coll_name(call->sig_coll), &call->sbuf, b->sbytes, call->rbuf, b->rbytes);
     if (st != HIER_OK) return st;
+    b->sbuf = call->sbuf;
+    if (!b->sbuf) b->in_len = b->in_len ? b->in_len : b->rbytes; /* (in place: the input's bytes of rbuf) */
+    else b->in_off = b->in_len = 0;
     if (!call->persistent) {
-        if ((st = hier_comm_req_place(call, sbytes, rbytes, path_p)) != HIER_OK) return st;
-        return hier_req_make(c, call, notify, path_p, req_p);
+        if ((st = hier_comm_req_stage(b, &call->stage, path_p)) != HIER_OK) return st;
+        if (call->sbuf) call->sbuf = hier_accel_mirror_at(&call->stage.s, (void *)call->sbuf);
+        call->rbuf = hier_accel_mirror_at(&call->stage.r, call->rbuf);
+        if ((st = hier_req_stage_in(&call->stage)) == HIER_OK) st = hier_req_make(c, call, notify, path_p, req_p);
+        if (st != HIER_OK) hier_req_stage_free(&call->stage);
+        return st;
     }
     if ((st = hier_req_init(c, call, notify, path_p, &q)) != HIER_OK) return st;
-    if ((st = hier_comm_req_place(call, sbytes, rbytes, path_p)) != HIER_OK) {
+    if ((st = hier_comm_req_stage(b, &stage, path_p)) != HIER_OK) {
         hier_req_free(q);
         return st;
     }
+    hier_req_restage(q, &stage);
     *req_p = q;
     return HIER_OK;
 }
@@ -272,7 +274,8 @@ hier_status_t hier_comm_iallreduce(hier_comm_t *c, const void *sbuf, void *rbuf,
                             .sig_coll = persistent ? HIER_COLL_ALLREDUCE_INIT : HIER_COLL_IALLREDUCE,
                             .sbuf = sbuf, .rbuf = rbuf, .count = count, .dt = dt, .op = op,
                             .user = user ? *user : (hier_user_op_t){0}, .persistent = persistent};
-    return hier_comm_req(c, &call, bytes, bytes, notify, path_p, req_p);
+    hier_req_bufs_t b = {.sbuf = sbuf, .rbuf = rbuf, .sbytes = bytes, .rbytes = bytes, .out_len = bytes};
+    return hier_comm_req(c, &call, &b, notify, path_p, req_p);
 }
 
 hier_status_t hier_comm_iallgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
@@ -283,7 +286,10 @@ hier_status_t hier_comm_iallgather(hier_comm_t *c, const void *sbuf, void *rbuf,
     hier_req_call_t call = {.coll = HIER_COLL_ALLGATHER,
                             .sig_coll = persistent ? HIER_COLL_ALLGATHER_INIT : HIER_COLL_IALLGATHER,
                             .sbuf = sbuf, .rbuf = rbuf, .count = block_bytes, .persistent = persistent};
-    return hier_comm_req(c, &call, block_bytes, block_bytes * (size_t)c->size, notify, path_p, req_p);
+    hier_req_bufs_t b = {.sbuf = sbuf, .rbuf = rbuf, .sbytes = block_bytes, .rbytes = block_bytes * (size_t)c->size,
+                         .in_off = block_bytes * (size_t)c->rank, .in_len = block_bytes,
+                         .out_len = block_bytes * (size_t)c->size};
+    return hier_comm_req(c, &call, &b, notify, path_p, req_p);
 }
 
 hier_status_t hier_comm_ireduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
@@ -298,6 +304,8 @@ hier_status_t hier_comm_ireduce_scatter(hier_comm_t *c, const void *sbuf, void *
                             .sig_coll = persistent ? HIER_COLL_REDUCE_SCATTER_INIT : HIER_COLL_IREDUCE_SCATTER,
                             .sbuf = sbuf, .rbuf = rbuf, .dt = dt, .op = op,
                             .user = user ? *user : (hier_user_op_t){0}, .rcounts = rcounts, .persistent = persistent};
-    return hier_comm_req(c, &call, total * es, (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es, notify,
-                         path_p, req_p);
+    hier_req_bufs_t b = {.sbuf = sbuf, .rbuf = rbuf, .sbytes = total * es,
+                         .rbytes = (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es,
+                         .out_len = rcounts[c->rank] * es};
+    return hier_comm_req(c, &call, &b, notify, path_p, req_p);
 }

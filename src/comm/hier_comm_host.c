@@ -107,11 +107,11 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p)
 {
     hier_select_shape_t shape = hier_comm_shape(c);
-    hier_select(&shape, coll, bytes, choice_p);
+    hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape.cma < 0) {
         if (no_wait) return HIER_IN_PROGRESS;
         if ((shape.cma = hier_node_cma(c)) < 0) return (hier_status_t)shape.cma;
-        hier_select(&shape, coll, bytes, choice_p);
+        hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
     }
     return HIER_OK;
 }

@@ -37,7 +37,7 @@ static void hier_net_configure(hier_fabric_t *fab, uint64_t self)
 
 uint32_t hier_net_new_box(void)
 {
-    return atomic_fetch_add(&hier_net_next_box, 1);
+    return atomic_fetch_add(&hier_net_next_box, HIER_RUN_DEPTH_MAX); /* (a box per run in flight) */
 }
 
 hier_status_t hier_net_reserve(int size, hier_net_room_t *room)
@@ -162,7 +162,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     hier_net_t *net = c->net;
     hier_fabric_t *fab = hier_core_fabric();
     uint8_t *mine = tier->slots[c->layout.me];
-    size_t len = 2 * hier_shm_parity_stride(tier->seg);
+    size_t len = hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg);
     if (!tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
         hier_fabric_mr_reg(fab, mine, len, &tier->mr) != HIER_OK)
         tier->mr = NULL;
@@ -179,6 +179,9 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     x->mr = tier->mr;
     x->mr_base = tier->mr ? mine : NULL;
     x->mr_len = tier->mr ? len : 0;
-    x->q = (hier_net_queue_t){.q = c->node->sendq, .cap = c->node->nsteps};
+    for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++) /* (a run without a queue refuses to start) */
+        x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
+                                                                .cap = c->node->nsteps}
+                                           : (hier_net_queue_t){0};
     return x;
 }

@@ -26,6 +26,11 @@
  * communicators' allgather and reduce_scatter bounds grow with their ranks
  * and are made at their first call, with an agreement of their own). */
 #define HIER_NODE_STEPS_AHEAD 256
+/* A call's chunks in flight hold this much of a rank's memory at most in
+ * schedule steps and send queues (hier_node_call_depth): at 1,000 nodes x 8
+ * a reduce_scatter's chunk has 181,000 steps (33 MB a chunk in flight),
+ * allreduce's 10,640 (2 MB). */
+#define HIER_NODE_DEPTH_BYTES ((size_t)16 << 20)
 
 static size_t hier_node_round64(size_t v)
 {
@@ -263,6 +268,7 @@ static void hier_node_room_ahead(const hier_comm_t *c, hier_node_t *nd, hier_nod
     /* (cut where it saves more than half: one node's room is close to its need already) */
     nd->steps[0] = need && need * 2 >= room->cap ? room->steps : hier_node_cut(room->steps, need, sizeof(hier_step_t));
     nd->sendq = room->sendq ? hier_node_cut(room->sendq, need, sizeof(hier_net_send_t)) : NULL;
+    nd->nqueues = nd->sendq != NULL;
     nd->nsteps = need;
     room->steps = NULL;
     room->sendq = NULL;
@@ -304,8 +310,7 @@ static void hier_node_free_arrays(hier_node_t *nd)
     hier_topo_groups_free(&nd->groups);
     free(nd->pipe.slots);
     free(nd->procs);
-    free(nd->steps[0]);
-    free(nd->steps[1]);
+    for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) free(nd->steps[i]);
     free(nd->sendq);
     free(nd->stage);
     free(nd); /* (small.slots and order with it: hier_node_reserve) */
@@ -378,13 +383,28 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 /* The largest chunk up to what the parameters ask for (at least `least`)
  * whose segment fits in the budget, pooled segments given back first; 0:
  * none does. */
+unsigned hier_node_pipe_depth(int nnodes)
+{
+    int d = hier_params.pipeline_depth;
+    if (nnodes < 2 || d < 1) return 1; /* (one node: no network rounds to overlap) */
+    return d > HIER_RUN_DEPTH_MAX ? HIER_RUN_DEPTH_MAX : (unsigned)d;
+}
+
+/* The pipeline segment of `chunk`: a pipeline buffer for each chunk in
+ * flight and one for the chunk copied in meanwhile (hier_run.c). */
+static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
+{
+    return (hier_shm_shape_t){.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk,
+                              .parities = hier_node_pipe_depth(c->layout.nnodes) + 1};
+}
+
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 {
     size_t want = hier_node_pipe_chunk_wanted(c->layout.nnodes);
     size_t budget = hier_core_shm_budget();
     want = hier_node_round64(want < least ? least : want);
     for (size_t chunk = want; chunk >= least; chunk = hier_node_round64(chunk / 2)) {
-        hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+        hier_shm_shape_t shape = hier_node_pipe_shape(c, chunk);
         size_t size = hier_shm_size(&shape);
         if (size <= budget) hier_shm_pool_trim(budget - size);
         if (hier_shm_mapped_total() + size <= budget) return chunk;
@@ -397,7 +417,7 @@ static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 static hier_status_t hier_node_pipe_offer(hier_comm_t *c, size_t chunk, int fresh_only, int *fresh_p)
 {
     hier_node_t *nd = c->node;
-    hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+    hier_shm_shape_t shape = hier_node_pipe_shape(c, chunk);
     hier_shm_pool_user_t user = {0};
     hier_shm_t *seg = fresh_only ? NULL : hier_shm_pool_take(&shape, nd->procs, c->layout.nranks, NULL, &user);
     hier_shm_offer_t *offer = hier_shm_offer(nd->small.seg);
@@ -419,7 +439,7 @@ static hier_status_t hier_node_pipe_offer(hier_comm_t *c, size_t chunk, int fres
 static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *missing_p)
 {
     hier_node_t *nd = c->node;
-    hier_shm_shape_t shape = {.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk};
+    hier_shm_shape_t shape = hier_node_pipe_shape(c, chunk);
     const hier_shm_offer_t *offer = hier_shm_offer(nd->small.seg);
     hier_shm_pool_user_t user = {0};
     hier_shm_t *seg = NULL;
@@ -581,40 +601,73 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
  * rank, so all grow at the same call and agree that it worked. In-place
  * calls' staging is tried once, agreed with nobody: without it this rank's
  * executor stages on its stack. */
-/* Room for the steps of args, made here (this rank's memory: 1 if it has it). */
-static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, size_t *need_p)
+/* Step arrays made (the first `ways` of nd->steps). */
+static unsigned hier_node_ways(const hier_node_t *nd)
+{
+    unsigned w = 0;
+    while (w <= HIER_RUN_DEPTH_MAX && nd->steps[w]) w++;
+    return w;
+}
+
+unsigned hier_node_call_depth(unsigned tier_depth, const hier_sched_args_t *args)
+{
+    size_t per = hier_sched_max_steps(args) * (sizeof(hier_step_t) + sizeof(hier_net_send_t));
+    size_t fits = per ? HIER_NODE_DEPTH_BYTES / per : tier_depth;
+    return fits < 1 ? 1 : fits < tier_depth ? (unsigned)fits : tier_depth;
+}
+
+/* Room for the steps of args run `depth` chunks in flight, made here (this
+ * rank's memory: 1 if it has it): a step array per chunk hier_run holds at
+ * once, min(chunks, depth + 1), and (several nodes) a send queue per run
+ * in flight. */
+static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth, size_t *need_p)
 {
     hier_node_t *nd = c->node;
-    size_t need = hier_sched_max_steps(args);
-    int net = c->layout.nnodes > 1, two = hier_sched_nchunks(args) > 1;
+    size_t need = hier_sched_max_steps(args), nchunks = hier_sched_nchunks(args);
+    unsigned ways = nchunks > depth ? depth + 1 : nchunks > 1 ? (unsigned)nchunks : 1;
+    unsigned queues = c->layout.nnodes > 1 ? depth : 0;
     if (args->in_place && !nd->stage_tried) {
         nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
         nd->stage_tried = 1;
     }
     *need_p = need > nd->nsteps ? need : nd->nsteps;
-    if (need <= nd->nsteps && (nd->steps[1] || !two)) return -1; /* (enough: nothing made) */
+    if (need <= nd->nsteps && hier_node_ways(nd) >= ways && nd->nqueues >= queues) return -1; /* (enough) */
     if (need > nd->nsteps) {
-        free(nd->steps[0]);
-        free(nd->steps[1]);
+        for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) {
+            free(nd->steps[i]);
+            nd->steps[i] = NULL;
+        }
         free(nd->sendq);
+        nd->sendq = NULL;
+        nd->nqueues = 0;
         nd->steps[0] = malloc(need * sizeof(hier_step_t));
-        nd->steps[1] = NULL;
-        nd->sendq = net ? malloc(need * sizeof(hier_net_send_t)) : NULL;
     } else {
         need = nd->nsteps;
     }
-    if (two && !nd->steps[1]) nd->steps[1] = malloc(need * sizeof(hier_step_t));
-    int ok = nd->steps[0] && (nd->steps[1] || !two) && (nd->sendq || !net);
+    if (nd->nqueues < queues) { /* (nothing in them between calls) */
+        free(nd->sendq);
+        nd->sendq = malloc(need * queues * sizeof(hier_net_send_t));
+        nd->nqueues = nd->sendq ? queues : 0;
+    }
+    int ok = nd->steps[0] && nd->nqueues >= queues;
+    for (unsigned i = 1; ok && i < ways; i++)
+        if (!nd->steps[i] && !(nd->steps[i] = malloc(need * sizeof(hier_step_t)))) ok = 0;
     nd->nsteps = ok ? need : 0;
     return ok;
 }
 
+/* The chunks in flight at once over `tier`: one fewer than its parities. */
+static unsigned hier_node_tier_depth(const hier_tier_t *tier)
+{
+    return hier_shm_parities(tier->seg) - 1;
+}
+
 /* Room made when first needed, agreed: every rank has it, or the call
  * fails on every rank. */
-static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args)
+static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth)
 {
     size_t need;
-    int ok[4] = {hier_node_room_grow(c, args, &need)};
+    int ok[4] = {hier_node_room_grow(c, args, depth, &need)};
     if (ok[0] < 0) return HIER_OK;
     hier_status_t st = hier_node_agree(c, ok, 1);
     if (st != HIER_OK || !ok[0]) c->node->nsteps = 0;
@@ -669,11 +722,12 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
     size_t need;
     hier_status_t st = hier_node_fit(c, args);
     if (st != HIER_OK) return st;
-    if (!hier_node_room_grow(c, args, &need)) {
+    hier_tier_t *tier = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
+    if (!hier_node_room_grow(c, args, hier_node_call_depth(hier_node_tier_depth(tier), args), &need)) {
         HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
         return HIER_ERR_NO_MEMORY;
     }
-    *tier_p = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
+    *tier_p = tier;
     return HIER_OK;
 }
 
@@ -684,13 +738,15 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     hier_tier_t *tier;
     hier_node_args(c, args);
     hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
-    if (st == HIER_OK && !no_wait) st = hier_node_room(c, args);
+    unsigned depth = st == HIER_OK ? hier_node_call_depth(hier_node_tier_depth(tier), args) : 1;
+    if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
     if (st != HIER_OK) return st;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
                           .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,
                           .peer_read = hier_node_peer_read, .peer_ctx = nd,
                           .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
-                          .steps = {nd->steps[0], nd->steps[1]}, .chunk_seq = &tier->chunk_seq};
+                          .depth = depth, .chunk_seq = &tier->chunk_seq};
+    memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
     return HIER_OK;
 }
 

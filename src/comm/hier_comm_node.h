@@ -67,6 +67,15 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
  * given both (pipe 0: no pipeline segment; 0: neither carries it). */
 size_t hier_node_small_chunk(int nranks);
 size_t hier_node_pipe_chunk_wanted(int nnodes);
+/* Chunks of a pipelined call whose network rounds are in flight at once
+ * (coll_hier_pipeline_depth between nodes, within 1 .. HIER_RUN_DEPTH_MAX; 1
+ * on one node): its pipeline segment holds one more per slot. */
+unsigned hier_node_pipe_depth(int nnodes);
+/* A call's depth over a tier of tier_depth: fewer chunks in flight where
+ * its chunks' schedules are so long that their steps and send queues would
+ * hold more than HIER_NODE_DEPTH_BYTES (thousands of nodes); the same on
+ * every rank (the steps a chunk may have depend on the call's shape alone). */
+unsigned hier_node_call_depth(unsigned tier_depth, const hier_sched_args_t *args);
 int hier_node_small_serves(const hier_sched_args_t *args, size_t small);
 size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe);
 /* Single copy: probed (collectively) at the first call that asks: 1 yes,

@@ -135,9 +135,7 @@ static hier_status_t hier_req_servable(hier_comm_t *c, hier_coll_t coll, hier_pa
     if (c->state == HIER_COMM_REFUSED) return hier_req_refuse(c->refused, "", path_p);
     if (c->state != HIER_COMM_READY)
         return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "the communicator is not set up yet", path_p);
-    if (c->dev_possible) /* (ranks may differ in where their buffers are: staging is for blocking calls) */
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "some rank has a device backend", path_p);
-    return HIER_OK;
+    return HIER_OK; /* (device buffers are staged by each rank alone: hier_req_stage.c) */
 }
 
 /* A first call, nonblocking, sets the communicator up without waiting. */
@@ -241,6 +239,7 @@ static hier_req_t *hier_req_alloc(const hier_comm_t *c, const hier_req_call_t *k
 static void hier_req_release(hier_req_t *q)
 {
     free(q->counts);
+    hier_req_stage_free(&q->call.stage);
     if (hier_req_nkept < HIER_REQ_KEEP) hier_req_kept[hier_req_nkept++] = q;
     else free(q);
 }
@@ -345,6 +344,7 @@ static void hier_req_pop(hier_comm_t *c, hier_status_t st)
         c->req_tail = NULL;
         hier_req_unlist(c);
     }
+    if (st == HIER_OK && hier_req_staged(&q->call.stage)) st = hier_req_stage_out(&q->call.stage);
     q->st = st;
     if (q->notify.done) q->notify.done(q, st, q->notify.arg);
     if (q->freed) hier_req_release(q);
@@ -428,6 +428,7 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
         st = HIER_OK;
     }
     if (st != HIER_OK) {
+        if (q) q->call.stage = (hier_req_stage_t){0}; /* (the caller's still) */
         if (q) hier_req_release(q);
         hier_req_unlock();
         if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
@@ -516,6 +517,16 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
     return HIER_OK;
 }
 
+void hier_req_restage(hier_req_t *q, const hier_req_stage_t *stage)
+{
+    hier_req_call_t *k = &q->call;
+    k->stage = *stage;
+    if (k->sbuf) k->sbuf = hier_accel_mirror_at(&stage->s, (void *)k->sbuf);
+    k->rbuf = hier_accel_mirror_at(&stage->r, k->rbuf);
+    q->llc.sbuf = k->sbuf;
+    q->llc.rbuf = k->rbuf;
+}
+
 /* A start's plan: made at init, or at the first start that can (no
  * collective step). The same answer on every rank: from what every rank
  * knows alike. */
@@ -545,6 +556,7 @@ hier_status_t hier_req_start(hier_req_t *q, hier_path_t *path_p)
     }
     int busy = hier_req_busy(c);
     if (c->size > 1 && !busy) st = hier_req_replan(q, &path);
+    if (st == HIER_OK && hier_req_staged(&q->call.stage)) st = hier_req_stage_in(&q->call.stage);
     if (st != HIER_OK) {
         hier_req_unlock();
         if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
@@ -660,6 +672,11 @@ int hier_req_progress(void)
 uint64_t hier_req_net_bytes(const hier_req_t *q)
 {
     return q->net_bytes;
+}
+
+int hier_req_staged_through_host(const hier_req_t *q)
+{
+    return hier_req_staged(&q->call.stage);
 }
 
 void hier_req_free(hier_req_t *q)

@@ -6,6 +6,7 @@
 #include "base/hier_dtype.h"
 #include "comm/hier_comm_state.h"
 #include "comm/hier_req.h"
+#include "comm/hier_req_stage.h"
 
 /* Turns a blocking call's drain spins before it yields the CPU between looks. */
 #define HIER_REQ_DRAIN_SPIN 64
@@ -22,6 +23,8 @@ typedef struct {
     hier_user_op_t user;     /* HIER_OP_USER */
     const size_t *rcounts;   /* reduce_scatter (copied) */
     int persistent;          /* HIER_REQ_PERSISTENT */
+    hier_req_stage_t stage;  /* device buffers: sbuf and rbuf are their host mirrors (the request's: copied in
+                              * at each start, out at each end, freed with it) */
 } hier_req_call_t;
 
 hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
@@ -31,6 +34,9 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
  * every rank alike, so that no start waits; not running until started. */
 hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p);
+/* A persistent request's buffers are device memory: it runs on mirrors
+ * (the request's from now on; it is not running). */
+void hier_req_restage(hier_req_t *q, const hier_req_stage_t *stage);
 /* A blocking call on c: its requests over first (advancing them, and
  * Open MPI's progress, between looks). */
 void hier_req_drain(hier_comm_t *c);

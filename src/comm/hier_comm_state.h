@@ -18,8 +18,10 @@
 #include "comm/hier_comm_ops.h"
 #include "comm/hier_layout.h"
 #include "exec/hier_net_exec.h"
+#include "exec/hier_run.h"
 #include "base/hier_stats.h"
 #include "net/hier_peers.h"
+#include "select/hier_select.h"
 #include "shm/hier_shm.h"
 
 /* A tier of slots: the node segment's small ones, or a pipeline segment's. */
@@ -49,8 +51,11 @@ typedef struct {
     uint32_t *order;             /* 0 .. nranks - 1: the fold order */
     int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
-    hier_step_t *steps[2];       /* a chunk's schedule and the next one's, nsteps each */
-    hier_net_send_t *sendq;      /* several nodes: the network executor's send queue, nsteps */
+    hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* the schedules of the chunks a run holds at once, nsteps each
+                                  * (the first ones made: hier_node_room_grow) */
+    hier_net_send_t *sendq;      /* several nodes: the network executor's send queues, nsteps each, one per run
+                                  * in flight */
+    unsigned nqueues;            /* how many */
     size_t nsteps;               /* made at set-up for every kind that fits HIER_NODE_STEPS_AHEAD */
     uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first in-place call */
     int stage_tried;             /* (without it the executor stages on its stack: this rank's choice alone) */
@@ -95,6 +100,7 @@ struct hier_comm {
     size_t *rs_displs;           /* size: a reduce_scatter's prefix sums (made at set-up) */
     struct hier_sched_slices *rs_slices; /* several nodes: a reduce_scatter's chunk layout (its first call) */
     uint64_t calls;              /* collectives run over the node: the signatures' call numbers */
+    hier_select_cache_t select_cache; /* select/'s choices for the sizes called (emptied with the struct) */
     uint64_t net_bytes;          /* the last call's */
     int staged;
     /* nonblocking calls not over yet, in the order they were made: the first

@@ -48,6 +48,8 @@ hier_status_t hier_req_test(hier_req_t *req);
 int hier_req_progress(void);
 /* What the request put on the fabric (once over). */
 uint64_t hier_req_net_bytes(const hier_req_t *req);
+/* Whether its buffers went through host mirrors (device memory). */
+int hier_req_staged_through_host(const hier_req_t *req);
 /* The progress thread (coll_hier_progress_thread) ends, if it runs: at finalize. */
 void hier_req_thread_stop(void);
 /* Give the request back: at once when it is over (a persistent one: not

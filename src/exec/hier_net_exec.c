@@ -22,14 +22,14 @@ static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sen
 }
 
 
-/* Push as many segments of one send as credits allow now. */
-static hier_status_t hier_net_push(hier_net_exec_t *x, hier_net_send_t *s)
+/* Push as many segments of one send of run d as credits allow now. */
+static hier_status_t hier_net_push(hier_net_exec_t *x, unsigned d, hier_net_send_t *s)
 {
     if (!s->ch) {
         hier_status_t st = hier_net_link(x, s->to, 1, &s->ch);
         if (st != HIER_OK || !s->ch) return st; /* (connecting: later) */
     }
-    uint32_t box = x->boxes ? x->boxes[s->to] : 0;
+    uint32_t box = (x->boxes ? x->boxes[s->to] : 0) + d;
     if (!s->seg) s->seg = hier_chan_segment(s->ch, s->len);
     while (s->done < s->len) {
         size_t seg = s->len - s->done, max = s->seg;
@@ -68,24 +68,32 @@ static hier_net_send_t *hier_net_queued(const hier_net_queue_t *q, size_t i)
     return &q->q[(q->head + i) % q->cap];
 }
 
-/* Whether an older queued send to the same participant still hands bytes over. */
-static int hier_net_behind(const hier_net_queue_t *q, size_t i, uint32_t to)
+/* Whether a send queued before s (in any run) to the same participant
+ * still hands bytes over: a channel takes one send's segments at a time, so
+ * a stream's messages stay in order and a send's segments have consecutive
+ * numbers on the channel (what hier_net_send_advance counts on). */
+static int hier_net_behind(const hier_net_exec_t *x, const hier_net_send_t *s)
 {
-    for (size_t j = 0; j < i; j++) {
-        const hier_net_send_t *o = hier_net_queued(q, j);
-        if (!o->over && o->to == to && o->done < o->len) return 1;
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) {
+        const hier_net_queue_t *q = &x->run[d].q;
+        if (!x->run[d].active) continue;
+        for (size_t j = 0; j < q->n; j++) {
+            const hier_net_send_t *o = hier_net_queued(q, j);
+            if (o->order < s->order && !o->over && o->to == s->to && o->done < o->len) return 1;
+        }
     }
     return 0;
 }
 
-/* Push every queued send whose channel has no older send still handing
- * bytes over (messages on a channel stay in order), then drop the ones over. */
-static hier_status_t hier_net_push_all(hier_net_exec_t *x, hier_net_queue_t *q)
+/* Push every queued send of run d whose channel has no older send still
+ * handing bytes over (hier_net_behind), then drop the ones over. */
+static hier_status_t hier_net_push_all(hier_net_exec_t *x, unsigned d)
 {
+    hier_net_queue_t *q = &x->run[d].q;
     for (size_t i = 0; i < q->n; i++) {
         hier_net_send_t *s = hier_net_queued(q, i);
-        if (s->over || hier_net_behind(q, i, s->to)) continue;
-        hier_status_t st = hier_net_push(x, s);
+        if (s->over || hier_net_behind(x, s)) continue;
+        hier_status_t st = hier_net_push(x, d, s);
         if (st != HIER_OK) return st;
         if (hier_net_send_advance(x, s)) {
             /* over: every write completed, or failed (the channel says which) */
@@ -111,10 +119,12 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
     return 0;
 }
 
-/* Take the next segment of the receive if it is there and may land: not on
- * bytes a queued send still has to read. *got_p: whether it did. */
-static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const hier_net_queue_t *q, int *got_p)
+/* Take the next segment of run d's receive if it is there and may land: not
+ * on bytes a queued send of the run still has to read. *got_p: whether it did. */
+static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
 {
+    hier_net_recv_t *r = &x->run[d].r;
+    const hier_net_queue_t *q = &x->run[d].q;
     hier_chan_msg_t m;
     int got;
     *got_p = 0;
@@ -126,7 +136,7 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
     size_t seg = r->seg;
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
-    hier_status_t st = hier_chan_try_recv(r->ch, x->box, &m, &got);
+    hier_status_t st = hier_chan_try_recv(r->ch, x->box + d, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
     if (!hier_sig_same(m.sig, x->sig)) {
@@ -152,120 +162,165 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, hier_net_recv_t *r, const
     return hier_chan_release(r->ch, &m);
 }
 
-/* Queue send step s (the queue has room). */
-static hier_status_t hier_net_enqueue(hier_net_exec_t *x, const hier_step_t *s)
+/* Queue send step s of run d (its queue has room). */
+static hier_status_t hier_net_enqueue(hier_net_exec_t *x, unsigned d, const hier_step_t *s)
 {
-    hier_net_queue_t *q = &x->q;
+    hier_net_queue_t *q = &x->run[d].q;
     const uint8_t *src = hier_exec_ref(x->bufs, s->src);
     int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
-    *hier_net_queued(q, q->n++) =
-        (hier_net_send_t){.src = src, .len = s->len, .to = s->peer, .tag = s->tag, .mr = in_place ? x->mr : NULL};
-    return hier_net_push_all(x, q);
+    *hier_net_queued(q, q->n++) = (hier_net_send_t){.src = src, .len = s->len, .to = s->peer, .tag = s->tag,
+                                                    .mr = in_place ? x->mr : NULL, .order = x->queued++};
+    return hier_net_push_all(x, d);
 }
 
-hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n)
+/* Run d stops: over (HIER_OK) or failed. */
+static hier_status_t hier_net_stop(hier_net_run_t *run, hier_status_t st)
 {
-    if (!x->q.cap) {
-        HIER_ERROR("inter-node executor: no send queue");
+    run->active = 0;
+    run->failed = st;
+    return st;
+}
+
+hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_step_t *steps, size_t n)
+{
+    if (d >= HIER_NET_RUNS_MAX || !x->run[d].q.cap || x->run[d].active) {
+        HIER_ERROR("inter-node executor: run %u cannot start (no send queue, or still running)", d);
         return HIER_ERR_INVALID_ARG;
     }
-    x->steps = steps;
-    x->n = n;
-    x->next = 0;
-    x->q.head = x->q.n = 0;
-    x->receiving = 0;
-    x->active = 1;
+    hier_net_run_t *run = &x->run[d];
+    run->steps = steps;
+    run->n = n;
+    run->next = 0;
+    run->q.head = run->q.n = 0;
+    run->receiving = 0;
+    run->failed = HIER_OK;
+    run->active = 1;
     return hier_net_exec_poll(x);
 }
 
-/* Steps run in order as far as they can without waiting, on what the
- * endpoint last delivered: a send waits only for room in the queue, a
+/* Run d's steps in order as far as they can go without waiting, on what
+ * the endpoint last delivered: a send waits only for room in the queue, a
  * receive for its segments. */
-static hier_status_t hier_net_exec_advance(hier_net_exec_t *x)
+static hier_status_t hier_net_advance(hier_net_exec_t *x, unsigned d)
 {
-    if (!x->active) return HIER_OK;
-    hier_status_t st = hier_net_push_all(x, &x->q);
-    while (st == HIER_OK && x->next < x->n) {
-        const hier_step_t *s = &x->steps[x->next];
+    hier_net_run_t *run = &x->run[d];
+    if (!run->active) return HIER_OK;
+    hier_status_t st = hier_net_push_all(x, d);
+    while (st == HIER_OK && run->next < run->n) {
+        const hier_step_t *s = &run->steps[run->next];
         if (s->op == HIER_STEP_NET_SEND) {
-            if (x->q.n == x->q.cap) break;
-            st = hier_net_enqueue(x, s);
+            if (run->q.n == run->q.cap) break;
+            st = hier_net_enqueue(x, d, s);
         } else if (s->op == HIER_STEP_NET_RECV) {
             int got = 1;
-            if (!x->receiving)
-                x->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
-                                         .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
-                                         .from = s->peer, .tag = s->tag};
-            x->receiving = 1;
-            while (st == HIER_OK && got && x->r.done < x->r.len) {
-                st = hier_net_pull(x, &x->r, &x->q, &got);
+            if (!run->receiving)
+                run->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
+                                           .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
+                                           .from = s->peer, .tag = s->tag};
+            run->receiving = 1;
+            while (st == HIER_OK && got && run->r.done < run->r.len) {
+                st = hier_net_pull(x, d, &got);
                 x->moved += got;
             }
-            if (x->r.done < x->r.len) break;
-            x->receiving = 0;
+            if (run->r.done < run->r.len) break;
+            run->receiving = 0;
         } else {
             HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
             st = HIER_ERR_INVALID_ARG;
             break;
         }
-        x->next++;
+        run->next++;
         x->moved++;
     }
-    if (st == HIER_OK && x->next == x->n && !x->q.n) x->active = 0;
-    if (st != HIER_OK) x->active = 0;
-    return st;
+    if (st != HIER_OK || (run->next == run->n && !run->q.n)) return hier_net_stop(run, st);
+    return HIER_OK;
+}
+
+/* Every run in flight on what the endpoint last delivered; the first error. */
+static hier_status_t hier_net_advance_all(hier_net_exec_t *x)
+{
+    hier_status_t first = HIER_OK;
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) {
+        hier_status_t st = hier_net_advance(x, d);
+        if (first == HIER_OK) first = st;
+    }
+    return first;
+}
+
+static int hier_net_any_active(const hier_net_exec_t *x)
+{
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++)
+        if (x->run[d].active) return 1;
+    return 0;
 }
 
 hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
 {
-    if (!x->active) return HIER_OK;
+    if (!hier_net_any_active(x)) return HIER_OK;
     hier_status_t st = hier_chan_progress(x->fab);
-    if (st != HIER_OK) x->active = 0;
-    return st == HIER_OK ? hier_net_exec_advance(x) : st;
+    if (st == HIER_OK) return hier_net_advance_all(x);
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++)
+        if (x->run[d].active) hier_net_stop(&x->run[d], st);
+    return st;
 }
 
 /* Where a run that stands still stood. */
-static void hier_net_exec_report(const hier_net_exec_t *x)
+static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t *run)
 {
-    if (x->receiving && x->r.ch) hier_chan_report(x->r.ch, "receive timed out");
-    else if (x->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", x->r.from);
-    for (size_t i = 0; i < x->q.n; i++) {
-        const hier_net_send_t *s = hier_net_queued(&x->q, i);
+    if (run->receiving && run->r.ch) hier_chan_report(run->r.ch, "receive timed out");
+    else if (run->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", run->r.from);
+    for (size_t i = 0; i < run->q.n; i++) {
+        const hier_net_send_t *s = hier_net_queued(&run->q, i);
         if (s->over) continue;
         if (s->ch) hier_chan_report(s->ch, "send timed out");
         else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);
     }
+    (void)x;
 }
 
-/* Waits until the run is over. The clock restarts whenever something moved
- * (a segment sent, freed or received, a step done), so only a run that
- * stands still for the timeout fails; the turns keep counting, so Open MPI
- * progresses and the CPU is yielded however busy the run is. */
-hier_status_t hier_net_exec_finish(hier_net_exec_t *x)
+/* Run d's end as its finish or test sees it: HIER_OK, or why it failed. */
+static hier_status_t hier_net_ended(hier_net_run_t *run)
 {
+    hier_status_t st = run->failed;
+    run->failed = HIER_OK;
+    run->steps = NULL;
+    return st;
+}
+
+/* Waits until run d is over, advancing the others. The clock restarts
+ * whenever something moved (a segment sent, freed or received, a step
+ * done, in any run), so only an executor that stands still for the timeout
+ * fails; the turns keep counting, so Open MPI progresses and the CPU is
+ * yielded however busy the runs are. */
+hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d)
+{
+    hier_net_run_t *run = &x->run[d];
     uint64_t still_since = 0;
     uint64_t seen = x->moved;
     hier_status_t st = hier_net_exec_poll(x);
-    for (unsigned k = 0; st == HIER_OK && x->active; k++) {
+    for (unsigned k = 0; run->active; k++) {
         if (x->moved != seen) {
             seen = x->moved;
             still_since = 0;
         }
         st = hier_chan_wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
-                                x->receiving ? "receiving" : "sending (no credit from the peer)");
-        if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x);
-        if (st == HIER_OK) st = hier_net_exec_advance(x); /* (the turn polled the endpoint) */
+                                 run->receiving ? "receiving" : "sending (no credit from the peer)");
+        if (st != HIER_OK) {
+            if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x, run);
+            hier_net_stop(run, st);
+            break;
+        }
+        (void)hier_net_advance_all(x); /* (the turn polled the endpoint; each run keeps its own error) */
     }
-    x->active = 0;
-    return st;
+    return hier_net_ended(run);
 }
 
-/* finish's loop body as one look: the run's clock in x (still_since, seen). */
-hier_status_t hier_net_exec_test(hier_net_exec_t *x)
+/* finish's loop body as one look: the executor's clock in x (still_since, seen). */
+hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d)
 {
-    if (!x->active) return HIER_OK;
-    hier_status_t st = hier_net_exec_poll(x);
-    if (st == HIER_OK && x->active) {
+    hier_net_run_t *run = &x->run[d];
+    if (run->active) (void)hier_net_exec_poll(x);
+    if (run->active) {
         if (x->moved != x->seen) {
             x->seen = x->moved;
             x->still_since = 0;
@@ -273,13 +328,23 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x)
             x->still_since = hier_wait_now_ms();
         } else if (hier_wait_expired(x->still_since)) {
             HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(),
-                       x->receiving ? "receiving" : "sending (no credit from the peer)");
-            hier_net_exec_report(x);
-            st = HIER_ERR_TIMEOUT;
+                       run->receiving ? "receiving" : "sending (no credit from the peer)");
+            hier_net_exec_report(x, run);
+            hier_net_stop(run, HIER_ERR_TIMEOUT);
         }
-        if (st == HIER_OK) return HIER_IN_PROGRESS;
+        if (run->active) return HIER_IN_PROGRESS;
     }
-    x->active = 0;
+    if (!hier_net_any_active(x)) x->still_since = 0;
+    return hier_net_ended(run);
+}
+
+int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d)
+{
+    return x->run[d].active || x->run[d].steps;
+}
+
+void hier_net_exec_abandon(hier_net_exec_t *x)
+{
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) x->run[d] = (hier_net_run_t){.q = x->run[d].q};
     x->still_since = 0;
-    return st;
 }

@@ -22,7 +22,9 @@ typedef struct {
     int over;              /* every byte freed */
     hier_chan_t *ch;       /* once connected */
     hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
-    uint64_t first;        /* in place: the channel's number of the first segment */
+    uint64_t first;        /* in place: the channel's number of the first segment (the others follow it:
+                            * one send at a time hands a channel its segments, hier_net_exec.c) */
+    uint64_t order;        /* when it was queued, among every run's sends */
     size_t seg;            /* its segments' size (hier_chan_segment), once connected */
 } hier_net_send_t;
 
@@ -46,6 +48,19 @@ typedef struct {
     size_t cap, head, n;
 } hier_net_queue_t;
 
+/* One run of steps (a chunk's network part), from start to its end. */
+typedef struct {
+    const hier_step_t *steps;
+    size_t n, next;        /* its steps; the first not done yet */
+    hier_net_queue_t q;    /* sends not over yet (room: the caller's) */
+    hier_net_recv_t r;     /* the receive under way, when `receiving` */
+    int receiving, active;
+    hier_status_t failed;  /* why it stopped early (kept for its finish or test) */
+} hier_net_run_t;
+
+/* Runs in flight at once, at most: one per chunk of a pipeline's depth. */
+#define HIER_NET_RUNS_MAX 4
+
 typedef struct {
     hier_fabric_t *fab;
     /* the other participants, by index (their entry [me] unused): processes,
@@ -53,8 +68,11 @@ typedef struct {
      * tests, channels already connected */
     hier_peer_t *const *peers;
     hier_chan_t *const *chans;
-    const uint32_t *boxes;     /* by participant: the box its end takes this stream from (NULL: box 0) */
-    uint32_t box;              /* the box this end takes it from */
+    /* by participant: the first box its end takes this communicator's
+     * streams from (NULL: box 0); run d's messages go to that box + d, so
+     * runs in flight at once never take each other's */
+    const uint32_t *boxes;
+    uint32_t box;              /* the first box this end takes them from */
     const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
     hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
     int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
@@ -64,31 +82,35 @@ typedef struct {
     size_t mr_len;
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
     hier_sig_t sig;            /* the call's signature: in every message's header, checked in every one received */
-    /* the run in progress (hier_net_exec_start .. finish) */
-    const hier_step_t *steps;
-    size_t n, next;            /* its steps; the first not done yet */
-    hier_net_queue_t q;        /* sends not over yet */
-    hier_net_recv_t r;         /* the receive under way, when `receiving` */
-    int receiving, active;
-    uint64_t moved;            /* counts progress: steps done and segments received */
+    hier_net_run_t run[HIER_NET_RUNS_MAX]; /* runs, by stream (start .. finish) */
+    uint64_t moved;            /* counts progress of every run: steps done and segments moved */
+    uint64_t queued;           /* sends queued so far, every run's (their order) */
     uint64_t seen, still_since; /* hier_net_exec_test's clock: moved when last looked, and since when still */
 } hier_net_exec_t;
 
-/* Run the steps, in three parts so local work can run while the network
- * does: start (steps must stay valid until the run is over), poll now and
- * then (never waits), finish (waits; the run is over on return, x->active
- * 0, and the caller may reuse the bytes). The buffers of the run must not
+/* Run d (< HIER_NET_RUNS_MAX; its queue x->run[d].q made by the caller with
+ * room for every send of its steps) of the steps, in three parts so local
+ * work can run while the network does: start (steps must stay valid until
+ * the run is over), poll now and then (never waits; it advances every run
+ * in flight), finish (waits, advancing the others too; run d is over on
+ * return and the caller may reuse its bytes). The buffers of a run must not
  * be touched in between. Sends are queued and proceed, segment by segment
  * as credits allow, while later steps run: a receive drives them, so two
  * participants sending to each other more than a channel holds cannot
- * deadlock; a receive segment that would overwrite bytes a queued send has
- * not handed over yet (or, sent in place, not yet seen written) waits for
- * them. */
-hier_status_t hier_net_exec_start(hier_net_exec_t *x, const hier_step_t *steps, size_t n);
+ * deadlock; a receive segment that would overwrite bytes a queued send of
+ * its run has not handed over yet (or, sent in place, not yet seen written)
+ * waits for them. Runs in flight at once must touch disjoint bytes. */
+hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_step_t *steps, size_t n);
+/* Every run in flight moves on; the first error of one that stopped (that
+ * run is over: its finish or test returns the error too). */
 hier_status_t hier_net_exec_poll(hier_net_exec_t *x);
-hier_status_t hier_net_exec_finish(hier_net_exec_t *x);
-/* finish without waiting, for requests: HIER_IN_PROGRESS while the run is
- * on (a run that stands still for the timeout fails, as in finish). */
-hier_status_t hier_net_exec_test(hier_net_exec_t *x);
+hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d);
+/* finish without waiting, for requests: HIER_IN_PROGRESS while run d is on
+ * (a run that stands still for the timeout fails, as in finish). */
+hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d);
+/* Whether run d is started and not yet finished (or tested over). */
+int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d);
+/* Abandon every run (a dead or stuck peer): none is in flight after. */
+void hier_net_exec_abandon(hier_net_exec_t *x);
 
 #endif

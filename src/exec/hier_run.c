@@ -12,8 +12,8 @@
 
 /* The numbered steps of hier_run_go's plan, where a run can stop. */
 enum {
-    HIER_RUN_FIRST,      /* 1 */
-    HIER_RUN_FIRST_LOCAL,
+    HIER_RUN_FILL,       /* 1 */
+    HIER_RUN_FILL_LOCAL,
     HIER_RUN_CHUNK,      /* 2 */
     HIER_RUN_COPY_IN,
     HIER_RUN_FINISH,     /* 3 */
@@ -27,10 +27,18 @@ static int hier_run_is_net(const hier_step_t *s)
     return s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV;
 }
 
+/* Where chunk j's steps are (chunks k .. k + depth are in use at once). */
+static hier_run_chunk_t *hier_run_chunk(hier_run_req_t *q, size_t j)
+{
+    return &q->ch[j % (q->r.depth + 1)];
+}
+
+/* Chunks are built in order, each taking the tier's next parity: depth + 1
+ * of them, so the one being copied in is none of the depth in flight. */
 static void hier_run_build(hier_run_req_t *q, size_t k, hier_run_chunk_t *ch)
 {
     int cut = hier_sched_is_hier(q->args.kind);
-    ch->n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ & 1), ch->steps);
+    ch->n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ % (q->r.depth + 1)), ch->steps);
     ch->b1 = ch->net = ch->tail = ch->n;
     if (!cut) return;
     while (ch->tail > 0 && ch->steps[ch->tail - 1].op != HIER_STEP_BARRIER) ch->tail--;
@@ -53,12 +61,12 @@ static hier_status_t hier_run_fatal(hier_status_t failed)
     return hier_status_abandons(failed) ? failed : HIER_OK;
 }
 
-/* The network run in flight moves on (nothing in flight: nothing); a step
- * failed before keeps it as it is. */
+/* The network runs in flight move on (none: nothing); a step failed
+ * before keeps them as they are. */
 static hier_status_t hier_run_net_poll(hier_run_req_t *q)
 {
     hier_net_exec_t *x = q->r.netx;
-    if (q->failed == HIER_OK && x && x->active) q->failed = hier_net_exec_poll(x);
+    if (q->failed == HIER_OK && x && q->started > q->k) q->failed = hier_net_exec_poll(x);
     hier_run_flag(&q->r, q->failed);
     return hier_run_fatal(q->failed);
 }
@@ -101,25 +109,29 @@ static hier_status_t hier_run_local(hier_run_req_t *q, const hier_run_chunk_t *c
     return HIER_OK;
 }
 
-static hier_status_t hier_run_start(hier_run_req_t *q, const hier_run_chunk_t *ch)
+/* Chunk j's network run starts, run j % depth of the executor (the chunks
+ * in flight are j - depth + 1 .. j). */
+static hier_status_t hier_run_start(hier_run_req_t *q, size_t j)
 {
+    const hier_run_chunk_t *ch = hier_run_chunk(q, j);
     if (q->failed != HIER_OK || ch->net == ch->tail) return HIER_OK;
-    q->failed = hier_net_exec_start(q->r.netx, ch->steps + ch->net, ch->tail - ch->net);
+    q->failed = hier_net_exec_start(q->r.netx, (unsigned)(j % q->r.depth), ch->steps + ch->net, ch->tail - ch->net);
     hier_run_flag(&q->r, q->failed);
     return hier_run_fatal(q->failed);
 }
 
-/* The network run in flight over (nothing in flight: HIER_OK), its bytes
- * counted; HIER_IN_PROGRESS while it is not (block 0). */
+/* Chunk k's network run over (none: HIER_OK), the executor's bytes
+ * counted; HIER_IN_PROGRESS while it is not (block 0: the others in flight
+ * move on meanwhile, as they do while a blocking finish waits). */
 static hier_status_t hier_run_finish(hier_run_req_t *q, int block)
 {
     hier_net_exec_t *x = q->r.netx;
-    if (!x || (!x->active && !x->steps)) return HIER_OK;
-    hier_status_t st = block ? hier_net_exec_finish(x) : hier_net_exec_test(x);
+    unsigned d = (unsigned)(q->k % q->r.depth);
+    if (!x || !hier_net_exec_busy(x, d)) return HIER_OK;
+    hier_status_t st = block ? hier_net_exec_finish(x, d) : hier_net_exec_test(x, d);
     if (st == HIER_IN_PROGRESS) return st;
     q->net_bytes += x->net_bytes;
     x->net_bytes = 0;
-    x->steps = NULL;
     if (q->failed == HIER_OK) q->failed = st;
     hier_run_flag(&q->r, q->failed);
     return hier_run_fatal(q->failed);
@@ -153,8 +165,9 @@ static hier_status_t hier_run_verdict(hier_run_t *r, const hier_sched_args_t *ar
 void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
                     void *rbuf, hier_reduce_kernel_t kernel)
 {
-    *q = (hier_run_req_t){.r = *r, .args = *args, .nchunks = hier_sched_nchunks(args), .at = HIER_RUN_FIRST,
-                          .ch = {{.steps = r->steps[0]}, {.steps = r->steps[1]}}};
+    *q = (hier_run_req_t){.r = *r, .args = *args, .nchunks = hier_sched_nchunks(args), .at = HIER_RUN_FILL};
+    if (q->r.depth < 1 || q->r.depth > HIER_RUN_DEPTH_MAX) q->r.depth = 1;
+    for (unsigned i = 0; i <= q->r.depth; i++) q->ch[i].steps = r->steps[i];
     q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
                                  .peer_ctx = r->peer_ctx, .stage = r->stage};
@@ -165,39 +178,47 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
 /* A failed data step must not make this rank skip barriers its peers wait
  * at: it keeps to the barriers, skips further data, and raises its error
  * flag; after the last barrier every rank sees every flag, so all return
- * the error together. Chunk k's network run is in flight while chunk k+1
- * copies its input in; barriers keep their order (every rank, owner or
- * not, alike):
- * 1. chunk 0 up to its network run, which starts;
- * 2. for each chunk k: chunk k+1's copy in (polling k's run);
+ * the error together. Up to depth (D) chunks' network runs are in flight
+ * while the next chunk copies its input in; barriers keep their order
+ * (every rank, owner or not, alike):
+ * 1. chunks 0 .. D - 1 (as many as there are) up to their network runs,
+ *    which start;
+ * 2. for each chunk k: chunk k + D's copy in (polling the runs in flight);
  * 3. k's run finished, then k's part from its last barrier (copy out);
- * 4. chunk k+1 from its first barrier up to its run, which starts.
- * Safe with the slot parities: k+1's copy in writes parity k+1, last read
- * by k-1's copy out, which every rank finished before k's first barrier;
- * it reads only this rank's input, which k's copy out writes elsewhere
- * (in place, below: reading first is the safe order). HIER_OK: the run is
- * over; any other status stops it where it is. */
+ * 4. chunk k + D from its first barrier up to its run, which starts.
+ * Safe with D + 1 slot parities: k + D's copy in writes the parity of
+ * k - 1, last read by k - 1's copy out, which every rank finished before
+ * chunk k - 1 + D's first barrier (its step 4); it reads only this rank's
+ * input, which the copies out write elsewhere (in place, below: reading
+ * first is the safe order); the runs in flight touch their own parities.
+ * HIER_OK: the run is over; any other status stops it where it is. */
 static hier_status_t hier_run_go(hier_run_req_t *q, int block)
 {
     hier_status_t st;
     for (;;) {
-        hier_run_chunk_t *cur = &q->ch[q->k % 2], *nxt = &q->ch[(q->k + 1) % 2];
+        hier_run_chunk_t *cur = hier_run_chunk(q, q->k), *nxt = hier_run_chunk(q, q->started);
+        int more = q->started < q->nchunks;
         switch (q->at) {
-        case HIER_RUN_FIRST:                                                                          /* 1 */
+        case HIER_RUN_FILL:                                                                           /* 1 */
             if (!q->nchunks) return HIER_OK;
-            hier_run_build(q, 0, cur);
-            hier_run_range(q, 0, cur->net);
-            q->at = HIER_RUN_FIRST_LOCAL;
+            if (!more || q->started == q->r.depth) {
+                q->at = HIER_RUN_CHUNK;
+                break;
+            }
+            hier_run_build(q, q->started, nxt);
+            hier_run_range(q, 0, nxt->net);
+            q->at = HIER_RUN_FILL_LOCAL;
             break;
-        case HIER_RUN_FIRST_LOCAL:
-            if ((st = hier_run_local(q, cur, block)) != HIER_OK || (st = hier_run_start(q, cur)) != HIER_OK)
+        case HIER_RUN_FILL_LOCAL:
+            if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, q->started)) != HIER_OK)
                 return st;
-            q->at = HIER_RUN_CHUNK;
+            q->started++;
+            q->at = HIER_RUN_FILL;
             break;
         case HIER_RUN_CHUNK:                                                                          /* 2 */
             hier_run_range(q, 0, 0);
-            if (q->k + 1 < q->nchunks) {
-                hier_run_build(q, q->k + 1, nxt);
+            if (more) {
+                hier_run_build(q, q->started, nxt);
                 hier_run_range(q, 0, nxt->b1);
             }
             q->at = HIER_RUN_COPY_IN;
@@ -214,12 +235,15 @@ static hier_status_t hier_run_go(hier_run_req_t *q, int block)
         case HIER_RUN_COPY_OUT:
             if ((st = hier_run_local(q, cur, block)) != HIER_OK) return st;
             if (q->k + 1 == q->nchunks) return HIER_OK;
-            hier_run_range(q, nxt->b1, nxt->net);
+            hier_run_range(q, more ? nxt->b1 : 0, more ? nxt->net : 0);
             q->at = HIER_RUN_NEXT_LOCAL;
             break;
         case HIER_RUN_NEXT_LOCAL:                                                                     /* 4 */
-            if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, nxt)) != HIER_OK)
-                return st;
+            if (more) {
+                if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, q->started)) != HIER_OK)
+                    return st;
+                q->started++;
+            }
             q->k++;
             q->at = HIER_RUN_CHUNK;
             break;
@@ -233,11 +257,10 @@ hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes
     hier_status_t st = q->at == HIER_RUN_DONE ? HIER_OK : hier_run_go(q, block);
     if (st == HIER_IN_PROGRESS) return st;
     hier_net_exec_t *x = q->r.netx;
-    if (st != HIER_OK && x) { /* a dead or stuck peer, another call: the run is abandoned with the call */
+    if (st != HIER_OK && x) { /* a dead or stuck peer, another call: the runs are abandoned with the call */
         q->net_bytes += x->net_bytes;
         x->net_bytes = 0;
-        x->active = 0;
-        x->steps = NULL;
+        hier_net_exec_abandon(x);
     }
     q->at = HIER_RUN_DONE;
     *net_bytes_p = q->net_bytes;

@@ -9,6 +9,10 @@
 #include "sched/hier_sched_build.h"
 #include "shm/hier_shm.h"
 
+/* Chunks whose network runs may be in flight at once, at most
+ * (coll_hier_pipeline_depth): one network run each (hier_net_exec.h). */
+#define HIER_RUN_DEPTH_MAX HIER_NET_RUNS_MAX
+
 typedef struct {
     hier_shm_t *node;              /* the node segment: barriers, error flags, single-copy publication */
     const hier_shm_wait_t *wait;
@@ -17,8 +21,12 @@ typedef struct {
     uint8_t *stage;                /* HIER_EXEC_STAGE_BYTES */
     hier_exec_peer_read_fn_t peer_read; /* single copy */
     void *peer_ctx;
-    hier_net_exec_t *netx;         /* several nodes: settings filled by the caller; else NULL */
-    hier_step_t *steps[2];         /* hier_sched_max_steps(args) each: a chunk's, and the next one's */
+    hier_net_exec_t *netx;         /* several nodes: settings filled by the caller, a send queue per run
+                                    * below depth; else NULL */
+    unsigned depth;                /* chunks whose network runs are in flight at once (1 .. HIER_RUN_DEPTH_MAX);
+                                    * the tier's slots hold depth + 1 pipeline buffers (parities) */
+    hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* hier_sched_max_steps(args) each: the chunks in flight's,
+                                    * and the next one's (min(nchunks, depth + 1) of them needed) */
     uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline parity */
 } hier_run_t;
 
@@ -38,8 +46,9 @@ typedef struct {
     hier_run_t r;
     hier_sched_args_t args;
     hier_exec_bufs_t bufs;         /* (the network executor points here) */
-    hier_run_chunk_t ch[2];
-    size_t nchunks, k;             /* chunks, and the one whose network run comes next */
+    hier_run_chunk_t ch[HIER_RUN_DEPTH_MAX + 1]; /* chunk j's in ch[j % (depth + 1)] */
+    size_t nchunks, k;             /* chunks, and the oldest not done */
+    size_t started;                /* chunks built and run up to their network runs, which started */
     int at;                        /* the plan's step (hier_run.c) */
     size_t pos, to;                /* steps [pos, to) of the chunk at hand left to run */
     uint64_t target;               /* a barrier entered and not yet passed (0: none) */

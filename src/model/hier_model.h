@@ -53,7 +53,7 @@ typedef struct {
     int nodes, ppn;
     size_t bytes;      /* as hier_bench: allreduce the vector, allgather the result, reduce_scatter the send buffer */
     size_t esize;      /* bytes per element */
-    int max_chunks;    /* chunks simulated before the rest are extrapolated (0: 4) */
+    int max_chunks;    /* chunks simulated before the rest are extrapolated (0: 2 + 4 x the pipeline's depth) */
 } hier_model_call_t;
 
 typedef struct {
@@ -61,6 +61,7 @@ typedef struct {
     hier_select_t choice;
     int pieces;
     size_t chunk_bytes, nchunks, simulated;
+    unsigned depth;    /* chunks whose network rounds were in flight at once */
 } hier_model_result_t;
 
 /* N >= 1 nodes (one node: its own rules, the low-latency path by a

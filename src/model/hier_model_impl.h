@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/hier_nic.h"
+#include "exec/hier_run.h"
 #include "model/hier_model.h"
 #include "sched/hier_sched.h"
 
@@ -33,12 +34,22 @@ typedef struct {
     size_t at[5];
 } hier_model_chunk_t;
 
+/* A rank's network run d: the chunk it carries, where it is, its clock. */
+typedef struct {
+    size_t k, pos;
+    double t;
+    int active;
+} hier_model_net_t;
+
+/* A rank: its main thread (hier_run's order) and a network thread per run
+ * in flight (thread ids: rank * (depth + 1), then + 1 + d). */
 typedef struct {
     int node, local;
-    hier_model_chunk_t chunk[2];
-    double t, nt;          /* the main thread's clock, the network run's */
-    int stage, blocked, finished, net_active, main_waits_net;
-    size_t k, pos, end, net_k, net_pos;
+    hier_model_chunk_t chunk[HIER_RUN_DEPTH_MAX + 1]; /* chunk j's in [j % (depth + 1)] */
+    hier_model_net_t net[HIER_RUN_DEPTH_MAX];         /* chunk j's run is net[j % depth] */
+    double t;              /* the main thread's clock */
+    int stage, blocked, finished, main_waits_net;
+    size_t k, started, pos, end;
     int buf;
     unsigned next_lane;
 } hier_model_rank_t;
@@ -66,6 +77,7 @@ typedef struct {
     hier_step_t *steps;
     hier_nic_plan_t plan;
     int nnodes, ppn, rails;
+    unsigned depth;        /* chunks whose network runs are in flight at once */
     size_t esize, slot, simulate;
     double copy_Bus, reduce_Bus, rail_Bus; /* bytes per microsecond */
     hier_model_rank_t *ranks;

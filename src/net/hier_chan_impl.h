@@ -32,12 +32,15 @@ typedef struct {
 _Static_assert(sizeof(hier_chan_hdr_t) == 32, "a message header is 32 bytes on the wire");
 #define HIER_CHAN_HDR sizeof(hier_chan_hdr_t)
 
-/* A message of another box, copied out of the ring (hier_chan_recv.c). */
+/* A message of another box, found before the one asked for: parked where
+ * it landed (in_ring: its slot, not released), or copied out of the ring
+ * (hier_chan_recv.c). */
 typedef struct hier_chan_aside {
     struct hier_chan_aside *next;
     uint32_t box, tag;
     hier_sig_t sig;
     size_t len;
+    const uint8_t *in_ring;
     uint8_t data[];
 } hier_chan_aside_t;
 
@@ -57,7 +60,8 @@ struct hier_chan {
     uint64_t credited;         /* release count last sent back */
     hier_chan_aside_t *aside;  /* other boxes' messages, oldest first */
     hier_chan_aside_t **aside_tail;
-    uint64_t set_aside;        /* how many were ever */
+    size_t parked;             /* of them, in the ring (at most half of it) */
+    uint64_t set_aside;        /* how many were ever copied */
     /* sending */
     uint8_t *stage;            /* slots x stride source buffers, plus the credit words to send */
     hier_fabric_mr_t *stage_mr;

@@ -5,12 +5,21 @@
  * 1. the oldest set-aside message of that box, if any (they are older than
  *    anything still in the ring);
  * 2. else the ring's next message, in place, if it is for that box;
- * 3. else that message belongs to another box: it is copied aside (in
- *    arrival order) and its slot marked done, and the next one is looked at.
+ * 3. else that message belongs to another box: it is set aside (in arrival
+ *    order), and the next one is looked at. Set aside, it stays where it
+ *    landed (parked) while at most half the ring is parked: a box of the
+ *    same communicator (another chunk in flight, hier_net_exec.h) takes it
+ *    soon, in place; past that it is copied out and its slot marked done.
  * Slots are released in ring order: a slot marked done counts only once
  * every older one is done too, since the sender reuses slot k % slots as
- * soon as its count of released messages passes k. A message taken in place
- * is released by its taker; the set-aside ones are freed when taken and
+ * soon as its count of released messages passes k, and learns that count
+ * only once half a ring more is released. A parked message keeps every
+ * later slot from being released; so when a receiver looks for its box in
+ * vain while half the ring is taken and not released (the sender may be
+ * stalled: a box that is not read soon, another communicator's collective
+ * not started here yet), the parked ones are copied out and their slots
+ * released. A message taken in place is
+ * released by its taker; the copied ones are freed when taken and
  * released. Messages of one box keep their order whatever boxes come
  * between them. */
 #include <stdlib.h>
@@ -43,7 +52,21 @@ static hier_status_t hier_chan_done(hier_chan_t *ch, size_t slot)
     return hier_chan_credit_due(ch);
 }
 
-/* Step 3: the ring's next message is another box's. */
+/* A copy of a message out of its slot (step 3, or a parked one unparked). */
+static hier_chan_aside_t *hier_chan_copy_out(hier_chan_t *ch, const hier_chan_hdr_t *hdr, const uint8_t *slot)
+{
+    hier_chan_aside_t *a = malloc(sizeof(*a) + hdr->len);
+    if (!a) {
+        HIER_ERROR("channel %u: no memory to set a %u-byte message aside", ch->id, hdr->len);
+        return NULL;
+    }
+    *a = (hier_chan_aside_t){.box = hdr->box, .tag = hdr->tag, .sig = hdr->sig, .len = hdr->len};
+    memcpy(a->data, slot + HIER_CHAN_HDR, hdr->len);
+    ch->set_aside++;
+    return a;
+}
+
+/* Step 3: the ring's next message is another box's: parked, or copied. */
 static hier_status_t hier_chan_set_aside_head(hier_chan_t *ch)
 {
     hier_chan_hdr_t hdr;
@@ -53,17 +76,42 @@ static hier_status_t hier_chan_set_aside_head(hier_chan_t *ch)
                    ch->slot_bytes);
         return HIER_ERR_INTERNAL;
     }
-    hier_chan_aside_t *a = malloc(sizeof(*a) + hdr.len);
-    if (!a) {
-        HIER_ERROR("channel %u: no memory to set a %u-byte message aside", ch->id, hdr.len);
-        return HIER_ERR_NO_MEMORY;
+    int park = ch->parked < ch->slots / 2;
+    hier_chan_aside_t *a = park ? malloc(sizeof(*a)) : hier_chan_copy_out(ch, &hdr, slot);
+    if (!a) return HIER_ERR_NO_MEMORY;
+    if (park) {
+        *a = (hier_chan_aside_t){.box = hdr.box, .tag = hdr.tag, .sig = hdr.sig, .len = hdr.len, .in_ring = slot};
+        ch->parked++;
     }
-    *a = (hier_chan_aside_t){.box = hdr.box, .tag = hdr.tag, .sig = hdr.sig, .len = hdr.len};
-    memcpy(a->data, slot + HIER_CHAN_HDR, hdr.len);
     *ch->aside_tail = a;
     ch->aside_tail = &a->next;
-    ch->set_aside++;
-    return hier_chan_done(ch, ch->next_recv++ % ch->slots);
+    size_t at = ch->next_recv++ % ch->slots;
+    return park ? HIER_OK : hier_chan_done(ch, at);
+}
+
+/* Half the ring taken and not released (see the file's comment: credit
+ * goes back only past half a ring released, so the sender may be stalled
+ * from there): the parked messages are copied out, oldest first, and their
+ * slots marked done. */
+static hier_status_t hier_chan_unpark(hier_chan_t *ch)
+{
+    if (!ch->parked || ch->next_recv - ch->released < (ch->slots + 1) / 2) return HIER_OK;
+    for (hier_chan_aside_t **pp = &ch->aside; *pp && ch->parked; pp = &(*pp)->next) {
+        hier_chan_aside_t *p = *pp;
+        if (!p->in_ring) continue;
+        hier_chan_hdr_t hdr = {.len = (uint32_t)p->len, .box = p->box, .tag = p->tag, .sig = p->sig};
+        hier_chan_aside_t *a = hier_chan_copy_out(ch, &hdr, p->in_ring);
+        if (!a) return HIER_ERR_NO_MEMORY;
+        size_t slot = (size_t)(p->in_ring - ch->ring) / ch->stride;
+        a->next = p->next;
+        *pp = a;
+        if (ch->aside_tail == &p->next) ch->aside_tail = &a->next;
+        free(p);
+        ch->parked--;
+        hier_status_t st = hier_chan_done(ch, slot);
+        if (st != HIER_OK) return st;
+    }
+    return HIER_OK;
 }
 
 static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg)
@@ -73,7 +121,14 @@ static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *
         hier_chan_aside_t *a = *pp;
         *pp = a->next;
         if (!*pp) ch->aside_tail = pp;
-        *msg = (hier_chan_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .sig = a->sig, .held = a};
+        if (a->in_ring) { /* (taken in place: released as one from the ring) */
+            *msg = (hier_chan_msg_t){.data = a->in_ring + HIER_CHAN_HDR, .len = a->len, .tag = a->tag, .sig = a->sig,
+                                     .held = NULL};
+            ch->parked--;
+            free(a);
+        } else {
+            *msg = (hier_chan_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .sig = a->sig, .held = a};
+        }
         return 1;
     }
     return 0;
@@ -100,7 +155,7 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hi
         hier_status_t st = hier_chan_set_aside_head(ch); /* 3 */
         if (st != HIER_OK) return st;
     }
-    return HIER_OK;
+    return hier_chan_unpark(ch);
 }
 
 hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p)
@@ -138,4 +193,5 @@ void hier_chan_recv_free(hier_chan_t *ch)
         free(a);
     }
     ch->aside_tail = &ch->aside;
+    ch->parked = 0;
 }

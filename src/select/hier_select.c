@@ -188,3 +188,28 @@ void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t byte
     *out = (hier_select_t){.path = r->path, .kind = r->kind, .net_kind = r->net_kind,
                            .split = net && b >= hier_params.net_split_min, .net_radix = hier_params.net_radix_max};
 }
+
+/* The slot of (coll, bytes): sizes of a few powers of two apart land apart. */
+static size_t hier_select_slot(hier_coll_t coll, size_t bytes)
+{
+    uint64_t h = ((uint64_t)bytes ^ ((uint64_t)coll << 56)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 60) % HIER_SELECT_CACHE_SLOTS;
+}
+
+void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes,
+                        hier_select_t *out)
+{
+    size_t i = hier_select_slot(coll, bytes);
+    if (cache->cma_1 != shape->cma + 2) {
+        for (size_t j = 0; j < HIER_SELECT_CACHE_SLOTS; j++) cache->slot[j].coll_1 = 0;
+        cache->cma_1 = shape->cma + 2;
+    }
+    if (cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes) {
+        *out = cache->slot[i].choice;
+        return;
+    }
+    hier_select(shape, coll, bytes, out);
+    cache->slot[i].bytes = bytes;
+    cache->slot[i].coll_1 = (uint8_t)(coll + 1);
+    cache->slot[i].choice = *out;
+}

@@ -45,4 +45,23 @@ typedef struct {
  * rank gets here alike) and selects again with the answer. */
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
 
+/* A communicator's choices, remembered by (collective, bytes): a choice
+ * depends on nothing else but the shape (and the parameters, fixed for the
+ * job), and applications repeat their sizes (a solver's vectors, a
+ * training step's buckets). Direct-mapped, HIER_SELECT_CACHE_SLOTS entries;
+ * emptied when the one field of a shape that changes after set-up does
+ * (cma: single copy probed). An all-zero cache is empty. */
+#define HIER_SELECT_CACHE_SLOTS 16
+typedef struct {
+    struct {
+        size_t bytes;
+        uint8_t coll_1;       /* the collective + 1 (0: empty) */
+        hier_select_t choice;
+    } slot[HIER_SELECT_CACHE_SLOTS];
+    int cma_1;                /* the shape's cma + 2 they were made for (0: none yet) */
+} hier_select_cache_t;
+/* hier_select's choice, from the cache or made and kept there. */
+void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes,
+                        hier_select_t *out);
+
 #endif

@@ -61,9 +61,14 @@ static size_t hier_shm_slots_off(const hier_shm_shape_t *s)
     return hier_shm_round(end, HIER_SHM_PAGE);
 }
 
+static unsigned hier_shm_shape_parities(const hier_shm_shape_t *s)
+{
+    return s->kind == HIER_SHM_NODE || !s->parities ? HIER_SHM_PARITIES : s->parities;
+}
+
 static size_t hier_shm_slot_stride(const hier_shm_shape_t *s)
 {
-    return hier_shm_round(2 * s->chunk_bytes, HIER_SHM_PAGE);
+    return hier_shm_round(hier_shm_shape_parities(s) * s->chunk_bytes, HIER_SHM_PAGE);
 }
 
 size_t hier_shm_size(const hier_shm_shape_t *s)
@@ -228,6 +233,7 @@ hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hi
     h->slots_off = hier_shm_slots_off(shape);
     h->slot_stride = hier_shm_slot_stride(shape);
     h->total_bytes = shm->size;
+    h->parities = hier_shm_shape_parities(shape);
     if (shape->kind == HIER_SHM_NODE) {
         atomic_init(&hier_shm_offer(shm)->seq, 0);
         for (int r = 0; r < shape->nranks; r++) atomic_init(&hier_shm_ctl(shm, r)->phase, 0);
@@ -244,11 +250,13 @@ hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_
 
     const hier_shm_header_t *h = hier_shm_header(shm);
     if (h->magic != HIER_SHM_MAGIC || h->version != HIER_SHM_VERSION || h->kind != (uint32_t)shape->kind ||
-        h->nranks != (uint32_t)shape->nranks || h->chunk_bytes != shape->chunk_bytes || h->total_bytes != shm->size) {
-        HIER_ERROR("segment %s has layout version %u, kind %u, %u ranks, chunk %llu; expected version %u, kind %d, "
-                   "%d ranks, chunk %zu (mixed coll/hier builds or parameters?)",
-                   shm->path, h->version, h->kind, h->nranks, (unsigned long long)h->chunk_bytes, HIER_SHM_VERSION,
-                   (int)shape->kind, shape->nranks, shape->chunk_bytes);
+        h->nranks != (uint32_t)shape->nranks || h->chunk_bytes != shape->chunk_bytes || h->total_bytes != shm->size ||
+        h->parities != hier_shm_shape_parities(shape)) {
+        HIER_ERROR("segment %s has layout version %u, kind %u, %u ranks, chunk %llu x %u; expected version %u, kind %d, "
+                   "%d ranks, chunk %zu x %u (mixed coll/hier builds or parameters?)",
+                   shm->path, h->version, h->kind, h->nranks, (unsigned long long)h->chunk_bytes, h->parities,
+                   HIER_SHM_VERSION, (int)shape->kind, shape->nranks, shape->chunk_bytes,
+                   hier_shm_shape_parities(shape));
         hier_shm_detach(shm);
         return HIER_ERR_SHM;
     }
@@ -307,6 +315,11 @@ uint8_t *hier_shm_slot(hier_shm_t *shm, int rank)
 size_t hier_shm_parity_stride(const hier_shm_t *shm)
 {
     return hier_shm_header(shm)->chunk_bytes;
+}
+
+unsigned hier_shm_parities(const hier_shm_t *shm)
+{
+    return hier_shm_header(shm)->parities;
 }
 
 uint64_t hier_shm_phase_next(hier_shm_t *shm)

@@ -5,6 +5,16 @@
 #include <stdlib.h>
 
 #include "mpi_check.h"
+#include "test_dev_backend.h"
+
+static int call_device;
+
+int call_on_device(void)
+{
+    if (tdev_register_with_component() != 0) return -1;
+    call_device = 1;
+    return 0;
+}
 
 int call_coll(int kind)
 {
@@ -22,8 +32,9 @@ void call_alloc(call_t *c, int kind, int n, MPI_Comm comm)
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->np);
     size_t big = (size_t)(n + c->np) * (size_t)c->np + 1;
-    c->in = malloc(big * sizeof(double));
-    c->out = malloc(big * sizeof(double));
+    tdev_buf_t in = tdev_buf_alloc(call_device, big * sizeof(double)), out = tdev_buf_alloc(call_device, big * sizeof(double));
+    c->in = (double *)in.p, c->hin = (double *)in.h;
+    c->out = (double *)out.p, c->hout = (double *)out.h;
     c->counts = malloc((size_t)c->np * sizeof(int));
     for (int r = 0; r < c->np; r++) c->counts[r] = (r % 3 == 1) ? 0 : n + r;
 }
@@ -33,26 +44,26 @@ void call_fill(call_t *c, int salt)
     int total = 0, np = c->np;
     switch (c->kind) {
     case K_SUM:
-        for (int i = 0; i < c->n; i++) c->in[i] = call_val(c->rank, i, salt), c->out[i] = -1;
+        for (int i = 0; i < c->n; i++) c->hin[i] = call_val(c->rank, i, salt), c->hout[i] = -1;
         break;
     case K_MAX_IN_PLACE:
-        for (int i = 0; i < c->n; i++) c->out[i] = call_val(c->rank, i, salt);
+        for (int i = 0; i < c->n; i++) c->hout[i] = call_val(c->rank, i, salt);
         break;
     case K_GATHER:
-        for (int i = 0; i < c->n; i++) c->in[i] = call_val(c->rank, i, salt);
-        for (int i = 0; i < c->n * np; i++) c->out[i] = -1;
+        for (int i = 0; i < c->n; i++) c->hin[i] = call_val(c->rank, i, salt);
+        for (int i = 0; i < c->n * np; i++) c->hout[i] = -1;
         break;
     case K_GATHER_IN_PLACE:
-        for (int i = 0; i < c->n * np; i++) c->out[i] = i / c->n == c->rank ? call_val(c->rank, i % c->n, salt) : -1;
+        for (int i = 0; i < c->n * np; i++) c->hout[i] = i / c->n == c->rank ? call_val(c->rank, i % c->n, salt) : -1;
         break;
     case K_RS:
         for (int r = 0; r < np; r++) total += c->counts[r];
-        for (int i = 0; i < total; i++) c->in[i] = call_val(c->rank, i, salt);
-        for (int i = 0; i < c->counts[c->rank]; i++) c->out[i] = -1;
+        for (int i = 0; i < total; i++) c->hin[i] = call_val(c->rank, i, salt);
+        for (int i = 0; i < c->counts[c->rank]; i++) c->hout[i] = -1;
         break;
     case K_RS_BLOCK:
-        for (int i = 0; i < c->n * np; i++) c->in[i] = call_val(c->rank, i, salt);
-        for (int i = 0; i < c->n; i++) c->out[i] = -1;
+        for (int i = 0; i < c->n * np; i++) c->hin[i] = call_val(c->rank, i, salt);
+        for (int i = 0; i < c->n; i++) c->hout[i] = -1;
         break;
     }
 }
@@ -66,20 +77,20 @@ void call_check(const call_t *c, int salt, const char *how)
         for (int i = 0; i < c->n && bad < 0; i++) {
             want = 0;
             for (int r = 0; r < np; r++) want += call_val(r, i, salt);
-            if (c->out[i] != want) bad = i;
+            if (c->hout[i] != want) bad = i;
         }
         break;
     case K_MAX_IN_PLACE:
         for (int i = 0; i < c->n && bad < 0; i++) {
             want = call_val(0, i, salt);
             for (int r = 1; r < np; r++) want = call_val(r, i, salt) > want ? call_val(r, i, salt) : want;
-            if (c->out[i] != want) bad = i;
+            if (c->hout[i] != want) bad = i;
         }
         break;
     case K_GATHER:
     case K_GATHER_IN_PLACE:
         for (int i = 0; i < c->n * np && bad < 0; i++)
-            if (c->out[i] != (want = call_val(i / c->n, i % c->n, salt))) bad = i;
+            if (c->hout[i] != (want = call_val(i / c->n, i % c->n, salt))) bad = i;
         break;
     case K_RS:
     case K_RS_BLOCK:
@@ -87,18 +98,18 @@ void call_check(const call_t *c, int salt, const char *how)
         for (int i = 0; i < (c->kind == K_RS ? c->counts[c->rank] : c->n) && bad < 0; i++) {
             want = 0;
             for (int r = 0; r < np; r++) want += call_val(r, off + i, salt);
-            if (c->out[i] != want) bad = i;
+            if (c->hout[i] != want) bad = i;
         }
         break;
     }
     CHECK(bad < 0, "kind %d, %d elements (%s, salt %d): element %d is %g, want %g", c->kind, c->n, how, salt, bad,
-          bad < 0 ? 0 : c->out[bad], want);
+          bad < 0 ? 0 : c->hout[bad], want);
 }
 
 void call_free(call_t *c)
 {
-    free(c->in);
-    free(c->out);
+    tdev_buf_free(call_device, (tdev_buf_t){(char *)c->in, (char *)c->hin});
+    tdev_buf_free(call_device, (tdev_buf_t){(char *)c->out, (char *)c->hout});
     free(c->counts);
 }
 

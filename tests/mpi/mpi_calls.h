@@ -12,11 +12,16 @@ typedef struct {
     int kind, n;  /* n: elements per rank (allreduce: of the vector) */
     MPI_Comm comm;
     int rank, np; /* mine in comm, its size */
-    double *in, *out;
+    double *in, *out;   /* what MPI is given (device memory under call_on_device) */
+    double *hin, *hout; /* the same bytes as this program reads and writes them */
     int *counts;  /* reduce_scatter's: uneven, some zero */
     MPI_Request req;
 } call_t;
 
+/* From now on call_alloc's buffers are "device memory" of the test backend
+ * (tests/common/test_dev_backend.h: the CPU cannot touch them), registered
+ * with coll/hier here: 0, or -1 with a message. */
+int call_on_device(void);
 /* The kind's collective, as an index into check_colls (mpi_check.h). */
 int call_coll(int kind);
 /* What rank r contributes at element i. */

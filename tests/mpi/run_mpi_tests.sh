@@ -36,13 +36,19 @@ case_pass() { passed=$((passed + 1)); echo "PASS: $*"; }
 case_fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 case_skip() { skipped=$((skipped + 1)); echo "SKIP: $*"; }
 
+# case_wanted NAME: HIER_TEST_CASES=REGEX runs only the cases whose names
+# match (development, the sanitizer lane), HIER_TEST_SKIP=REGEX none whose
+# names match (CI's other Open MPI lines: the cases that test the core's
+# algorithms alone run on 4.1).
+case_wanted() {
+    [[ -z "${HIER_TEST_CASES:-}" || $1 =~ $HIER_TEST_CASES ]] && [[ -z "${HIER_TEST_SKIP:-}" || ! $1 =~ $HIER_TEST_SKIP ]]
+}
 # case NAME NP [mpirun args...] -- PROGRAM [args...]
-# HIER_TEST_CASES=REGEX runs only the cases whose names match (development,
-# the sanitizer lane); HIER_MPIRUN_ARGS go to every mpirun (before the case's).
+# HIER_MPIRUN_ARGS go to every mpirun (before the case's).
 case_run() {
     local name=$1 np=$2 start rc
     shift 2
-    [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
+    case_wanted "$name" || return 0
     start=$(date +%s)
     hier_mpirun "$np" "$@" >"$LOG/$name.out" 2>&1
     rc=$?
@@ -151,7 +157,7 @@ TF="$B/tests/mpi/test_faults"
 killed_run() {
     local name=$1 np=$2 limit=$3 mode=$4 out start took done_n slow ok=0
     shift 4
-    [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
+    case_wanted "$name" || return 0
     out=$LOG/$name.out
     start=$(date +%s)
     # shellcheck disable=SC2086
@@ -201,6 +207,11 @@ case_run np3_persistent_progress_thread 3 --mca mpi_yield_when_idle 1 --mca coll
     "$B/tests/mpi/test_persistent" --quick
 case_run np3_persistent_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
     "$B/tests/mpi/test_persistent" --quick --expect-fallback fallback_forced
+# device buffers (the test backend's: the CPU cannot touch them) staged through each request's host mirrors
+case_run np3_nonblocking_device 3 -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
+    "$B/tests/mpi/test_nonblocking" --quick --device
+case_run np3_persistent_device 3 -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
+    "$B/tests/mpi/test_persistent" --quick --device
 # communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
 # behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
 # and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
@@ -328,6 +339,8 @@ if unshare --uts true 2>/dev/null; then
         "$B/tests/mpi/test_nonblocking"
     case_run nodes2x2_persistent_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         "$B/tests/mpi/test_persistent" --quick
+    case_run nodes2x2_nonblocking_device_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
+        "$B/tests/mpi/test_nonblocking" --quick --device
     case_run nodes2x2_nonblocking_progress_thread_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
         --mca coll_hier_fabric_provider tcp --mca coll_hier_progress_thread 1 "$B/tests/mpi/test_nonblocking" --quick
     # Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
@@ -342,7 +355,7 @@ if unshare --uts true 2>/dev/null; then
         COMPONENT_PATH="$B/.libs:$NO_OFI" WARMUP=1 EXTRA_CHECK=warm_in_own_thread case_run nodes2x2_tcp_warmup_own_thread 4 \
             $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
             $TC --quick $NET --warm
-    elif [[ -z "${HIER_TEST_CASES:-}" || nodes2x2_tcp_warmup_own_thread =~ $HIER_TEST_CASES ]]; then
+    elif case_wanted nodes2x2_tcp_warmup_own_thread; then
         case_skip "nodes2x2_tcp_warmup_own_thread (libmpi links libfabric: no process here is without it)"
     fi
     case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
@@ -411,10 +424,13 @@ if unshare --uts true 2>/dev/null; then
     case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
         --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
         $TC --quick --world-only $NET --allreduce-path net_ring
+    # (a rank whose network peer left on a mismatch its own node never saw waits out the timeout once the
+    # wire stands still, and its node mate, waiting for it, its own: twice the timeout at most, 5.8 s and
+    # 10.9 s seen on a loaded machine)
     case_run nodes2x2_mismatch 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --limit 8
+        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --limit 12
     case_run nodes2x2_mismatch_odd2 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --odd 2 --limit 8
+        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --odd 2 --limit 12
     case_run nodes2x2_stopped_rank 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
         --mca coll_hier_timeout 20 "$B/tests/mpi/test_faults" stop --odd 1 --seconds 3
     # (Open MPI 5's mpirun takes --enable-recovery, but without a ULFM build its
@@ -470,7 +486,7 @@ if unshare --uts true 2>/dev/null; then
     if why=$(python_mpi_usable); then
         for layout in "--np 2" "--np 3" "--fake-nodes 2x2"; do
             name=mpi4py_suite_$(tr -dc 'a-z0-9' <<<"$layout")
-            [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || continue
+            case_wanted "$name" || continue
             start=$(date +%s)
             out=$("$S/contrib/hier-mpi4py-tests" ${HIER_MPI4PY_SOURCE:+--source "$HIER_MPI4PY_SOURCE"} \
                 --component-dir "$B/.libs" --timeout "$TIMEOUT" $layout 2>&1)
@@ -565,7 +581,7 @@ fi
 ROOT_OK=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root)
 slurm_case() { # slurm_case NAME LAUNCH
     local name=$1 launch=$2 start rc out=$LOG/$1.out
-    [[ -z "${HIER_TEST_CASES:-}" || $name =~ $HIER_TEST_CASES ]] || return 0
+    case_wanted "$name" || return 0
     start=$(date +%s)
     printf '%s\n' "mca_base_component_path = $COMPONENT_PATH" "coll_hier_priority = 100" "coll_hier_stats = 1" \
         "coll_hier_fabric_provider = tcp" "coll_hier_fabric_iface = rail0,rail1" "coll_hier_fabric_warmup = 0" \
@@ -617,7 +633,7 @@ KILL_ARGS="--nonblocking 1" killed_run np3_killed_rank_nonblocking 3 7 ends
 
 # ompi_info of the Open MPI built against loads the component and lists
 # its parameters, every one of the table's (docs/parameters.md has a row each).
-if [[ -z "${HIER_TEST_CASES:-}" || ompi_info =~ $HIER_TEST_CASES ]]; then
+if case_wanted ompi_info; then
     info=$(OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" ompi_info --param coll hier --level 9 2>&1)
     want=$(grep -c '^| `coll_hier_' "$S/docs/parameters.md")
     got=$(grep -c 'parameter "coll_hier_' <<<"$info")

@@ -19,6 +19,9 @@
  * 5. a non-contiguous receive type for iallgather (packed, unpacked at the end);
  * 6. the counters. --expect-fallback REASON: every call falls back for
  *    REASON instead (coll_hier_nonblocking 0: fallback_forced).
+ * --device: every buffer is "device memory" of the test backend, which the
+ * CPU cannot touch: hier stages each rank's own through host mirrors
+ * (served, counted), the strided type through mirrors of its span.
  * --mismatch: instead, even ranks start an MPI_Iallreduce where odd ones
  * start an MPI_Iallgather (then a blocking call against a nonblocking one):
  * every rank's wait returns an error, none hangs (the one-line message is
@@ -29,8 +32,10 @@
 
 #include "mpi_calls.h"
 #include "mpi_check.h"
+#include "test_dev_backend.h"
 
 static int np;
+static int device; /* --device */
 static unsigned long made[NCOLL];     /* nonblocking calls made after the set-up, by collective */
 static unsigned long expect_fb[NCOLL]; /* of them, those that must fall back (fallback_nonblocking) */
 
@@ -96,12 +101,13 @@ static void user_op(MPI_Comm comm)
     enum { N = 3000 };
     MPI_Datatype pair;
     MPI_Op op;
-    int *v = malloc(2 * N * sizeof(int)), me;
+    tdev_buf_t b = tdev_buf_alloc(device, 2 * N * sizeof(int));
+    int *v = (int *)b.h, me;
     MPI_Comm_rank(comm, &me);
     call_pair_make(&pair, &op);
     for (int i = 0; i < 2 * N; i++) v[i] = me * 2 + i;
     MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, v, N, pair, op, comm, &r);
+    MPI_Iallreduce(MPI_IN_PLACE, b.p, N, pair, op, comm, &r);
     made[0]++;
     MPI_Op_free(&op); /* (the request keeps it: MPI lets the application free it now) */
     MPI_Type_free(&pair);
@@ -110,7 +116,7 @@ static void user_op(MPI_Comm comm)
     for (int i = 0; i < 2 * N && bad < 0; i++)
         if (v[i] != call_pair_want(np, i, 0)) bad = i;
     CHECK(bad < 0, "user op: element %d is %d, want %d", bad, bad < 0 ? 0 : v[bad], call_pair_want(np, bad, 0));
-    free(v);
+    tdev_buf_free(device, b);
 }
 
 /* 5: the receive side every other double (a vector type) */
@@ -118,20 +124,22 @@ static void strided_gather(MPI_Comm comm)
 {
     enum { N = 500 };
     MPI_Datatype every_other, resized;
-    double *in = malloc(N * sizeof(double)), *out = calloc(2 * N * (size_t)np, sizeof(double));
+    tdev_buf_t ib = tdev_buf_alloc(device, N * sizeof(double)), ob = tdev_buf_alloc(device, 2 * N * (size_t)np * sizeof(double));
+    double *in = (double *)ib.h, *out = (double *)ob.h;
+    memset(out, 0, 2 * N * (size_t)np * sizeof(double));
     int me;
     MPI_Comm_rank(comm, &me);
     call_every_other_make(N, &every_other, &resized);
     for (int i = 0; i < N; i++) in[i] = call_val(me, i, 5);
     MPI_Request r;
-    MPI_Iallgather(in, N, MPI_DOUBLE, out, 1, resized, comm, &r);
+    MPI_Iallgather(ib.p, N, MPI_DOUBLE, ob.p, 1, resized, comm, &r);
     made[1]++;
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     call_every_other_check(out, N, np, 5, "iallgather");
     MPI_Type_free(&resized);
     MPI_Type_free(&every_other);
-    free(in);
-    free(out);
+    tdev_buf_free(device, ib);
+    tdev_buf_free(device, ob);
 }
 
 /* Mismatched calls on a communicator of their own: every rank gets an error. */
@@ -175,6 +183,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--expect-fallback") && i + 1 < argc) fb = check_nb_reason_index(argv[++i]);
         else if (!strcmp(argv[i], "--mismatch")) return mismatch();
         else if (!strcmp(argv[i], "--first-falls-back")) first_fb = 1;
+        else if (!strcmp(argv[i], "--device")) device = 1;
     }
     int me;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -184,6 +193,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
+    if (device && call_on_device() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     check_nb_counters_t before, after;
     MPI_Comm a, b, fresh;
     MPI_Comm_dup(MPI_COMM_WORLD, &a);

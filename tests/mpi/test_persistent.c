@@ -255,6 +255,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--expect-fallback") && i + 1 < argc) fb = check_nb_reason_index(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && call_on_device() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (check_pvars_open() != 0) {
         if (me == 0) printf("SKIP: coll/hier is not loaded (no coll_hier_ pvars)\n");

@@ -650,7 +650,7 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
     size_t n = hier_sched_net_build(&a, steps);
     hier_exec_bufs_t bufs = {.rbuf = (uint8_t *)v, .esize = sizeof(double)};
     hier_net_send_t sendq[64];
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .q = {.q = sendq, .cap = n}};
+    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .run[0].q = {.q = sendq, .cap = n}};
     hier_fabric_mr_t *mr = NULL;
     if (g->in_place) { /* recursive doubling then reduces onto bytes still being sent: they must wait */
         if (hier_fabric_mr_reg(fab, v, count * sizeof(double) + 8, &mr) != HIER_OK) return 19;
@@ -659,7 +659,7 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
         x.mr_len = count * sizeof(double) + 8;
     }
     if (hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &bufs.kernel) != HIER_OK) return 14;
-    if (hier_net_exec_start(&x, steps, n) != HIER_OK || hier_net_exec_finish(&x) != HIER_OK) return 15;
+    if (hier_net_exec_start(&x, 0, steps, n) != HIER_OK || hier_net_exec_finish(&x, 0) != HIER_OK) return 15;
     for (size_t i = 0; i < count; i++)
         if (v[i] != (double)(np * (np + 1) / 2 * (int)(i % 1001))) return 16;
     if (np > 1 && count && !x.net_bytes) return 17;

@@ -167,3 +167,35 @@ Test(model, one_node)
     cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
     cr_assert_float_eq(in_cache_64, r.time_us, 1e-9, "64 MiB x 2 ranks does not fit 32 MiB");
 }
+
+/* Chunks in flight (coll_hier_pipeline_depth): on 16 nodes x 8, four rails
+ * of 100 Gbit/s, 1 MiB chunks and host memory taken as free, a chunk's
+ * rounds one after another reach a fraction of the link; depth 4 keeps the
+ * link busy. The bound: what each node sends, 2 (N - 1) / N of the vector,
+ * over rails x rate. Schedules so long that depth chunks of them would pass
+ * the memory bound run fewer (1,024 nodes x 8, reduce_scatter). */
+Test(model, chunks_in_flight_reach_the_link)
+{
+    hier_model_machine_t m = fast_node(4, 100.0);
+    m.latency_us = 15;
+    m.msg_us = 1;
+    size_t bytes = 64u << 20;
+    double bound = 2.0 * 15 / 16 * (double)bytes * 8 / (4 * 100e3), t[5];
+    for (int d = 1; d <= 4; d++) {
+        hier_params.pipeline_depth = d;
+        hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 16, .ppn = 8, .bytes = bytes, .esize = 4};
+        hier_model_result_t r;
+        cr_assert_eq(hier_model_predict(&m, &call, &r), HIER_OK);
+        cr_assert_eq(r.depth, (unsigned)d, "depth %d asked, %u used", d, r.depth);
+        t[d] = r.time_us;
+    }
+    cr_assert(bound / t[1] < 0.5, "depth 1: %.2f of the bound (%.0f us of %.0f)", bound / t[1], t[1], bound);
+    cr_assert(bound / t[4] >= 0.8, "depth 4: %.2f of the bound (%.0f us of %.0f)", bound / t[4], t[4], bound);
+    cr_assert(t[2] < t[1] && t[4] <= t[2], "depth 1..4: %.0f %.0f %.0f %.0f us", t[1], t[2], t[3], t[4]);
+    hier_params.pipeline_depth = 4;
+    hier_model_call_t rs = {.coll = HIER_COLL_REDUCE_SCATTER, .nodes = 1024, .ppn = 8, .bytes = bytes, .esize = 4,
+                            .max_chunks = 3};
+    hier_model_result_t r;
+    cr_assert_eq(hier_model_predict(&m, &rs, &r), HIER_OK);
+    cr_assert_eq(r.depth, 1u, "a reduce_scatter chunk on 1,024 nodes x 8 ran %u in flight", r.depth);
+}

@@ -4,6 +4,7 @@
  * choice always fits the collective and the level. The expected choices are
  * written here from the parameters' meaning, not read back from the tables. */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "base/hier_params.h"
 #include "select/hier_select.h"
@@ -267,4 +268,41 @@ Test(select, sweep_choices_fit)
                             cr_assert(c.path != HIER_PATH_CMA_COPY || cma != 0);
                         }
                     }
+}
+
+/* A communicator's cache gives what hier_select gives, for sizes that share
+ * its slots and for every collective; a shape whose single copy is probed
+ * since (cma -1, then 0 or 1) is chosen for anew, never from the choices
+ * made before the probe. */
+Test(select, cache_gives_what_select_gives)
+{
+    hier_select_shape_t shapes[] = {one_node(4), nodes(2, 2), nodes(16, 8)};
+    static const hier_coll_t colls[] = {HIER_COLL_ALLREDUCE, HIER_COLL_ALLGATHER, HIER_COLL_REDUCE_SCATTER};
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        hier_select_cache_t cache = {0};
+        for (int cma = -1; cma <= 1; cma++) {
+            shapes[si].cma = si ? 0 : cma; /* (between nodes the rules never read it) */
+            for (int round = 0; round < 2; round++) /* (the second from the cache, where the slot still holds it) */
+                for (size_t b = 0; b < ((size_t)1 << 26); b = b * 3 + 1)
+                    for (size_t ci = 0; ci < 3; ci++) {
+                        hier_select_t want, got;
+                        hier_select(&shapes[si], colls[ci], b, &want);
+                        hier_select_cached(&cache, &shapes[si], colls[ci], b, &got);
+                        cr_assert(!memcmp(&want, &got, sizeof(want)), "shape %zu cma %d %s of %zu bytes: %s, want %s",
+                                  si, cma, hier_coll_name(colls[ci]), b, hier_path_name(got.path),
+                                  hier_path_name(want.path));
+                    }
+        }
+    }
+    /* the single-copy choice made unprobed is not kept once it is known unavailable */
+    hier_select_shape_t s = one_node(4);
+    hier_select_cache_t cache = {0};
+    hier_select_t got;
+    size_t block = 65536;
+    hier_params.allgather_algorithm = HIER_ALGO_CMA;
+    hier_select_cached(&cache, &s, HIER_COLL_ALLGATHER, block, &got);
+    cr_assert_eq(got.path, HIER_PATH_CMA_COPY);
+    s.cma = 0;
+    hier_select_cached(&cache, &s, HIER_COLL_ALLGATHER, block, &got);
+    cr_assert_eq(got.path, HIER_PATH_SHM_COPY, "%s after the probe said no single copy", hier_path_name(got.path));
 }

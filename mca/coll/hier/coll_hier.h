@@ -12,6 +12,7 @@
 #include "ompi/op/op.h"
 
 #include "coll_hier_compat.h"
+#include "accel/hier_accel_mirror.h"
 
 #include "comm/hier_comm.h"
 #include "base/hier_dtype.h"
@@ -95,6 +96,15 @@ void mca_coll_hier_user_op_end(hier_op_t hop);
 hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u);
 /* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
 hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p);
+/* Open MPI's datatype copy (pack, unpack) of counts in size_t: MPI_ERR_COUNT
+ * where the line's counts cannot hold them. */
+int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
+                         ompi_datatype_t *rdtype);
+/* count items of a non-contiguous type at buf, in device memory: their
+ * span (gaps included) copied into a host mirror *m the datatype engine
+ * can walk (m->backend NULL: host memory, or a contiguous layout the core
+ * stages itself). */
+int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m);
 
 /* Count the call, log it at verbose 10; for fallbacks say why once per reason. */
 void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes);

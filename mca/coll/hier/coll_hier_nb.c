@@ -220,15 +220,8 @@ void mca_coll_hier_nb_done(hier_req_t *core, hier_status_t st, void *arg)
     if (r->orphan) r->core = NULL; /* (freed already: the core's request goes with this end) */
     if (st == HIER_ERR_NOT_SUPPORTED && (rc = mca_coll_hier_nb_prev(r, r->path)) == MPI_SUCCESS) return;
     if (st == HIER_OK) {
-        hier_stats_count(r->coll, r->path, r->bytes, hier_req_net_bytes(core), 0);
-        if (r->rpack)
-            rc = ompi_datatype_sndrcv(r->rpack, (mca_coll_hier_count_t)(r->bytes * (size_t)ompi_comm_size(r->hm->comm)),
-                                      MPI_BYTE, r->args.rbuf,
-                                      (mca_coll_hier_count_t)((size_t)r->args.count *
-                                                              (size_t)ompi_comm_size(r->hm->comm)),
-                                      r->dtype) == MPI_SUCCESS
-                     ? MPI_SUCCESS
-                     : OMPI_ERROR;
+        hier_stats_count(r->coll, r->path, r->bytes, hier_req_net_bytes(core), hier_req_staged_through_host(core));
+        if (r->rpack) rc = mca_coll_hier_nb_unpack(r);
     } else if (st != HIER_ERR_NOT_SUPPORTED) {
         rc = mca_coll_hier_error(r->hm, r->coll, st);
     }
@@ -427,21 +420,41 @@ int mca_coll_hier_nb_layout(mca_coll_hier_nb_t *r, const char **s_p, char **r_p)
     return OMPI_SUCCESS;
 }
 
+/* Packing and unpacking walk the application's layout on the host: a
+ * device buffer's span goes through a host mirror (copied in first, and a
+ * receive buffer's back after), as the blocking allgather does. */
 int mca_coll_hier_nb_pack(mca_coll_hier_nb_t *r)
 {
     const mca_coll_hier_nb_args_t *a = &r->args;
-    int rank = ompi_comm_rank(r->hm->comm);
+    size_t n = (size_t)ompi_comm_size(r->hm->comm), rank = (size_t)ompi_comm_rank(r->hm->comm);
+    hier_accel_mirror_t m;
     ptrdiff_t ext_lb, ext;
-    if (r->spack && ompi_datatype_sndrcv(a->sbuf, a->scount, a->sdtype, r->spack, (mca_coll_hier_count_t)r->bytes,
-                                         MPI_BYTE) != MPI_SUCCESS)
-        return OMPI_ERROR;
-    if (!r->rpack || a->sbuf != MPI_IN_PLACE) return OMPI_SUCCESS;
+    int rc = OMPI_SUCCESS;
+    if (r->spack && (rc = mca_coll_hier_mirror_in(a->sbuf, (size_t)a->scount, a->sdtype, &m)) == OMPI_SUCCESS) {
+        rc = mca_coll_hier_sndrcv(hier_accel_mirror_at(&m, (void *)a->sbuf), (size_t)a->scount, a->sdtype, r->spack,
+                                  r->bytes, MPI_BYTE);
+        hier_accel_mirror_free(&m);
+    }
+    if (rc != OMPI_SUCCESS || !r->rpack || a->sbuf != MPI_IN_PLACE) return rc;
+    if ((rc = mca_coll_hier_mirror_in(a->rbuf, (size_t)a->count * n, a->dtype, &m)) != OMPI_SUCCESS) return rc;
     ompi_datatype_get_extent(a->dtype, &ext_lb, &ext);
-    return ompi_datatype_sndrcv((char *)a->rbuf + (ptrdiff_t)rank * (ptrdiff_t)a->count * ext, a->count, a->dtype,
-                                r->rpack + (size_t)rank * r->bytes, (mca_coll_hier_count_t)r->bytes,
-                                MPI_BYTE) == MPI_SUCCESS
-               ? OMPI_SUCCESS
-               : OMPI_ERROR;
+    rc = mca_coll_hier_sndrcv((char *)hier_accel_mirror_at(&m, a->rbuf) + (ptrdiff_t)rank * (ptrdiff_t)a->count * ext,
+                              (size_t)a->count, a->dtype, r->rpack + rank * r->bytes, r->bytes, MPI_BYTE);
+    hier_accel_mirror_free(&m);
+    return rc;
+}
+
+int mca_coll_hier_nb_unpack(mca_coll_hier_nb_t *r)
+{
+    size_t n = (size_t)ompi_comm_size(r->hm->comm), items = (size_t)r->args.count * n;
+    hier_accel_mirror_t m;
+    int rc = mca_coll_hier_mirror_in(r->args.rbuf, items, r->dtype, &m);
+    if (rc != OMPI_SUCCESS) return rc;
+    rc = mca_coll_hier_sndrcv(r->rpack, r->bytes * n, MPI_BYTE, hier_accel_mirror_at(&m, r->args.rbuf), items,
+                              r->dtype);
+    if (rc == OMPI_SUCCESS && hier_accel_mirror_out(&m) != HIER_OK) rc = OMPI_ERROR;
+    hier_accel_mirror_free(&m);
+    return rc;
 }
 
 /* Allgather: contiguous layouts go straight through; others are packed
@@ -463,7 +476,6 @@ int mca_coll_hier_iallgather(const void *sbuf, mca_coll_hier_count_t scount, omp
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
     r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .count = rcount,
                                         .sdtype = sdtype, .dtype = rdtype};
-    /* (asked before packing: a communicator that may hold device buffers never gets here) */
     if (path == MCA_COLL_HIER_SERVED && hier_req_ready(hm->core, HIER_COLL_ALLGATHER, &path) == HIER_OK)
         path = MCA_COLL_HIER_SERVED;
     if (path == MCA_COLL_HIER_SERVED) {

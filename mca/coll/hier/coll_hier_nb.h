@@ -72,7 +72,8 @@ void mca_coll_hier_nb_register(void);
  * temporaries the request keeps; OMPI_SUCCESS or out of memory. */
 int mca_coll_hier_nb_layout(mca_coll_hier_nb_t *r, const char **s_p, char **r_p);
 /* What the temporaries hold at a start: the send data packed (in place:
- * this rank's block of rbuf). */
+ * this rank's block of rbuf); at the end, rpack unpacked into rbuf. */
 int mca_coll_hier_nb_pack(mca_coll_hier_nb_t *r);
+int mca_coll_hier_nb_unpack(mca_coll_hier_nb_t *r);
 
 #endif

@@ -13,6 +13,8 @@
 
 #include "coll_hier.h"
 
+#include "base/hier_log.h"
+
 typedef enum {
     HIER_CLASS_NONE,    /* no kernel in hier (REAL2, INTEGER16, 5.0's short float) */
     HIER_CLASS_INT,     /* signed C/Fortran integers */
@@ -255,4 +257,33 @@ hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, h
     *per_type_p = (size_t)extent / esize;
     *op_p = (hier_op_t)hop;
     return MCA_COLL_HIER_SERVED;
+}
+
+/* Open MPI's datatype copy (pack, unpack) of counts in size_t: an error
+ * where the line's counts cannot hold them. */
+int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,
+                                ompi_datatype_t *rdtype)
+{
+    if (scount > MCA_COLL_HIER_COUNT_MAX || rcount > MCA_COLL_HIER_COUNT_MAX) { /* (4.1, 5.0: int32 counts) */
+        HIER_ERROR("a datatype copy of %zu items is past this Open MPI's counts", scount > rcount ? scount : rcount);
+        return MPI_ERR_COUNT;
+    }
+    return ompi_datatype_sndrcv(sbuf, (mca_coll_hier_count_t)scount, sdtype, rbuf, (mca_coll_hier_count_t)rcount,
+                                rdtype) == MPI_SUCCESS ? MPI_SUCCESS : OMPI_ERROR;
+}
+
+/* A buffer described by a non-contiguous type: its span (gaps included) to
+ * mirror when it is device memory (the core copies it), so the datatype
+ * engine works on the host. Contiguous ones need no mirror: the core stages
+ * them itself. */
+int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
+{
+    ptrdiff_t lb, ext, tlb, text, ignored;
+    *m = (hier_accel_mirror_t){0};
+    if (!count || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
+        return OMPI_SUCCESS;
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    ompi_datatype_get_true_extent(dt, &tlb, &text);
+    hier_status_t st = hier_accel_mirror_in((char *)buf + tlb, (count - 1) * (size_t)ext + (size_t)text, m);
+    return st == HIER_OK ? OMPI_SUCCESS : st == HIER_ERR_NO_MEMORY ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERROR;
 }
