@@ -19,3 +19,8 @@ void fabric_reap(pid_t pid)
         }
     if (d) closedir(d);
 }
+
+void fabric_reap_self(void)
+{
+    fabric_reap(getpid());
+}

@@ -11,4 +11,9 @@
  * with EBUSY. Call it only after the process is gone. */
 void fabric_reap(pid_t pid);
 
+/* In a freshly forked process, before it opens an endpoint: whatever lies
+ * in /dev/shm under its own pid is stale by definition (left by a process
+ * of an earlier test, or another program, that died with the pid). */
+void fabric_reap_self(void);
+
 #endif

@@ -45,6 +45,7 @@ int run_pair(body_t body, const char *prov)
     for (int r = 0; r < 2; r++)
         if ((pids[r] = fork()) == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test killed on timeout takes its ranks along */
+            fabric_reap_self();
             _exit(body(r, x, prov));
         }
     for (int r = 0; r < 2; r++) {

@@ -75,6 +75,7 @@ int run_ranks(int n, rank_body_t body, int *statuses)
             fork_rank_t fr = {w, r};
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* let siblings read us (Yama ptrace_scope 1) */
             prctl(PR_SET_PDEATHSIG, SIGKILL);          /* a test killed on timeout takes its ranks along */
+            fabric_reap_self();
             fork_ops = (hier_comm_ops_t){.allgather = fork_allgather, .agree = fork_agree, .peer = fork_peer,
                                          .progress = NULL, .arg = &fr};
             hier_comm_t *comm;

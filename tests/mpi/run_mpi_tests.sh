@@ -22,9 +22,23 @@ passed=0 failed=0 skipped=0
 # The component path goes in the environment (-x), not --mca: Open MPI 5's
 # mpirun hands an --mca component path to PMIx as well, which then prints a
 # complaint for every file in it. (-x applies to one MPMD context in 5.0.)
+# libfabric's shm provider names its regions in /dev/shm by pid ("<pid>:..."),
+# and a process killed before closing leaves its own behind (the fault cases
+# kill ranks on purpose); pid_max is 32768 here, so a later rank given the
+# pid fails fi_enable with EBUSY. Before each run, those of gone processes go.
+reap_stale_fi_regions() {
+    local f p
+    for f in /dev/shm/[0-9]*:*; do
+        [ -e "$f" ] || continue
+        p=${f#/dev/shm/}
+        p=${p%%:*}
+        [ -d "/proc/$p" ] || rm -f "$f"
+    done
+}
 hier_mpirun() {
     local np=$1
     shift
+    reap_stale_fi_regions
     ${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
         -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100 \
         --mca coll_hier_fabric_warmup "${WARMUP:-0}" \

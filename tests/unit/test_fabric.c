@@ -682,6 +682,7 @@ static int run_group(int np, const char *prov, hier_net_kind_t kind, size_t coun
     for (int r = 0; r < np; r++)
         if ((pids[r] = fork()) == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            fabric_reap_self();
             _exit(net_member(r, np, g, prov, kind, count));
         }
     for (int r = 0; r < np; r++) {

@@ -502,7 +502,7 @@ Test(sched_hier, room_made_ahead_keeps_to_its_cap)
     cr_assert_eq(hier_sched_max_steps_within(&lay, 11), 0);
 }
 
-Test(sched_hier, allreduce_on_1024_nodes_of_8, .timeout = 120)
+Test(sched_hier, allreduce_on_1024_nodes_of_8, .timeout = 300)
 {
     big(HIER_SCHED_HIER_ALLREDUCE, 1024, 8, 0, 40, HIER_NET_RD_ALLREDUCE, 1);
     big(HIER_SCHED_HIER_ALLREDUCE, 1024, 8, 0, 300, HIER_NET_RH_ALLREDUCE, 0);
@@ -511,7 +511,7 @@ Test(sched_hier, allreduce_on_1024_nodes_of_8, .timeout = 120)
     big(HIER_SCHED_HIER_ALLREDUCE, 130, 2, 0, 50, HIER_NET_RING_ALLREDUCE, 0);
 }
 
-Test(sched_hier, reduce_scatter_on_1024_nodes_of_8, .timeout = 120)
+Test(sched_hier, reduce_scatter_on_1024_nodes_of_8, .timeout = 300)
 {
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1024, 8, 0, 8192, HIER_NET_RD_ALLREDUCE, 1);
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1000, 8, 1, 4096, HIER_NET_RD_ALLREDUCE, 0);
@@ -521,7 +521,7 @@ Test(sched_hier, reduce_scatter_on_1024_nodes_of_8, .timeout = 120)
     big(HIER_SCHED_HIER_REDUCE_SCATTER, 1021, 2, 1, 100000, HIER_NET_RH_REDUCE_SCATTER, 0); /* folded, sliced */
 }
 
-Test(sched_hier, allgather_on_1024_nodes_of_8, .timeout = 120)
+Test(sched_hier, allgather_on_1024_nodes_of_8, .timeout = 300)
 {
     big(HIER_SCHED_HIER_ALLGATHER, 1024, 8, 0, 2, HIER_NET_RD_ALLGATHER, 1);
     big(HIER_SCHED_HIER_ALLGATHER, 1000, 8, 1, 1, HIER_NET_RD_ALLGATHER, 1);

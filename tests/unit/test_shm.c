@@ -4,14 +4,17 @@
  * segment from a mismatched build. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,15 +29,34 @@
 #include "shm/hier_shm_pool.h"
 #include "test_dev_backend.h"
 
+/* The segments in the directory this test's ranks make them in: a test
+ * that counts them uses one of its own (private_dir), as other test
+ * programs running beside it (make -j2 check) make and unlink theirs in
+ * /dev/shm at any moment. */
 static int count_segments(void)
 {
     int n = 0;
-    DIR *d = opendir("/dev/shm");
+    DIR *d = opendir(hier_params.shm_dir && *hier_params.shm_dir ? hier_params.shm_dir : "/dev/shm");
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (!strncmp(e->d_name, "coll-hier-", 10)) n++;
     if (d) closedir(d);
     return n;
+}
+
+/* Segments of this test as files in a directory of its own under /dev/shm
+ * (coll_hier_shm_dir), made now; the ranks forked after inherit it. */
+static char private_dir_name[64];
+static void private_dir(void)
+{
+    snprintf(private_dir_name, sizeof(private_dir_name), "/dev/shm/hier-test-%d", (int)getpid());
+    cr_assert(mkdir(private_dir_name, 0700) == 0 || errno == EEXIST, "cannot make %s", private_dir_name);
+    hier_params.shm_dir = private_dir_name;
+}
+
+static void private_dir_gone(void)
+{
+    rmdir(private_dir_name); /* (empty, if nothing was left: the tests say so first) */
 }
 
 static void setup(void)
@@ -99,13 +121,15 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
 
 Test(shm, thousands_of_collectives_exact_and_nothing_left)
 {
+    private_dir();
     int before = count_segments(), st[64];
     for (int n = 2; n <= 5; n += 3) {
         int ok = run_ranks(n, many_collectives, st);
         for (int r = 0; r < n; r++) cr_expect_eq(st[r], 0, "n %d rank %d exited with %d", n, r, st[r]);
         cr_assert_eq(ok, n);
     }
-    cr_assert_eq(count_segments(), before, "segments left in /dev/shm");
+    cr_assert_eq(count_segments(), before, "segments left in %s", hier_params.shm_dir);
+    private_dir_gone();
 }
 
 /* The segment's name is gone as soon as set-up finished. */
@@ -391,7 +415,9 @@ Test(shm, communicators_of_known_processes_set_up_in_one_exchange)
 Test(shm, communicators_recycle_their_segments)
 {
     int st[64];
+    private_dir();
     cr_assert_eq(run_ranks(3, storm, st), 3, "statuses %d %d %d", st[0], st[1], st[2]);
+    private_dir_gone();
 }
 
 /* Communicators alive at once each have their own segment (a storm of
@@ -477,7 +503,9 @@ static int missing(hier_comm_t *comm, int me, int n, fork_world_t *w)
 Test(shm, a_recycled_segment_missing_somewhere_means_a_fresh_one)
 {
     int st[64];
+    private_dir();
     cr_assert_eq(run_ranks(2, missing, st), 2, "statuses %d %d", st[0], st[1]);
+    private_dir_gone();
 }
 
 /* ---- several nodes: forked ranks as nodes of 2, joined over libfabric ---- */
