@@ -41,10 +41,22 @@ if [ -f "$tmp/prefix/lib/openmpi/mca_coll_hier.so" ]; then
     "$D/hier-install" --prefix "$tmp/prefix" --params-file "$tmp/params.conf" --params-only --provider tcp \
         >"$tmp/params.log" 2>&1
     if [ "$(grep -c '^# >>> coll/hier' "$tmp/params.conf")" = 1 ] && grep -q '^coll_hier_fabric_provider = tcp' "$tmp/params.conf" &&
-        grep -q '^btl_base_warn_component_unused = 0' "$tmp/params.conf"; then
+        grep -q '^btl_base_warn_component_unused = 0' "$tmp/params.conf" &&
+        ! grep -q '^coll_hier_pipeline_depth' "$tmp/params.conf"; then
         echo "PASS: hier-install --params-only: its lines replaced once, the site's kept"
     else
         fail "hier-install --params-only"; cat "$tmp/params.conf"
+    fi
+    # on EFA four chunks in flight (the model's choice for 100 Gbit/s links), and Open MPI takes the value
+    "$D/hier-install" --prefix "$tmp/prefix" --params-file "$tmp/params.conf" --params-only --provider efa \
+        >"$tmp/params.log" 2>&1
+    depth=$(OMPI_MCA_mca_base_param_files="$tmp/params.conf" ompi_info --param coll hier --level 9 --parsable 2>/dev/null |
+        sed -n 's/^mca:coll:hier:param:coll_hier_pipeline_depth:value://p')
+    if [ "$(grep -c '^# >>> coll/hier' "$tmp/params.conf")" = 1 ] && grep -q '^coll_hier_pipeline_depth = 4' "$tmp/params.conf" &&
+        [ "$depth" = 4 ]; then
+        echo "PASS: hier-install --provider efa: coll_hier_pipeline_depth 4, as ompi_info reads it"
+    else
+        fail "hier-install --provider efa (ompi_info says depth '$depth')"; cat "$tmp/params.conf"
     fi
 fi
 
