@@ -7,7 +7,7 @@
 #
 #   contrib/setup.sh [--prefix DIR] [--no-deps] [--no-demo]
 #
-# Afterwards: mpirun --mca mca_base_component_path DIR/lib/openmpi:<Open MPI's dir> \
+# Afterwards: mpirun -x OMPI_MCA_mca_base_component_path=$(DIR/bin/hier-config component-path) \
 #                    --mca coll_hier_priority 100 -np N ./app
 set -euo pipefail
 prefix=${HOME}/.local/coll-hier
@@ -39,9 +39,8 @@ fi
 ./configure --prefix="$prefix"
 make -j"$(nproc)"
 make install
-pkglib=$(ompi_info --parsable --path pkglibdir | sed -n 's/^path:pkglibdir://p')
 echo "coll/hier installed in $prefix/lib/openmpi"
-echo "use: mpirun --mca mca_base_component_path $prefix/lib/openmpi:$pkglib --mca coll_hier_priority 100 ..."
+echo "use: mpirun -x OMPI_MCA_mca_base_component_path=$("$prefix/bin/hier-config" component-path --component-dir "$prefix/lib/openmpi") --mca coll_hier_priority 100 ..."
 
 if [ $demo = 1 ]; then
     export HIER_COMPONENT_DIR="$prefix/lib/openmpi" HIER_BENCH="$prefix/bin/hier_bench"
