@@ -18,6 +18,13 @@ static const hier_accel_backend_t *hier_accel_backends[HIER_ACCEL_MAX_BACKENDS];
 static _Atomic int hier_accel_guard;
 static _Atomic(hier_accel_foreign_fn_t) hier_accel_foreign;
 static _Atomic int hier_accel_nbackends;
+_Atomic int hier_accel_any; /* any of the three above: see hier_accel_maybe_device */
+
+static void hier_accel_any_update(void)
+{
+    atomic_store(&hier_accel_any, atomic_load(&hier_accel_nbackends) > 0 || atomic_load(&hier_accel_foreign) ||
+                                      atomic_load(&hier_accel_guard));
+}
 /* The runtimes found here are registered once per life of the core: again
  * after hier_accel_reset (a new session after a finalize). */
 static _Atomic int hier_accel_loaded;
@@ -38,6 +45,7 @@ hier_status_t hier_accel_register(const hier_accel_backend_t *backend)
     if (n == HIER_ACCEL_MAX_BACKENDS) return HIER_ERR_NO_MEMORY;
     hier_accel_backends[n] = backend;
     atomic_store(&hier_accel_nbackends, n + 1);
+    hier_accel_any_update();
     HIER_LOG(HIER_LOG_COMM, "device memory backend %s registered", backend->name);
     return HIER_OK;
 }
@@ -47,6 +55,7 @@ void hier_accel_reset(void)
     atomic_store(&hier_accel_nbackends, 0);
     atomic_store(&hier_accel_loaded, 0);
     atomic_store(&hier_accel_foreign, NULL);
+    hier_accel_any_update();
     hier_accel_last.backend = NULL;
 }
 
@@ -114,6 +123,7 @@ static void hier_accel_find_opaque(void)
     dl_iterate_phdr(hier_accel_opaque_in, &found);
     if (!found) return;
     atomic_store(&hier_accel_guard, 1);
+    hier_accel_any_update();
     HIER_LOG(HIER_LOG_COMM, "%s is loaded: its device buffers cannot be told from host pointers, so every buffer no "
              "backend claims is checked to be host memory; others go to the previous component", found);
 }
@@ -132,11 +142,13 @@ void hier_accel_init(void)
 void hier_accel_guard_set(int on)
 {
     atomic_store(&hier_accel_guard, on);
+    hier_accel_any_update();
 }
 
 void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device)
 {
     atomic_store(&hier_accel_foreign, is_device);
+    hier_accel_any_update();
 }
 
 /* Whether the pages of [p, p + len) at both ends are mapped here (mincore:

@@ -12,6 +12,7 @@
 #ifndef HIER_ACCEL_H
 #define HIER_ACCEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,6 +114,15 @@ void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device);
  * allocation of a backend with stable ranges is remembered, so repeated calls
  * on it skip the runtime. */
 hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf);
+
+/* 0 while no buffer can be device memory here (no backend registered, no
+ * foreign check, no opaque runtime loaded): classify would say host for
+ * every buffer, and a call need not ask. */
+extern _Atomic int hier_accel_any;
+static inline int hier_accel_maybe_device(void)
+{
+    return atomic_load_explicit(&hier_accel_any, memory_order_acquire);
+}
 
 static inline int hier_accel_is_device(const hier_accel_buf_t *buf)
 {

@@ -17,7 +17,7 @@ typedef struct { double v; double k; } hier_dtype_2double_t;
 
 _Static_assert(sizeof(_Bool) == 1, "HIER_DT_BOOL is one byte");
 
-static const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
+const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
     [HIER_DT_INT8] = sizeof(int8_t),
     [HIER_DT_UINT8] = sizeof(uint8_t),
     [HIER_DT_INT16] = sizeof(int16_t),
@@ -43,13 +43,4 @@ static const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
     [HIER_DT_2DOUBLE] = sizeof(hier_dtype_2double_t),
 };
 
-/* Enums may arrive as any int (a cast from the glue): check as unsigned. */
-static bool hier_dtype_valid(hier_dtype_t dt)
-{
-    return (unsigned)dt < HIER_DT_COUNT;
-}
 
-size_t hier_dtype_size(hier_dtype_t dt)
-{
-    return hier_dtype_valid(dt) ? hier_dtype_sizes[dt] : 0;
-}

@@ -65,7 +65,12 @@ typedef struct {
     void *ctx;
 } hier_user_op_t;
 
-/* Bytes one element occupies in a buffer (sizeof the C type or struct). */
-size_t hier_dtype_size(hier_dtype_t dt);
+/* Bytes one element occupies in a buffer (sizeof the C type or struct); 0
+ * for a value outside the enum (it may arrive as any int from the glue). */
+extern const size_t hier_dtype_sizes[HIER_DT_COUNT];
+static inline size_t hier_dtype_size(hier_dtype_t dt)
+{
+    return (unsigned)dt < HIER_DT_COUNT ? hier_dtype_sizes[dt] : 0;
+}
 
 #endif

@@ -3,7 +3,7 @@
 
 #include <pthread.h>
 
-static int hier_lock_mt;
+int hier_lock_mt;
 static pthread_mutex_t hier_lock_mutex;
 static pthread_once_t hier_lock_once = PTHREAD_ONCE_INIT;
 
@@ -30,9 +30,4 @@ void hier_lock_take(void)
 void hier_lock_drop(void)
 {
     if (hier_lock_mt) pthread_mutex_unlock(&hier_lock_mutex);
-}
-
-int hier_lock_threaded(void)
-{
-    return hier_lock_mt;
 }

@@ -21,7 +21,11 @@
 void hier_lock_set_threads(int threads);
 void hier_lock_take(void);
 /* Whether threads may call at once (what hier_lock_set_threads said). */
-int hier_lock_threaded(void);
+extern int hier_lock_mt;
+static inline int hier_lock_threaded(void)
+{
+    return hier_lock_mt;
+}
 void hier_lock_drop(void);
 
 /* `return call;` with the lock held around the call. */

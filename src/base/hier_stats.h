@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/hier_lock.h"
+
 typedef enum {
     HIER_COLL_ALLREDUCE,
     HIER_COLL_ALLGATHER,
@@ -95,13 +97,25 @@ static inline int hier_path_is_fallback(hier_path_t path)
     return path >= HIER_PATH_FIRST_FALLBACK;
 }
 
+/* A call counted: locked read-modify-writes only where threads may count
+ * at once (MPI_THREAD_MULTIPLE, hier's progress thread); otherwise the one
+ * writer's plain adds (MPI_T's readers still load whole values). */
 static inline void hier_stats_count(hier_coll_t coll, hier_path_t path, uint64_t bytes, uint64_t net_bytes,
                                     int staged)
 {
-    if (staged) __atomic_fetch_add(&hier_stats[coll][path].staged, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&hier_stats[coll][path].calls, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&hier_stats[coll][path].bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&hier_stats[coll][path].net_bytes, net_bytes, __ATOMIC_RELAXED);
+    hier_stats_cell_t *cell = &hier_stats[coll][path];
+    if (hier_lock_threaded()) {
+        if (staged) __atomic_fetch_add(&cell->staged, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&cell->calls, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&cell->bytes, bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&cell->net_bytes, net_bytes, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t calls = cell->calls + 1, total = cell->bytes + bytes, net = cell->net_bytes + net_bytes;
+    __atomic_store_n(&cell->calls, calls, __ATOMIC_RELAXED);
+    __atomic_store_n(&cell->bytes, total, __ATOMIC_RELAXED);
+    __atomic_store_n(&cell->net_bytes, net, __ATOMIC_RELAXED);
+    if (staged) __atomic_store_n(&cell->staged, cell->staged + 1, __ATOMIC_RELAXED);
 }
 
 /* One "coll:hier:stats coll=... path=... calls=... bytes=... net_bytes=... staged=..." line per

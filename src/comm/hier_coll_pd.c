@@ -356,10 +356,10 @@ static int hier_pd_vote(hier_comm_t *c, const hier_coll_dev_call_t *d, const voi
 int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
                            size_t block, hier_path_t *path_p, hier_status_t *st_p)
 {
-    hier_pd_regs_t regs = {.recv = {.mr = NULL}};
-    if (!hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 || !c->dev_possible ||
+    if (!c->dev_possible || !hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 ||
         block < hier_params.device_peer_direct_min || (c->pd && c->pd->state == HIER_PD_OFF))
         return 0;
+    hier_pd_regs_t regs = {.recv = {.mr = NULL}}; /* (after the checks: every host call passes here) */
     if (!c->pd && !hier_pd_vote(c, d, sbuf, rbuf, block, &regs)) return 0;
     if (c->pd->state == HIER_PD_ON && regs.recv.mr == NULL &&
         !hier_pd_register(hier_core_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {

@@ -106,12 +106,21 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
  * not probed: HIER_IN_PROGRESS (the same answer on every rank). */
 hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p)
 {
+    if (c->select_last.bytes == bytes && c->select_last.coll_1 == (uint8_t)(coll + 1)) { /* (a loop's call again) */
+        *choice_p = c->select_last.choice;
+        return HIER_OK;
+    }
     hier_select_shape_t shape = hier_comm_shape(c);
     hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape.cma < 0) {
         if (no_wait) return HIER_IN_PROGRESS;
         if ((shape.cma = hier_node_cma(c)) < 0) return (hier_status_t)shape.cma;
         hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
+    }
+    if (choice_p->path != HIER_PATH_CMA_COPY || shape.cma >= 0) { /* (settled: single copy probed if it matters) */
+        c->select_last.bytes = bytes;
+        c->select_last.coll_1 = (uint8_t)(coll + 1);
+        c->select_last.choice = *choice_p;
     }
     return HIER_OK;
 }
@@ -125,16 +134,24 @@ hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choi
                                .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1};
 }
 
-/* The common start (hier_comm_prepare): HIER_OK to go on; a one-rank
- * communicator's result is its input, copied here (HIER_IN_PROGRESS, as
- * prepare says, which hier_coll_end takes as served). */
-static hier_status_t hier_coll_begin(hier_comm_t *c, int algo, const void *sbuf, void *rbuf, size_t self_bytes,
+/* The common start, after the caller's hier_comm_prepare (hier_comm.c; the
+ * staging pipeline's chunks come through it too): HIER_OK to go on; a
+ * one-rank communicator's result is its input, copied here
+ * (HIER_IN_PROGRESS, which hier_coll_end takes as served); a communicator
+ * refused since (a failed chunk) falls back. */
+static hier_status_t hier_coll_begin(hier_comm_t *c, const void *sbuf, void *rbuf, size_t self_bytes,
                                      hier_path_t *path_p)
 {
-    hier_status_t st = hier_comm_prepare(c, algo, self_bytes, NULL, path_p);
-    if (st != HIER_IN_PROGRESS) return st;
-    if (sbuf) memcpy(rbuf, sbuf, self_bytes);
-    return st;
+    if (c->size == 1) {
+        *path_p = HIER_PATH_SELF;
+        if (sbuf) memcpy(rbuf, sbuf, self_bytes);
+        return HIER_IN_PROGRESS;
+    }
+    if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
+        *path_p = c->refused;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return HIER_OK;
 }
 
 static hier_status_t hier_coll_kernel(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p,
@@ -169,7 +186,7 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
     hier_status_t st = hier_coll_kernel(dt, op, &kernel, path_p);
 
     if (st != HIER_OK) return st;
-    st = hier_coll_begin(c, hier_params.allreduce_algorithm, sbuf, rbuf, bytes, &path);
+    st = hier_coll_begin(c, sbuf, rbuf, bytes, &path);
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
     hier_select_t choice;
     hier_comm_sign(c, HIER_COLL_ALLREDUCE, count, dt, op, 0);
@@ -188,7 +205,7 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
                                        hier_path_t *path_p)
 {
     hier_path_t path;
-    hier_status_t st = hier_coll_begin(c, hier_params.allgather_algorithm, sbuf, rbuf, block_bytes, &path);
+    hier_status_t st = hier_coll_begin(c, sbuf, rbuf, block_bytes, &path);
 
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
     hier_select_t choice;
@@ -213,7 +230,7 @@ hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, vo
     hier_status_t st = hier_coll_kernel(dt, op, &kernel, path_p);
 
     if (st != HIER_OK) return st;
-    st = hier_coll_begin(c, hier_params.reduce_scatter_algorithm, sbuf, rbuf, rcounts[0] * esize, &path);
+    st = hier_coll_begin(c, sbuf, rbuf, rcounts[0] * esize, &path);
     if (st != HIER_OK) return hier_coll_end(st, path, path_p);
     size_t *displs = c->rs_displs; /* (made at set-up) */
     for (int r = 0; r < c->size; r++) {

@@ -7,20 +7,22 @@
 #include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
 
+/* A call on host buffers, after hier_comm_prepare said HIER_OK or
+ * HIER_IN_PROGRESS (a one-rank communicator: its input copied). */
 hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                        hier_op_t op, hier_path_t *path_p);
 hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
                                        hier_path_t *path_p);
 hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                             hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+/* What select/ decides from, the same on every rank (one node adds what
+ * only it knows). */
+hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
 /* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
  * communicator (the caller copies), or a fallback with its reason. bytes:
  * the call's whole vector, the same on every rank (it may start opening
  * libfabric: fabric_open_min). ride (may be NULL): the call, offered to the
  * set-up if this call makes one (ride->done: served, HIER_OK). */
-/* What select/ decides from, the same on every rank (one node adds what
- * only it knows). */
-hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
 hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
 /* A WARMING communicator's call of `bytes` (the whole vector): counted, the
  * opening started when due, and whether it is time to ask every rank

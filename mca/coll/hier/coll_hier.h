@@ -23,11 +23,27 @@ BEGIN_C_DECLS
 /* HIER_PATH_COUNT in comm_fallback means "the communicator is served". */
 #define MCA_COLL_HIER_SERVED HIER_PATH_COUNT
 
+/* (datatype, op) as the core sees them: mca_coll_hier_map_reduction's answer. */
+typedef struct {
+    const ompi_datatype_t *dtype; /* NULL: an empty slot */
+    const ompi_op_t *op;
+    hier_path_t path;
+    hier_dtype_t dt;
+    hier_op_t hop;
+    size_t per_type;
+} mca_coll_hier_map_t;
+#define MCA_COLL_HIER_MAP_SLOTS 8
+
 typedef struct {
     mca_coll_base_module_t super;
     ompi_communicator_t *comm;
     hier_comm_t *core;
     hier_path_t comm_fallback; /* why every call on this communicator falls back, or SERVED */
+    /* The answers for predefined datatypes with predefined ops, which live
+     * as long as the job (derived types and user ops may be freed and their
+     * addresses reused: asked every call). Per module: MPI forbids two
+     * threads' collectives on one communicator at once. */
+    mca_coll_hier_map_t map[MCA_COLL_HIER_MAP_SLOTS];
 
     /* What was selected before us; every fallback goes here. */
     mca_coll_base_module_allreduce_fn_t prev_allreduce;
@@ -83,6 +99,24 @@ void mca_coll_hier_stats_report(void);
  * to HIER_OP_USER, one element per item of the datatype. */
 hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p,
                                         size_t *per_type_p, hier_op_t *op_p);
+/* The same through the module's slots: O(1) for predefined handles. */
+static inline hier_path_t mca_coll_hier_map(mca_coll_hier_module_t *hm, ompi_datatype_t *dtype, ompi_op_t *op,
+                                            hier_dtype_t *dt_p, size_t *per_type_p, hier_op_t *op_p)
+{
+    mca_coll_hier_map_t *m = &hm->map[(((uintptr_t)dtype ^ ((uintptr_t)op >> 4)) >> 6) % MCA_COLL_HIER_MAP_SLOTS];
+    if (m->dtype == dtype && m->op == op) {
+        *dt_p = m->dt, *per_type_p = m->per_type, *op_p = m->hop;
+        return m->path;
+    }
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
+    size_t per_type = 0;
+    hier_path_t path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (ompi_datatype_is_predefined(dtype) && ompi_op_is_intrinsic(op))
+        *m = (mca_coll_hier_map_t){.dtype = dtype, .op = op, .path = path, .dt = dt, .hop = hop, .per_type = per_type};
+    *dt_p = dt, *per_type_p = per_type, *op_p = hop;
+    return path;
+}
 /* Around a core call with HIER_OP_USER (nothing for the others): the
  * calling thread's reductions call the user's function through Open MPI
  * (ompi_op_reduce) with the call's datatype. u lives until the end. */

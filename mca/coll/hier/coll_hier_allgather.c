@@ -87,9 +87,9 @@ int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi
     /* 3. the exchange, then 4. unpacking */
     st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &path);
     if (st == HIER_OK && rpack) rc = mca_coll_hier_sndrcv(rpack, total, MPI_BYTE, rbuf, items, rdtype);
-    free(spack);
+    if (spack) free(spack);
 free_rpack:
-    free(rpack);
+    if (rpack) free(rpack);
     if (rc != MPI_SUCCESS) return rc;
     if (st == HIER_OK) {
         mca_coll_hier_account(hm, HIER_COLL_ALLGATHER, path, block);

@@ -7,11 +7,11 @@ int mca_coll_hier_allreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t 
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     hier_path_t path = hm->comm_fallback;
     size_t tsize, per_type = 0;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
 
     ompi_datatype_type_size(dtype, &tsize);
-    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map(hm, dtype, op, &dt, &per_type, &hop);
     if (path == MCA_COLL_HIER_SERVED) {
         mca_coll_hier_user_op_t user;
         mca_coll_hier_user_op_begin(&user, hop, op, dtype);

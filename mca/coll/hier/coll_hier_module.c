@@ -28,6 +28,7 @@ static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
     hm->comm = NULL;
     hm->core = NULL;
     hm->comm_fallback = MCA_COLL_HIER_SERVED;
+    memset(hm->map, 0, sizeof(hm->map));
     hm->prev_allreduce_module = hm->prev_allgather_module = NULL;
     hm->prev_reduce_scatter_module = hm->prev_reduce_scatter_block_module = hm->prev_bcast_module = NULL;
     hm->prev_iallreduce_module = hm->prev_iallgather_module = NULL;
@@ -355,13 +356,20 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
 
 /* ---- per-call bookkeeping -------------------------------------------------- */
 
+/* (apart, so that the counting path needs no registers saved) */
+static __attribute__((noinline, cold)) void mca_coll_hier_account_log(mca_coll_hier_module_t *hm, hier_coll_t coll,
+                                                                      hier_path_t path, size_t bytes)
+{
+    HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
+             mca_coll_hier_comm_cid(hm->comm), bytes, hier_path_name(path));
+}
+
 void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes)
 {
     int served = hm->core && !hier_path_is_fallback(path);
     hier_stats_count(coll, path, bytes, served ? hier_comm_net_bytes(hm->core) : 0,
                      served && hier_comm_staged(hm->core));
-    HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
-             mca_coll_hier_comm_cid(hm->comm), bytes, hier_path_name(path));
+    if (HIER_LOG_CALL <= hier_log_level) mca_coll_hier_account_log(hm, coll, path, bytes);
 }
 
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st)

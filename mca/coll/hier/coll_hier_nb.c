@@ -306,12 +306,12 @@ int mca_coll_hier_iallreduce(const void *sbuf, void *rbuf, mca_coll_hier_count_t
     mca_coll_hier_module_t *hm = (mca_coll_hier_module_t *)module;
     hier_path_t path = hm->comm_fallback;
     size_t tsize, per_type = 0;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
     hier_status_t st = HIER_ERR_NOT_SUPPORTED;
 
     ompi_datatype_type_size(dtype, &tsize);
-    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map(hm, dtype, op, &dt, &per_type, &hop);
     mca_coll_hier_nb_t *r = mca_coll_hier_nb_new(hm, HIER_COLL_IALLREDUCE, (size_t)count * tsize, 0);
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
     r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = dtype, .op = op};
@@ -343,8 +343,8 @@ static int mca_coll_hier_irs(mca_coll_hier_module_t *hm, hier_coll_t coll, const
     size_t tsize, per_type = 0, total = 0;
     hier_path_t path = hm->comm_fallback;
     hier_status_t st = HIER_ERR_NOT_SUPPORTED;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
 
     ompi_datatype_type_size(dtype, &tsize);
     for (int q = 0; q < n; q++) total += rcounts ? mca_coll_hier_counts_get(*rcounts, q) : block;
@@ -353,7 +353,7 @@ static int mca_coll_hier_irs(mca_coll_hier_module_t *hm, hier_coll_t coll, const
     r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .count = (mca_coll_hier_count_t)block,
                                         .dtype = dtype, .op = op};
     if (rcounts) r->args.rcounts = *rcounts;
-    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map(hm, dtype, op, &dt, &per_type, &hop);
     size_t stack[MCA_COLL_HIER_NB_RS_STACK], *counts = NULL;
     if (path == MCA_COLL_HIER_SERVED)
         counts = n <= MCA_COLL_HIER_NB_RS_STACK ? stack : malloc(sizeof(*counts) * (size_t)n);

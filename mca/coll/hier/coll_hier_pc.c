@@ -83,8 +83,8 @@ int mca_coll_hier_allreduce_init(const void *sbuf, void *rbuf, mca_coll_hier_cou
     hier_path_t path = hm->comm_fallback;
     hier_status_t st = HIER_ERR_NOT_SUPPORTED;
     size_t tsize, per_type = 0;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
     (void)comm;
     (void)info;
 
@@ -93,7 +93,7 @@ int mca_coll_hier_allreduce_init(const void *sbuf, void *rbuf, mca_coll_hier_cou
     if (!r) return OMPI_ERR_OUT_OF_RESOURCE;
     r->args = (mca_coll_hier_nb_args_t){.sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = dtype, .op = op};
     mca_coll_hier_nb_hold(r, 1);
-    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map(hm, dtype, op, &dt, &per_type, &hop);
     if (path == MCA_COLL_HIER_SERVED) {
         mca_coll_hier_user_op_begin(&r->user, hop, op, dtype);
         hier_user_op_t user = mca_coll_hier_user_op_core(&r->user);
@@ -115,11 +115,11 @@ static int mca_coll_hier_pc_rs(mca_coll_hier_nb_t *r, const size_t *block, ompi_
     size_t per_type = 0;
     hier_path_t path = hm->comm_fallback;
     hier_status_t st = HIER_ERR_NOT_SUPPORTED;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
 
     mca_coll_hier_nb_hold(r, 1);
-    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map_reduction(a->dtype, a->op, &dt, &per_type, &hop);
+    if (path == MCA_COLL_HIER_SERVED) path = mca_coll_hier_map(hm, a->dtype, a->op, &dt, &per_type, &hop);
     if (path == MCA_COLL_HIER_SERVED) {
         size_t *counts = malloc(sizeof(*counts) * (size_t)n);
         if (!counts) {

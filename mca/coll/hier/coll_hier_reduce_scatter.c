@@ -15,15 +15,15 @@ static hier_path_t mca_coll_hier_rs(mca_coll_hier_module_t *hm, const void *sbuf
     int n = ompi_comm_size(hm->comm);
     size_t tsize, per_type = 0, stack[MCA_COLL_HIER_RS_STACK], *counts = stack, total = 0;
     hier_path_t path = hm->comm_fallback;
-    hier_dtype_t dt;
-    hier_op_t hop;
+    hier_dtype_t dt = HIER_DT_COUNT;
+    hier_op_t hop = HIER_OP_COUNT;
 
     ompi_datatype_type_size(dtype, &tsize);
     for (int r = 0; r < n; r++) total += rcounts ? mca_coll_hier_counts_get(*rcounts, r) : block;
     *bytes_p = total * tsize;
     *st_p = HIER_ERR_NOT_SUPPORTED;
     if (path != MCA_COLL_HIER_SERVED) return path;
-    path = mca_coll_hier_map_reduction(dtype, op, &dt, &per_type, &hop);
+    path = mca_coll_hier_map(hm, dtype, op, &dt, &per_type, &hop);
     if (path != MCA_COLL_HIER_SERVED) return path;
     if (n > MCA_COLL_HIER_RS_STACK && !(counts = malloc(sizeof(*counts) * (size_t)n))) {
         *st_p = HIER_ERR_NO_MEMORY;

@@ -280,7 +280,8 @@ int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, 
 {
     ptrdiff_t lb, ext, tlb, text, ignored;
     *m = (hier_accel_mirror_t){0};
-    if (!count || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
+    if (!count || !buf || buf == MPI_IN_PLACE || !hier_accel_maybe_device() || /* (no device memory here at all) */
+        mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
         return OMPI_SUCCESS;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
