@@ -6,15 +6,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct { float v; int k; } hier_dtype_float_int_t;
-typedef struct { double v; int k; } hier_dtype_double_int_t;
-typedef struct { long v; int k; } hier_dtype_long_int_t;
-typedef struct { int v; int k; } hier_dtype_2int_t;
-typedef struct { short v; int k; } hier_dtype_short_int_t;
-typedef struct { long double v; int k; } hier_dtype_long_double_int_t;
-typedef struct { float v; float k; } hier_dtype_2float_t;
-typedef struct { double v; double k; } hier_dtype_2double_t;
-
 _Static_assert(sizeof(_Bool) == 1, "HIER_DT_BOOL is one byte");
 
 const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
@@ -43,4 +34,30 @@ const size_t hier_dtype_sizes[HIER_DT_COUNT] = {
     [HIER_DT_2DOUBLE] = sizeof(hier_dtype_2double_t),
 };
 
+static const char *const hier_dtype_names[HIER_DT_COUNT] = {
+    [HIER_DT_INT8] = "int8", [HIER_DT_UINT8] = "uint8", [HIER_DT_INT16] = "int16", [HIER_DT_UINT16] = "uint16",
+    [HIER_DT_INT32] = "int32", [HIER_DT_UINT32] = "uint32", [HIER_DT_INT64] = "int64", [HIER_DT_UINT64] = "uint64",
+    [HIER_DT_FLOAT] = "float", [HIER_DT_DOUBLE] = "double", [HIER_DT_LONG_DOUBLE] = "long double",
+    [HIER_DT_FLOAT_COMPLEX] = "float complex", [HIER_DT_DOUBLE_COMPLEX] = "double complex",
+    [HIER_DT_LONG_DOUBLE_COMPLEX] = "long double complex", [HIER_DT_BOOL] = "bool",
+    [HIER_DT_FLOAT_INT] = "float-int", [HIER_DT_DOUBLE_INT] = "double-int", [HIER_DT_LONG_INT] = "long-int",
+    [HIER_DT_2INT] = "int-int", [HIER_DT_SHORT_INT] = "short-int", [HIER_DT_LONG_DOUBLE_INT] = "long double-int",
+    [HIER_DT_2FLOAT] = "float-float", [HIER_DT_2DOUBLE] = "double-double",
+};
 
+static const char *const hier_op_names[HIER_OP_COUNT] = {
+    [HIER_OP_SUM] = "sum", [HIER_OP_PROD] = "prod", [HIER_OP_MIN] = "min", [HIER_OP_MAX] = "max",
+    [HIER_OP_LAND] = "land", [HIER_OP_LOR] = "lor", [HIER_OP_LXOR] = "lxor", [HIER_OP_BAND] = "band",
+    [HIER_OP_BOR] = "bor", [HIER_OP_BXOR] = "bxor", [HIER_OP_MINLOC] = "minloc", [HIER_OP_MAXLOC] = "maxloc",
+};
+
+const char *hier_dtype_name(hier_dtype_t dt)
+{
+    return (unsigned)dt < HIER_DT_COUNT ? hier_dtype_names[dt] : "unknown type";
+}
+
+const char *hier_op_name(hier_op_t op)
+{
+    if (op == HIER_OP_USER) return "user-defined op";
+    return (unsigned)op < HIER_OP_COUNT ? hier_op_names[op] : "unknown op";
+}

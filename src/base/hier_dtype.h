@@ -65,6 +65,18 @@ typedef struct {
     void *ctx;
 } hier_user_op_t;
 
+/* The pair types' layouts, MPI's struct { V v; I k; } with the compiler's
+ * natural padding: sizeof is the stride in a user buffer (the sizes below,
+ * and exec/'s MINLOC/MAXLOC kernels). */
+typedef struct { float v; int k; } hier_dtype_float_int_t;
+typedef struct { double v; int k; } hier_dtype_double_int_t;
+typedef struct { long v; int k; } hier_dtype_long_int_t;
+typedef struct { int v; int k; } hier_dtype_2int_t;
+typedef struct { short v; int k; } hier_dtype_short_int_t;
+typedef struct { long double v; int k; } hier_dtype_long_double_int_t;
+typedef struct { float v; float k; } hier_dtype_2float_t;
+typedef struct { double v; double k; } hier_dtype_2double_t;
+
 /* Bytes one element occupies in a buffer (sizeof the C type or struct); 0
  * for a value outside the enum (it may arrive as any int from the glue). */
 extern const size_t hier_dtype_sizes[HIER_DT_COUNT];
@@ -72,5 +84,9 @@ static inline size_t hier_dtype_size(hier_dtype_t dt)
 {
     return (unsigned)dt < HIER_DT_COUNT ? hier_dtype_sizes[dt] : 0;
 }
+
+/* Names for messages: "float", "double-int", "sum", "user-defined op". */
+const char *hier_dtype_name(hier_dtype_t dt);
+const char *hier_op_name(hier_op_t op);
 
 #endif

@@ -53,34 +53,6 @@ int hier_sig_ahead(hier_sig_t s, hier_sig_t t)
     return (int16_t)(uint16_t)(hier_sig_call(t) - hier_sig_call(s));
 }
 
-static const char *const hier_dtype_names[HIER_DT_COUNT] = {
-    [HIER_DT_INT8] = "int8", [HIER_DT_UINT8] = "uint8", [HIER_DT_INT16] = "int16", [HIER_DT_UINT16] = "uint16",
-    [HIER_DT_INT32] = "int32", [HIER_DT_UINT32] = "uint32", [HIER_DT_INT64] = "int64", [HIER_DT_UINT64] = "uint64",
-    [HIER_DT_FLOAT] = "float", [HIER_DT_DOUBLE] = "double", [HIER_DT_LONG_DOUBLE] = "long double",
-    [HIER_DT_FLOAT_COMPLEX] = "float complex", [HIER_DT_DOUBLE_COMPLEX] = "double complex",
-    [HIER_DT_LONG_DOUBLE_COMPLEX] = "long double complex", [HIER_DT_BOOL] = "bool",
-    [HIER_DT_FLOAT_INT] = "float-int", [HIER_DT_DOUBLE_INT] = "double-int", [HIER_DT_LONG_INT] = "long-int",
-    [HIER_DT_2INT] = "int-int", [HIER_DT_SHORT_INT] = "short-int", [HIER_DT_LONG_DOUBLE_INT] = "long double-int",
-    [HIER_DT_2FLOAT] = "float-float", [HIER_DT_2DOUBLE] = "double-double",
-};
-
-static const char *const hier_op_names[HIER_OP_COUNT] = {
-    [HIER_OP_SUM] = "sum", [HIER_OP_PROD] = "prod", [HIER_OP_MIN] = "min", [HIER_OP_MAX] = "max",
-    [HIER_OP_LAND] = "land", [HIER_OP_LOR] = "lor", [HIER_OP_LXOR] = "lxor", [HIER_OP_BAND] = "band",
-    [HIER_OP_BOR] = "bor", [HIER_OP_BXOR] = "bxor", [HIER_OP_MINLOC] = "minloc", [HIER_OP_MAXLOC] = "maxloc",
-};
-
-const char *hier_dtype_name(hier_dtype_t dt)
-{
-    return (unsigned)dt < HIER_DT_COUNT ? hier_dtype_names[dt] : "unknown type";
-}
-
-const char *hier_op_name(hier_op_t op)
-{
-    if (op == HIER_OP_USER) return "user-defined op";
-    return (unsigned)op < HIER_OP_COUNT ? hier_op_names[op] : "unknown op";
-}
-
 void hier_sig_describe(hier_sig_t s, char *buf, size_t len)
 {
     hier_coll_t coll = (hier_coll_t)(s.word >> 16 & 0x1f);

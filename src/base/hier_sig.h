@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/hier_dtype.h"
-#include "base/hier_stats.h"
+#include "base/hier_coll.h"
 
 typedef struct {
     uint64_t count; /* allreduce: elements; allgather: bytes per rank; reduce_scatter: elements in all */
@@ -39,8 +39,5 @@ void hier_sig_describe(hier_sig_t s, char *buf, size_t len);
 /* One line naming what differs: "rank 3 called allreduce of 600 int32
  * (sum), call 17; rank 0 allreduce of 300 int32 (sum), call 17". */
 void hier_sig_explain(int rank_a, hier_sig_t a, int rank_b, hier_sig_t b, char *buf, size_t len);
-
-const char *hier_dtype_name(hier_dtype_t dt);
-const char *hier_op_name(hier_op_t op);
 
 #endif

@@ -191,7 +191,7 @@ static hier_status_t hier_dev_ar_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_ar_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t send_area = p->sbuf ? p->chunk * p->esize : 0;
-    return hier_coll_host_allreduce(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ar_len(p, k) / p->esize,
+    return hier_comm_host_allreduce(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ar_len(p, k) / p->esize,
                                     p->dt, p->op, p->path_p);
 }
 
@@ -208,7 +208,7 @@ static hier_status_t hier_dev_ar_host(hier_dev_pipe_t *p)
     hier_status_t first = HIER_OK;
     for (size_t k = 0; k < p->nchunks; k++) {
         size_t off = k * p->chunk * p->esize;
-        hier_status_t st = hier_coll_host_allreduce(p->c, p->sbuf ? p->sbuf + off : NULL, p->rbuf + off,
+        hier_status_t st = hier_comm_host_allreduce(p->c, p->sbuf ? p->sbuf + off : NULL, p->rbuf + off,
                                                     hier_dev_ar_len(p, k) / p->esize, p->dt, p->op, p->path_p);
         if (first == HIER_OK) first = st;
     }
@@ -253,7 +253,7 @@ static hier_status_t hier_dev_ag_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_ag_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t send_area = p->sbuf ? p->chunk : 0;
-    return hier_coll_host_allgather(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ag_len(p, k), p->path_p);
+    return hier_comm_host_allgather(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ag_len(p, k), p->path_p);
 }
 
 static hier_status_t hier_dev_ag_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
@@ -328,7 +328,7 @@ static hier_status_t hier_dev_rs_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_rs_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
-    return hier_coll_host_reduce_scatter(p->c, p->sbuf ? host : NULL, host + send_area, p->sub, p->dt, p->op,
+    return hier_comm_host_reduce_scatter(p->c, p->sbuf ? host : NULL, host + send_area, p->sub, p->dt, p->op,
                                          p->path_p);
 }
 

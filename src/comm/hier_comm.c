@@ -165,7 +165,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
         return ready;
     if (rider && ride.done) return hier_comm_rode(path_p);
     dev.chunked = hier_comm_chunked(c, ready, bytes);
-    if (!c->staged && !dev.chunked) return hier_coll_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
+    if (!c->staged && !dev.chunked) return hier_comm_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
     return hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p);
 }
 
@@ -190,7 +190,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
         return pd_st;
     }
     dev.chunked = hier_comm_chunked(c, ready, total);
-    if (!c->staged && !dev.chunked) return hier_coll_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
+    if (!c->staged && !dev.chunked) return hier_comm_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
     return hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p);
 }
 
@@ -217,7 +217,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
         return ready;
     if (rider && ride.done) return hier_comm_rode(path_p);
     dev.chunked = hier_comm_chunked(c, ready, total * es);
-    if (!c->staged && !dev.chunked) return hier_coll_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
+    if (!c->staged && !dev.chunked) return hier_comm_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
     return hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
 }
 

@@ -177,7 +177,7 @@ static hier_status_t hier_coll_end(hier_status_t st, hier_path_t path, hier_path
     return st;
 }
 
-hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+hier_status_t hier_comm_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                        hier_op_t op, hier_path_t *path_p)
 {
     hier_reduce_kernel_t kernel;
@@ -201,7 +201,7 @@ hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *r
     return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
 }
 
-hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+hier_status_t hier_comm_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
                                        hier_path_t *path_p)
 {
     hier_path_t path;
@@ -221,7 +221,7 @@ hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *r
     return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
 }
 
-hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+hier_status_t hier_comm_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                             hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
 {
     hier_reduce_kernel_t kernel;

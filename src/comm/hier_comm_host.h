@@ -9,11 +9,11 @@
 
 /* A call on host buffers, after hier_comm_prepare said HIER_OK or
  * HIER_IN_PROGRESS (a one-rank communicator: its input copied). */
-hier_status_t hier_coll_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+hier_status_t hier_comm_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
                                        hier_op_t op, hier_path_t *path_p);
-hier_status_t hier_coll_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
+hier_status_t hier_comm_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
                                        hier_path_t *path_p);
-hier_status_t hier_coll_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
+hier_status_t hier_comm_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
                                             hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
 /* What select/ decides from, the same on every rank (one node adds what
  * only it knows). */

@@ -46,16 +46,7 @@
 
 /* ------------------------------------------------------------ element types */
 
-/* Pair layouts: MPI's struct { V v; I k; } with natural padding; hier_dtype.c
- * declares the same structs for hier_dtype_size(). */
-typedef struct { float v; int k; } hier_reduce_float_int_t;
-typedef struct { double v; int k; } hier_reduce_double_int_t;
-typedef struct { long v; int k; } hier_reduce_long_int_t;
-typedef struct { int v; int k; } hier_reduce_2int_t;
-typedef struct { short v; int k; } hier_reduce_short_int_t;
-typedef struct { long double v; int k; } hier_reduce_long_double_int_t;
-typedef struct { float v; float k; } hier_reduce_2float_t;
-typedef struct { double v; double k; } hier_reduce_2double_t;
+/* (pair layouts: base/hier_dtype.h) */
 
 typedef float _Complex hier_reduce_cfloat_t;
 typedef double _Complex hier_reduce_cdouble_t;
@@ -228,14 +219,14 @@ HIER_REDUCE_COMPLEX_FAMILY(float_complex, hier_reduce_cfloat_t)
 HIER_REDUCE_COMPLEX_FAMILY(double_complex, hier_reduce_cdouble_t)
 HIER_REDUCE_COMPLEX_FAMILY(long_double_complex, hier_reduce_cldouble_t)
 
-HIER_REDUCE_LOC_FAMILY(float_int, hier_reduce_float_int_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(double_int, hier_reduce_double_int_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(long_int, hier_reduce_long_int_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(2int, hier_reduce_2int_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(short_int, hier_reduce_short_int_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(long_double_int, hier_reduce_long_double_int_t, HIER_REDUCE_PLAIN)
-HIER_REDUCE_LOC_FAMILY(2float, hier_reduce_2float_t, HIER_REDUCE_CLONES)
-HIER_REDUCE_LOC_FAMILY(2double, hier_reduce_2double_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(float_int, hier_dtype_float_int_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(double_int, hier_dtype_double_int_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(long_int, hier_dtype_long_int_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(2int, hier_dtype_2int_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(short_int, hier_dtype_short_int_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(long_double_int, hier_dtype_long_double_int_t, HIER_REDUCE_PLAIN)
+HIER_REDUCE_LOC_FAMILY(2float, hier_dtype_2float_t, HIER_REDUCE_CLONES)
+HIER_REDUCE_LOC_FAMILY(2double, hier_dtype_2double_t, HIER_REDUCE_CLONES)
 
 /* ------------------------------------------------------------ dispatch table */
 
