@@ -365,8 +365,7 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const 
         !hier_pd_register(hier_core_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {
         HIER_ERROR("peer-direct allgather: rank %d cannot register its buffers", c->rank);
         *st_p = HIER_ERR_INTERNAL; /* (its neighbours time out: the communicator falls back for good) */
-        c->state = HIER_COMM_REFUSED;
-        c->refused = HIER_PATH_FALLBACK_DEVICE;
+        hier_comm_refuse(c, HIER_PATH_FALLBACK_DEVICE);
         return 1;
     }
     c->net_bytes = 0;
@@ -375,8 +374,7 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const 
     if (*st_p == HIER_OK) {
         *path_p = HIER_PATH_NET_DIRECT;
     } else {
-        c->state = HIER_COMM_REFUSED;
-        c->refused = HIER_PATH_FALLBACK_DEVICE;
+        hier_comm_refuse(c, HIER_PATH_FALLBACK_DEVICE);
         HIER_ERROR("peer-direct allgather failed on rank %d: this communicator uses the previous component from "
                    "now on", c->rank);
     }

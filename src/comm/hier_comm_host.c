@@ -64,10 +64,10 @@ hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
 {
     if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return st;
     if (hier_status_abandons(st)) hier_shm_leave(c->node->small.seg, &c->node->wait, st);
-    c->state = HIER_COMM_REFUSED;
-    c->refused = st == HIER_ERR_MISMATCH ? HIER_PATH_FALLBACK_MISMATCH : HIER_PATH_FALLBACK_SHM;
+    hier_comm_refuse(c, st == HIER_ERR_MISMATCH ? HIER_PATH_FALLBACK_MISMATCH : HIER_PATH_FALLBACK_SHM);
     return st;
 }
+
 
 /* A call starts on the node: its signature goes where the peers look (my
  * control line; the network's message headers). */

@@ -373,7 +373,7 @@ hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
                                           : "shared-memory segment unavailable on some rank");
     }
     free(loc.procs);
-    c->state = c->refused == HIER_PATH_FALLBACK_WARMUP ? HIER_COMM_WARMING : HIER_COMM_REFUSED;
+    hier_comm_refuse(c, c->refused);
     if (c->state == HIER_COMM_WARMING)
         HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is not open yet: calls between nodes use the previous component until "
                       "every rank's endpoint is ready (fallback:warmup)");
@@ -449,4 +449,13 @@ int hier_comm_setup_step(hier_comm_t *c)
         HIER_LOG(HIER_LOG_COMM, "rank %d: a set-up made without waiting (its first call was nonblocking) is over: %s",
                  c->rank, c->state == HIER_COMM_READY ? "served" : "not served");
     return 1;
+}
+
+/* The one way a communicator stops being served: every call from now on
+ * goes to the previous component, counted under `why`; a warmup only until
+ * every rank's endpoint is open (hier_comm_warm_due). */
+void hier_comm_refuse(hier_comm_t *c, hier_path_t why)
+{
+    c->refused = why;
+    c->state = why == HIER_PATH_FALLBACK_WARMUP ? HIER_COMM_WARMING : HIER_COMM_REFUSED;
 }

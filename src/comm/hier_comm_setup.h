@@ -32,6 +32,10 @@ typedef struct {
  * when every rank offered the same call and its result is the one the
  * call's own algorithm gives (ride->done). */
 hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride);
+/* The one way a communicator stops being served (hier_comm_setup.c): every
+ * call from now on goes to the previous component, counted under `why`
+ * (HIER_PATH_FALLBACK_WARMUP: until every rank's endpoint is open). */
+void hier_comm_refuse(hier_comm_t *c, hier_path_t why);
 
 /* The set-up started as a fiber (state HIER_COMM_SETTING), its exchanges
  * posted and tested where they would wait: whether it started (the glue
