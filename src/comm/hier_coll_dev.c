@@ -33,7 +33,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_coll_dev.h"
 #include "comm/hier_comm_host.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 
 /* The host buffers device data goes through: one set per communicator,
  * grown to the largest call, pinned by the backend when it can. */

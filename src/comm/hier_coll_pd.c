@@ -28,7 +28,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_coll_dev.h"
 #include "comm/hier_comm_host.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "net/hier_dev_mr.h"
 
 enum {
@@ -125,7 +125,7 @@ static int hier_pd_connect(hier_comm_t *c, hier_fabric_t *fab, const hier_pd_inf
  * the CPU, the clock; and a write of ours that failed on either channel. */
 static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, uint64_t *still_since, const char *what)
 {
-    hier_status_t st = hier_chan_wait_turn(hier_core_fabric(), c->ops.progress, HIER_PD_SPIN,
+    hier_status_t st = hier_chan_wait_turn(hier_proc_fabric(), c->ops.progress, HIER_PD_SPIN,
                                            c->node ? (unsigned)c->node->wait.progress_every : 1, turn, still_since,
                                            what);
     if (st == HIER_OK) st = hier_chan_status(c->pd->left);
@@ -322,7 +322,7 @@ static int hier_pd_vote(hier_comm_t *c, const hier_coll_dev_call_t *d, const voi
     hier_fabric_t *fab = NULL;
     hier_pd_info_t mine = {0}, *all = calloc((size_t)c->size, sizeof(*all));
     int yes = all && (c->pd = calloc(1, sizeof(*c->pd))) && hier_accel_has_backend() &&           /* 1 */
-              (uint32_t)c->size <= HIER_CHAN_MAX_TAGS && (fab = hier_core_fabric()) && hier_fabric_hmem(fab, 0) &&
+              (uint32_t)c->size <= HIER_CHAN_MAX_TAGS && (fab = hier_proc_fabric()) && hier_fabric_hmem(fab, 0) &&
               hier_accel_is_device(&d->rbuf) && (!sbuf || hier_accel_is_device(&d->sbuf)) &&
               hier_pd_chans(c, fab, &mine) && hier_pd_register(fab, d, sbuf, rbuf, block, (size_t)c->size, regs);
     mine.vote = yes;
@@ -362,7 +362,7 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const 
     hier_pd_regs_t regs = {.recv = {.mr = NULL}}; /* (after the checks: every host call passes here) */
     if (!c->pd && !hier_pd_vote(c, d, sbuf, rbuf, block, &regs)) return 0;
     if (c->pd->state == HIER_PD_ON && regs.recv.mr == NULL &&
-        !hier_pd_register(hier_core_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {
+        !hier_pd_register(hier_proc_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {
         HIER_ERROR("peer-direct allgather: rank %d cannot register its buffers", c->rank);
         *st_p = HIER_ERR_INTERNAL; /* (its neighbours time out: the communicator falls back for good) */
         hier_comm_refuse(c, HIER_PATH_FALLBACK_DEVICE);

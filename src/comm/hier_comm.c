@@ -22,7 +22,7 @@
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_req.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "exec/hier_reduce.h"
 #include "net/hier_fabric.h"
 
@@ -34,7 +34,7 @@ hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, h
     c->size = size;
     c->rank = rank;
     c->ops = *ops;
-    hier_core_set_progress(ops->progress);
+    hier_proc_set_progress(ops->progress);
     hier_accel_init(); /* (before the first call classifies its buffers; cheap once done) */
     *comm_p = c;
     return HIER_OK;
@@ -61,13 +61,13 @@ void hier_comm_user_op_set(const hier_user_op_t *user)
 
 void hier_comm_lend_topology(void *(*get)(void))
 {
-    hier_core_lend_topology(get);
+    hier_proc_lend_topology(get);
 }
 
-void hier_core_finalize(void)
+void hier_proc_finalize(void)
 {
     hier_req_thread_stop();
-    hier_core_release();
+    hier_proc_release();
 }
 
 uint64_t hier_comm_net_bytes(const hier_comm_t *c)

@@ -99,6 +99,6 @@ typedef struct {
 void hier_comm_footprint(const hier_comm_t *comm, hier_comm_footprint_t *fp);
 
 /* Release process-wide state (pools, channels, the fabric endpoint, the topology). */
-void hier_core_finalize(void);
+void hier_proc_finalize(void);
 
 #endif

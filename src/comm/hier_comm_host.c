@@ -7,7 +7,7 @@
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_setup.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
 
@@ -22,7 +22,7 @@
 int hier_comm_warm_due(hier_comm_t *c, size_t bytes)
 {
     if (++c->warm_calls < HIER_COMM_WARM_CALLS && bytes < hier_params.fabric_open_min) return 0;
-    hier_core_fabric_warm();
+    hier_proc_fabric_warm();
     uint64_t n = ++c->warm_asks;
     return !(n & (n - 1)) || n % 64 == 0;
 }
@@ -30,7 +30,7 @@ int hier_comm_warm_due(hier_comm_t *c, size_t bytes)
 static int hier_comm_warm(hier_comm_t *c, size_t bytes)
 {
     if (!hier_comm_warm_due(c, bytes)) return 0;
-    int ready = hier_core_fabric_ready();
+    int ready = hier_proc_fabric_ready();
     return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
 }
 
@@ -48,7 +48,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_rid
     if (c->state == HIER_COMM_WARMING && hier_comm_warm(c, bytes)) c->state = HIER_COMM_NEW;
     if (c->state == HIER_COMM_NEW) hier_comm_setup(c, ride);
     if (c->state == HIER_COMM_WARMING && !c->warm_calls && bytes >= hier_params.fabric_open_min)
-        hier_core_fabric_warm(); /* (the call that found it warming may start the opening too) */
+        hier_proc_fabric_warm(); /* (the call that found it warming may start the opening too) */
     if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;

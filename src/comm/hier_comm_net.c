@@ -14,7 +14,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_xchg.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "sched/hier_sched_net.h"
 
 /* Polls of the endpoint before a waiting rank yields: each poll is a
@@ -77,7 +77,7 @@ int hier_net_peers_known(const hier_comm_t *c)
 hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, hier_net_room_t *room, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
-    hier_fabric_t *fab = hier_core_fabric();
+    hier_fabric_t *fab = hier_proc_fabric();
     uint64_t self;
     *known_p = 1;
     if (!fab) {
@@ -128,7 +128,7 @@ typedef struct {
  * its exchange, and sets up without an agreement); agreed. */
 hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
 {
-    hier_fabric_t *fab = hier_core_fabric();
+    hier_fabric_t *fab = hier_proc_fabric();
     hier_net_addr_t mine = {0}, *all = calloc((size_t)c->size, sizeof(*all));
     size_t len = sizeof(mine.addr);
     int ok = all && hier_fabric_addr(fab, mine.addr, &len) == HIER_OK;
@@ -160,7 +160,7 @@ void hier_net_tier_release(void *mr)
 hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
 {
     hier_net_t *net = c->net;
-    hier_fabric_t *fab = hier_core_fabric();
+    hier_fabric_t *fab = hier_proc_fabric();
     uint8_t *mine = tier->slots[c->layout.me];
     size_t len = hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg);
     if (!tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
@@ -173,7 +173,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     x->chans = NULL;
     x->boxes = net->boxes;
     x->box = net->box;
-    x->progress = hier_core_glue_progress();
+    x->progress = hier_proc_glue_progress();
     x->spin = HIER_NET_SPIN;
     x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
     x->mr = tier->mr;

@@ -15,7 +15,7 @@
 #include "exec/hier_run.h"
 #include "sched/hier_sched_build.h"
 #include "comm/hier_comm_net.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "shm/hier_cma.h"
 #include "shm/hier_shm_pool.h"
 
@@ -120,7 +120,7 @@ static void hier_node_give_back(hier_shm_t *seg, hier_fabric_mr_t *mr, const uin
         hier_shm_detach(seg);
         return;
     }
-    hier_shm_pool_put(seg, procs, nprocs, user, hier_core_shm_budget());
+    hier_shm_pool_put(seg, procs, nprocs, user, hier_proc_shm_budget());
 }
 
 int hier_node_set_aside(const uint64_t *procs, int nprocs, int me, hier_node_offer_t *cands, int most)
@@ -171,7 +171,7 @@ void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *o, const uint64_t *pr
  * (not our affinity: a rank bound to one core is not crowded). */
 int hier_node_crowded(const hier_comm_t *c, int nlocal)
 {
-    long cpus = hier_core_cpus();
+    long cpus = hier_proc_cpus();
     return (c->ops.oversubscribed && c->ops.oversubscribed()) || (cpus > 0 && nlocal > cpus);
 }
 
@@ -183,7 +183,7 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
 {
     const hier_layout_t *l = &c->layout;
     *w = (hier_shm_wait_t){.nranks = l->nranks, .me = l->me, .spin_count = hier_params.spin_count,
-                           .progress = hier_core_progress, .poll = hier_core_poll,
+                           .progress = hier_proc_progress, .poll = hier_proc_poll,
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
@@ -401,7 +401,7 @@ static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 {
     size_t want = hier_node_pipe_chunk_wanted(c->layout.nnodes);
-    size_t budget = hier_core_shm_budget();
+    size_t budget = hier_proc_shm_budget();
     want = hier_node_round64(want < least ? least : want);
     for (size_t chunk = want; chunk >= least; chunk = hier_node_round64(chunk / 2)) {
         hier_shm_shape_t shape = hier_node_pipe_shape(c, chunk);

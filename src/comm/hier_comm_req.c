@@ -40,7 +40,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_node.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 #include "comm/hier_comm_req.h"
 #include "exec/hier_run.h"
 
@@ -590,7 +590,7 @@ static void hier_req_thread_step(hier_comm_t *c)
     /* (between nodes, a libfabric the MPI library also drives is left to MPI's
      * threads, unless the parameter says 2: Open MPI 6.0 with its ofi
      * components hung with it so, on 2 x 2 fake nodes) */
-    if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_core_fabric_shared()) return;
+    if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_proc_fabric_shared()) return;
     if (!q->started && !hier_req_begin(q, 1)) return;
     hier_status_t st = hier_req_step(q);
     if (st == HIER_IN_PROGRESS) return;

@@ -53,7 +53,7 @@
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_xchg.h"
-#include "comm/hier_core.h"
+#include "comm/hier_proc.h"
 
 enum { /* statuses, least first: the agreement takes the least */
     HIER_SETUP_NO_MEMORY = -3,
@@ -221,7 +221,7 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
         nic_numa[i] = r->nic_numa;
         crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
     }
-    if (c->layout.nnodes > 1) hier_core_fabric_place(nic_numa, c->layout.nranks, c->layout.me);
+    if (c->layout.nnodes > 1) hier_proc_fabric_place(nic_numa, c->layout.nranks, c->layout.me);
     return hier_node_make(c, offer, numa, crowded, &room->node);
 }
 
@@ -232,12 +232,12 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
                             hier_setup_rec_t *mine)
 {
     int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
-    *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_core_my_numa(loc->me),
-                               .nic_numa = hier_core_nic_numa(loc->me), .digest = hier_params_digest(&hier_params),
+    *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_proc_my_numa(loc->me),
+                               .nic_numa = hier_proc_nic_numa(loc->me), .digest = hier_params_digest(&hier_params),
                                .box = box,
                                .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
                                         (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
-                                        (loc->node >= 0 && !hier_core_fabric_ready() ? HIER_SETUP_COLD : 0) |
+                                        (loc->node >= 0 && !hier_proc_fabric_ready() ? HIER_SETUP_COLD : 0) |
                                         (short_of ? HIER_SETUP_SHORT : 0)};
     int sure = !short_of && !(mine->flags & HIER_SETUP_COLD) && (loc->node < 0 || hier_net_peers_known(c));
     if (loc->leader && !short_of && hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
@@ -391,7 +391,7 @@ static void hier_setup_fiber(void *arg)
 {
     hier_comm_t *c = arg;
     if (c->setting_from == HIER_COMM_WARMING) {                                                        /* 0 */
-        int ready = hier_core_fabric_ready();
+        int ready = hier_proc_fabric_ready();
         if (hier_xchg_agree(c, &ready, 1) != 0 || !ready) {
             c->state = HIER_COMM_WARMING;
             return;

@@ -82,7 +82,7 @@ int run_ranks(int n, rank_body_t body, int *statuses)
             if (hier_comm_create(n, r, &fork_ops, &comm) != HIER_OK) _exit(3);
             int rc = body(comm, r, n, w);
             hier_comm_destroy(comm);
-            hier_core_finalize(); /* closes the endpoint: the shm provider leaves a file behind otherwise */
+            hier_proc_finalize(); /* closes the endpoint: the shm provider leaves a file behind otherwise */
             _exit(rc);
         }
     }

@@ -48,7 +48,7 @@ static int mca_coll_hier_close(void)
 {
     mca_coll_hier_stats_report();
     mca_coll_hier_nb_close();
-    hier_core_finalize();
+    hier_proc_finalize();
     mca_coll_hier_params_drop_strings();
     return OMPI_SUCCESS;
 }

@@ -1,50 +1,50 @@
-/* hier_core.h: what the process has once, whatever its communicators (hier_core.c). */
-#ifndef HIER_CORE_H
-#define HIER_CORE_H
+/* hier_proc.h: the process context: what the process has once, whatever its communicators (hier_proc.c). */
+#ifndef HIER_PROC_H
+#define HIER_PROC_H
 
 #include "comm/hier_comm_state.h"
 #include "net/hier_fabric.h"
 
 /* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
-void hier_core_progress(void);
+void hier_proc_progress(void);
 /* The endpoint's alone (between Open MPI's: HIER_WAIT_PROGRESS_TURNS). */
-void hier_core_poll(void);
-void hier_core_set_progress(hier_progress_fn_t progress);
-hier_progress_fn_t hier_core_glue_progress(void);
+void hier_proc_poll(void);
+void hier_proc_set_progress(hier_progress_fn_t progress);
+hier_progress_fn_t hier_proc_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
-hier_fabric_t *hier_core_fabric(void);
+hier_fabric_t *hier_proc_fabric(void);
 /* fabric_warmup: start opening the endpoint in the background (once; a
  * communicator spanning nodes does at its first call large enough,
  * fabric_open_min). Ready: opened in the background, or open, or
- * fabric_warmup 0 (then hier_core_fabric opens it in the foreground), or
+ * fabric_warmup 0 (then hier_proc_fabric opens it in the foreground), or
  * no thread of hier's may call libfabric (hier_fi_shared) or could be had
  * (the same). */
-void hier_core_fabric_warm(void);
-int hier_core_fabric_ready(void);
+void hier_proc_fabric_warm(void);
+int hier_proc_fabric_ready(void);
 /* Whether libfabric was in the process before hier (net/hier_fi.h): its
  * owner calls it from MPI's threads without locks, so hier's own threads
  * leave it alone. */
-int hier_core_fabric_shared(void);
+int hier_proc_fabric_shared(void);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to
  * give each its nearest NICs when the endpoint opens: the first
- * communicator spanning nodes says, before its first hier_core_fabric. */
-void hier_core_fabric_place(const int32_t *numa, int nlocal, int me);
+ * communicator spanning nodes says, before its first hier_proc_fabric. */
+void hier_proc_fabric_place(const int32_t *numa, int nlocal, int me);
 /* Where the MPI library's own topology of this machine is (an hwloc
  * topology of the same library: hier_topo_adopt), asked for at the first
- * set-up instead of loading one (~20 ms); valid until hier_core_release.
+ * set-up instead of loading one (~20 ms); valid until hier_proc_release.
  * No function, or one that returns NULL: the core loads its own. */
-void hier_core_lend_topology(void *(*get)(void));
+void hier_proc_lend_topology(void *(*get)(void));
 /* This rank's NUMA domain (hwloc and its binding at the first call, or the simulation parameter), -1 unknown. */
-int hier_core_my_numa(int local_index);
+int hier_proc_my_numa(int local_index);
 /* Where this rank's NICs should be: its accelerator's NUMA domain when a
- * device backend names the device in use, else hier_core_my_numa. */
-int hier_core_nic_numa(int local_index);
+ * device backend names the device in use, else hier_proc_my_numa. */
+int hier_proc_nic_numa(int local_index);
 /* The machine's online CPUs (not this process's affinity), <= 0 unknown. */
-long hier_core_cpus(void);
+long hier_proc_cpus(void);
 /* The segment budget: bytes of segments this process keeps mapped at most. */
-size_t hier_core_shm_budget(void);
+size_t hier_proc_shm_budget(void);
 
 /* Release everything the process holds (pools, channels, the endpoint, the topology). */
-void hier_core_release(void);
+void hier_proc_release(void);
 
 #endif
