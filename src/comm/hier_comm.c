@@ -133,7 +133,7 @@ static hier_status_t hier_comm_rode(hier_path_t *path_p)
 /* The API says in place with HIER_IN_PLACE; inside the core a NULL send
  * buffer means it. A NULL buffer that should hold data is refused here, so
  * it can never be taken for an in-place call. */
-static hier_status_t hier_comm_buffers(const char *coll, const void **sbuf_p, size_t sbytes, const void *rbuf,
+static hier_status_t hier_comm_buffers(hier_coll_t coll, const void **sbuf_p, size_t sbytes, const void *rbuf,
                                        size_t rbytes)
 {
     if (*sbuf_p == HIER_IN_PLACE) {
@@ -141,7 +141,8 @@ static hier_status_t hier_comm_buffers(const char *coll, const void **sbuf_p, si
         return HIER_OK;
     }
     if ((!*sbuf_p && sbytes) || (!rbuf && rbytes)) {
-        HIER_ERROR("%s: a NULL %s buffer for %zu bytes (MPI_IN_PLACE is not NULL)", coll, *sbuf_p ? "receive" : "send",
+        HIER_ERROR("%s: a NULL %s buffer for %zu bytes (MPI_IN_PLACE is not NULL)", hier_coll_name(coll),
+                   *sbuf_p ? "receive" : "send",
                    *sbuf_p ? rbytes : sbytes);
         return HIER_ERR_BUFFER;
     }
@@ -154,7 +155,7 @@ hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, 
     size_t bytes = count * hier_dtype_size(dt);
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
-    if ((st = hier_comm_buffers("allreduce", &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
+    if ((st = hier_comm_buffers(HIER_COLL_ALLREDUCE, &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
     if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
@@ -175,7 +176,7 @@ hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, 
     hier_coll_dev_call_t dev;
     hier_status_t st, ready, pd_st;
     size_t total = block_bytes * (size_t)c->size;
-    if ((st = hier_comm_buffers("allgather", &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
+    if ((st = hier_comm_buffers(HIER_COLL_ALLGATHER, &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
     if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
@@ -201,7 +202,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *r
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
-    if ((st = hier_comm_buffers("reduce_scatter", &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
+    if ((st = hier_comm_buffers(HIER_COLL_REDUCE_SCATTER, &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
         return st;
     if (hier_req_busy(c)) hier_req_drain(c);
     c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
@@ -241,7 +242,7 @@ static hier_status_t hier_comm_req(hier_comm_t *c, hier_req_call_t *call, hier_r
 {
     hier_req_t *q;
     hier_req_stage_t stage;
-    hier_status_t st = hier_comm_buffers(hier_coll_name(call->sig_coll), &call->sbuf, b->sbytes, call->rbuf, b->rbytes);
+    hier_status_t st = hier_comm_buffers(call->sig_coll, &call->sbuf, b->sbytes, call->rbuf, b->rbytes);
     if (st != HIER_OK) return st;
     b->sbuf = call->sbuf;
     if (!b->sbuf) b->in_len = b->in_len ? b->in_len : b->rbytes; /* (in place: the input's bytes of rbuf) */
