@@ -167,7 +167,7 @@ static int hier_accel_within(const hier_accel_range_t *r, uintptr_t p, size_t le
     return p >= r->base && len <= r->len && p - r->base <= r->len - len;
 }
 
-hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf)
+hier_status_t hier_accel_classify_asked(const void *p, size_t len, hier_accel_buf_t *buf)
 {
     int n = atomic_load_explicit(&hier_accel_nbackends, memory_order_acquire);
     uintptr_t a = (uintptr_t)p;

@@ -105,23 +105,30 @@ void hier_accel_guard_set(int on);
 typedef int (*hier_accel_foreign_fn_t)(const void *p);
 void hier_accel_set_foreign(hier_accel_foreign_fn_t is_device);
 
+/* 0 while no buffer can be device memory here (no backend registered, no
+ * foreign check, no opaque runtime loaded): every buffer is host memory,
+ * and a call need not ask (the common case, one load). */
+extern _Atomic int hier_accel_any;
+static inline int hier_accel_maybe_device(void)
+{
+    return atomic_load_explicit(&hier_accel_any, memory_order_acquire);
+}
 /* Classify [p, p + len): host, or one backend's device memory. A device
  * buffer must lie within one allocation (HIER_ERR_BUFFER otherwise).
  * With an opaque runtime loaded, a buffer no backend claims that is not
  * mapped host memory is HIER_ERR_NOT_SUPPORTED (the caller falls back), as
  * is one the foreign query calls device memory.
- * With no backend registered this is one load and a branch; the last device
+ * While no buffer can be device memory it is one load and a branch; the last device
  * allocation of a backend with stable ranges is remembered, so repeated calls
  * on it skip the runtime. */
-hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf);
-
-/* 0 while no buffer can be device memory here (no backend registered, no
- * foreign check, no opaque runtime loaded): classify would say host for
- * every buffer, and a call need not ask. */
-extern _Atomic int hier_accel_any;
-static inline int hier_accel_maybe_device(void)
+hier_status_t hier_accel_classify_asked(const void *p, size_t len, hier_accel_buf_t *buf);
+static inline hier_status_t hier_accel_classify(const void *p, size_t len, hier_accel_buf_t *buf)
 {
-    return atomic_load_explicit(&hier_accel_any, memory_order_acquire);
+    if (!hier_accel_maybe_device()) {
+        *buf = (hier_accel_buf_t){.backend = NULL};
+        return HIER_OK;
+    }
+    return hier_accel_classify_asked(p, len, buf);
 }
 
 static inline int hier_accel_is_device(const hier_accel_buf_t *buf)

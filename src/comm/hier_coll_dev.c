@@ -369,11 +369,6 @@ hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_c
 int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
                            hier_accel_buf_t *rb, hier_status_t *st_p)
 {
-    if (!hier_accel_maybe_device()) { /* (the common case, asked once) */
-        *sb = *rb = (hier_accel_buf_t){.backend = NULL};
-        *st_p = HIER_OK;
-        return 0;
-    }
     hier_status_t st = hier_accel_classify(sbuf, slen, sb);
     if (st == HIER_OK) st = hier_accel_classify(rbuf, rlen, rb);
     *st_p = st;

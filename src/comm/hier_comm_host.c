@@ -106,21 +106,16 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
  * not probed: HIER_IN_PROGRESS (the same answer on every rank). */
 hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p)
 {
-    if (c->select_last.bytes == bytes && c->select_last.coll_1 == (uint8_t)(coll + 1)) { /* (a loop's call again) */
-        *choice_p = c->select_last.choice;
-        return HIER_OK;
-    }
-    hier_select_shape_t shape = hier_comm_shape(c);
-    hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
-    if (choice_p->path == HIER_PATH_CMA_COPY && shape.cma < 0) {
+    hier_select_shape_t *shape = &c->shape;
+    if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only single copy changes, probed since) */
+    if (c->layout.nnodes == 1) shape->cma = c->node->cma;
+    hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
+    if (choice_p->path == HIER_PATH_CMA_COPY && shape->cma < 0) {
         if (no_wait) return HIER_IN_PROGRESS;
-        if ((shape.cma = hier_node_cma(c)) < 0) return (hier_status_t)shape.cma;
-        hier_select_cached(&c->select_cache, &shape, coll, bytes, choice_p);
-    }
-    if (choice_p->path != HIER_PATH_CMA_COPY || shape.cma >= 0) { /* (settled: single copy probed if it matters) */
-        c->select_last.bytes = bytes;
-        c->select_last.coll_1 = (uint8_t)(coll + 1);
-        c->select_last.choice = *choice_p;
+        int cma = hier_node_cma(c);
+        if (cma < 0) return (hier_status_t)cma;
+        shape->cma = cma;
+        hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     }
     return HIER_OK;
 }

@@ -101,11 +101,7 @@ struct hier_comm {
     struct hier_sched_slices *rs_slices; /* several nodes: a reduce_scatter's chunk layout (its first call) */
     uint64_t calls;              /* collectives run over the node: the signatures' call numbers */
     hier_select_cache_t select_cache; /* select/'s choices for the sizes called (emptied with the struct) */
-    struct {                     /* the last settled choice (a loop calls one size again and again) */
-        size_t bytes;
-        uint8_t coll_1;          /* the collective + 1 (0: none) */
-        hier_select_t choice;
-    } select_last;
+    hier_select_shape_t shape;   /* what select/ decides from, made at the first choice (size 0: not yet) */
     uint64_t net_bytes;          /* the last call's */
     int staged;
     /* nonblocking calls not over yet, in the order they were made: the first

@@ -14,10 +14,6 @@ hier_status_t hier_req_stage_make(const hier_req_bufs_t *b, hier_req_stage_t *st
 {
     hier_accel_buf_t sb, rb;
     hier_req_stage_t s = {.in_off = b->in_off, .in_len = b->in_len, .out_len = b->out_len};
-    if (!hier_accel_maybe_device()) { /* (no device memory here: nothing to stage, nothing to ask) */
-        *stage_p = s;
-        return HIER_OK;
-    }
     hier_status_t st = hier_accel_classify(b->sbuf, b->sbuf ? b->sbytes : 0, &sb);
     if (st == HIER_OK) st = hier_accel_classify(b->rbuf, b->rbytes, &rb);
     if (st == HIER_OK && hier_accel_is_device(&sb)) st = hier_accel_mirror_make((void *)b->sbuf, b->sbytes, &s.s);
@@ -32,20 +28,17 @@ hier_status_t hier_req_stage_make(const hier_req_bufs_t *b, hier_req_stage_t *st
 
 hier_status_t hier_req_stage_in(const hier_req_stage_t *s)
 {
-    if (!s->s.backend && !s->r.backend) return HIER_OK;
     hier_status_t st = hier_accel_mirror_fill(&s->s, 0, s->s.span);
     return st == HIER_OK ? hier_accel_mirror_fill(&s->r, s->in_off, s->in_len) : st;
 }
 
 hier_status_t hier_req_stage_out(const hier_req_stage_t *s)
 {
-    if (!s->r.backend) return HIER_OK;
     return hier_accel_mirror_out_first(&s->r, s->out_len);
 }
 
 void hier_req_stage_free(hier_req_stage_t *s)
 {
-    if (!s->s.backend && !s->r.backend) return;
     hier_accel_mirror_free(&s->s);
     hier_accel_mirror_free(&s->r);
 }

@@ -196,20 +196,19 @@ static size_t hier_select_slot(hier_coll_t coll, size_t bytes)
     return (size_t)(h >> 60) % HIER_SELECT_CACHE_SLOTS;
 }
 
-void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes,
-                        hier_select_t *out)
+void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
+                             size_t bytes, hier_select_t *out)
 {
-    size_t i = hier_select_slot(coll, bytes);
     if (cache->cma_1 != shape->cma + 2) {
         for (size_t j = 0; j < HIER_SELECT_CACHE_SLOTS; j++) cache->slot[j].coll_1 = 0;
         cache->cma_1 = shape->cma + 2;
     }
-    if (cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes) {
-        *out = cache->slot[i].choice;
-        return;
+    size_t i = hier_select_slot(coll, bytes);
+    if (!(cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes)) {
+        hier_select(shape, coll, bytes, &cache->slot[i].choice);
+        cache->slot[i].bytes = bytes;
+        cache->slot[i].coll_1 = (uint8_t)(coll + 1);
     }
-    hier_select(shape, coll, bytes, out);
-    cache->slot[i].bytes = bytes;
-    cache->slot[i].coll_1 = (uint8_t)(coll + 1);
-    cache->slot[i].choice = *out;
+    cache->last_1 = (unsigned)i + 1;
+    *out = cache->slot[i].choice;
 }

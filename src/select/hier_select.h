@@ -59,9 +59,24 @@ typedef struct {
         hier_select_t choice;
     } slot[HIER_SELECT_CACHE_SLOTS];
     int cma_1;                /* the shape's cma + 2 they were made for (0: none yet) */
+    unsigned last_1;          /* the slot of the last choice + 1 (a loop asks one size again and again) */
 } hier_select_cache_t;
-/* hier_select's choice, from the cache or made and kept there. */
-void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes,
-                        hier_select_t *out);
+/* hier_select's choice, from the cache or made and kept there: the last
+ * one's slot is looked at first, inline (a loop asks one size again and
+ * again), then the slot of (coll, bytes). */
+void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
+                             size_t bytes, hier_select_t *out);
+static inline void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
+                                      size_t bytes, hier_select_t *out)
+{
+    if (cache->last_1 && cache->cma_1 == shape->cma + 2) {
+        unsigned i = cache->last_1 - 1;
+        if (cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes) {
+            *out = cache->slot[i].choice;
+            return;
+        }
+    }
+    hier_select_cached_miss(cache, shape, coll, bytes, out);
+}
 
 #endif
