@@ -5,6 +5,8 @@
 #ifndef HIER_COLL_H
 #define HIER_COLL_H
 
+#include <stdint.h>
+
 typedef enum {
     HIER_COLL_ALLREDUCE,
     HIER_COLL_ALLGATHER,
@@ -59,6 +61,16 @@ const char *hier_coll_name(hier_coll_t coll);
 const char *hier_path_name(hier_path_t path);
 /* Identifier-safe variant for pvar names: "shm_rsag", "fallback_op" */
 const char *hier_path_ident(hier_path_t path);
+
+/* What one call did, returned to its caller (the counters add it up):
+ * the path that served it or why it was not served, the bytes this rank
+ * put on the fabric, and whether its buffers were device memory staged
+ * through host memory. */
+typedef struct {
+    hier_path_t path;
+    uint64_t net_bytes;
+    int staged;
+} hier_result_t;
 
 static inline int hier_path_is_fallback(hier_path_t path)
 {

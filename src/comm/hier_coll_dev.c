@@ -57,8 +57,8 @@ struct hier_dev_pipe {
     int device;
     size_t nchunks, stride;          /* chunks, and host bytes per chunk buffer */
     hier_dev_step_fn_t in, run, out;
-    hier_path_t *path_p;
-    /* the call */
+    const hier_call_t *call;         /* the chunks are calls of its kind (hier_dev_chunk) */
+    hier_result_t *res;
     const uint8_t *sbuf;             /* NULL: in place */
     uint8_t *rbuf;
     size_t esize, count, chunk;      /* allreduce: elements, per chunk; allgather: block bytes, per chunk */
@@ -159,13 +159,25 @@ static hier_status_t hier_dev_pipe_run(hier_dev_pipe_t *p)
 
 /* The backend whose fences order the copies: the receive side's if it is
  * device memory, else the send side's (neither: host buffers, none). */
-static void hier_dev_pipe_init(hier_dev_pipe_t *p, hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
-                               void *rbuf, hier_path_t *path_p)
+static void hier_dev_pipe_init(hier_dev_pipe_t *p, hier_comm_t *c, const hier_coll_dev_call_t *d,
+                               const hier_call_t *call, hier_result_t *res)
 {
     const hier_accel_buf_t *b = hier_accel_is_device(&d->rbuf) ? &d->rbuf : &d->sbuf;
-    c->staged = hier_accel_is_device(&d->rbuf) || hier_accel_is_device(&d->sbuf);
-    *p = (hier_dev_pipe_t){.c = c, .d = d, .dev = b->backend, .device = b->range.device, .path_p = path_p,
-                           .sbuf = sbuf, .rbuf = rbuf};
+    *p = (hier_dev_pipe_t){.c = c, .d = d, .dev = b->backend, .device = b->range.device, .call = call, .res = res,
+                           .sbuf = call->sbuf, .rbuf = call->rbuf, .esize = call->esize, .dt = call->dt,
+                           .op = call->op, .rcounts = call->rcounts};
+}
+
+/* One chunk: a host call of the pipeline's kind on host (or mirror) buffers. */
+static hier_status_t hier_dev_chunk(hier_dev_pipe_t *p, const void *sbuf, void *rbuf, size_t count,
+                                    const size_t *rcounts)
+{
+    hier_call_t chunk = *p->call;
+    chunk.sbuf = sbuf;
+    chunk.rbuf = rbuf;
+    chunk.count = count;
+    chunk.rcounts = rcounts;
+    return hier_comm_host_run(p->c, &chunk, p->res);
 }
 
 static size_t hier_dev_div_up(size_t a, size_t b)
@@ -191,8 +203,7 @@ static hier_status_t hier_dev_ar_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_ar_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t send_area = p->sbuf ? p->chunk * p->esize : 0;
-    return hier_comm_host_allreduce(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ar_len(p, k) / p->esize,
-                                    p->dt, p->op, p->path_p);
+    return hier_dev_chunk(p, p->sbuf ? host : NULL, host + send_area, hier_dev_ar_len(p, k) / p->esize, NULL);
 }
 
 static hier_status_t hier_dev_ar_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
@@ -208,31 +219,26 @@ static hier_status_t hier_dev_ar_host(hier_dev_pipe_t *p)
     hier_status_t first = HIER_OK;
     for (size_t k = 0; k < p->nchunks; k++) {
         size_t off = k * p->chunk * p->esize;
-        hier_status_t st = hier_comm_host_allreduce(p->c, p->sbuf ? p->sbuf + off : NULL, p->rbuf + off,
-                                                    hier_dev_ar_len(p, k) / p->esize, p->dt, p->op, p->path_p);
+        hier_status_t st =
+            hier_dev_chunk(p, p->sbuf ? p->sbuf + off : NULL, p->rbuf + off, hier_dev_ar_len(p, k) / p->esize, NULL);
         if (first == HIER_OK) first = st;
     }
     return first;
 }
 
-hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                                      size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+static hier_status_t hier_dev_allreduce(hier_dev_pipe_t *p)
 {
-    hier_dev_pipe_t p;
-    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
-    p.esize = hier_dtype_size(dt);
-    p.count = count;
-    p.dt = dt;
-    p.op = op;
-    p.chunk = hier_params.device_stage_chunk / p.esize ? hier_params.device_stage_chunk / p.esize : 1;
-    if (p.chunk > count || !d->chunked) p.chunk = count ? count : 1;
-    p.nchunks = count ? hier_dev_div_up(count, p.chunk) : 1;
-    if (!p.dev) return hier_dev_ar_host(&p);
-    p.stride = (sbuf ? 2 : 1) * p.chunk * p.esize;
-    p.in = hier_dev_ar_in;
-    p.run = hier_dev_ar_run;
-    p.out = hier_dev_ar_out;
-    return hier_dev_pipe_run(&p);
+    size_t count = p->call->count;
+    p->count = count;
+    p->chunk = hier_params.device_stage_chunk / p->esize ? hier_params.device_stage_chunk / p->esize : 1;
+    if (p->chunk > count || !p->d->chunked) p->chunk = count ? count : 1;
+    p->nchunks = count ? hier_dev_div_up(count, p->chunk) : 1;
+    if (!p->dev) return hier_dev_ar_host(p);
+    p->stride = (p->sbuf ? 2 : 1) * p->chunk * p->esize;
+    p->in = hier_dev_ar_in;
+    p->run = hier_dev_ar_run;
+    p->out = hier_dev_ar_out;
+    return hier_dev_pipe_run(p);
 }
 
 /* ---- allgather: chunk k is bytes [k * chunk, ...) of every block. */
@@ -253,7 +259,7 @@ static hier_status_t hier_dev_ag_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_ag_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t send_area = p->sbuf ? p->chunk : 0;
-    return hier_comm_host_allgather(p->c, p->sbuf ? host : NULL, host + send_area, hier_dev_ag_len(p, k), p->path_p);
+    return hier_dev_chunk(p, p->sbuf ? host : NULL, host + send_area, hier_dev_ag_len(p, k), NULL);
 }
 
 static hier_status_t hier_dev_ag_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
@@ -268,21 +274,19 @@ static hier_status_t hier_dev_ag_out(hier_dev_pipe_t *p, size_t k, uint8_t *host
     return first;
 }
 
-hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                                      size_t block_bytes, hier_path_t *path_p)
+static hier_status_t hier_dev_allgather(hier_dev_pipe_t *p)
 {
-    hier_dev_pipe_t p;
-    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
-    p.count = block_bytes;
-    p.chunk = (hier_params.device_stage_chunk / (size_t)c->size) & ~(size_t)63;
-    if (p.chunk < 64) p.chunk = 64;
-    if (p.chunk > block_bytes || !d->chunked) p.chunk = block_bytes ? block_bytes : 1;
-    p.nchunks = block_bytes ? hier_dev_div_up(block_bytes, p.chunk) : 1;
-    p.stride = (sbuf ? p.chunk : 0) + (size_t)c->size * p.chunk;
-    p.in = hier_dev_ag_in;
-    p.run = hier_dev_ag_run;
-    p.out = hier_dev_ag_out;
-    return hier_dev_pipe_run(&p);
+    size_t block_bytes = p->call->count;
+    p->count = block_bytes;
+    p->chunk = (hier_params.device_stage_chunk / (size_t)p->c->size) & ~(size_t)63;
+    if (p->chunk < 64) p->chunk = 64;
+    if (p->chunk > block_bytes || !p->d->chunked) p->chunk = block_bytes ? block_bytes : 1;
+    p->nchunks = block_bytes ? hier_dev_div_up(block_bytes, p->chunk) : 1;
+    p->stride = (p->sbuf ? p->chunk : 0) + (size_t)p->c->size * p->chunk;
+    p->in = hier_dev_ag_in;
+    p->run = hier_dev_ag_run;
+    p->out = hier_dev_ag_out;
+    return hier_dev_pipe_run(p);
 }
 
 /* ---- reduce_scatter: chunk k is elements [k * q_r, ...) of every rank r's
@@ -328,8 +332,7 @@ static hier_status_t hier_dev_rs_in(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 static hier_status_t hier_dev_rs_run(hier_dev_pipe_t *p, size_t k, uint8_t *host)
 {
     size_t sum = hier_dev_rs_counts(p, k), send_area = p->sbuf ? sum * p->esize : 0;
-    return hier_comm_host_reduce_scatter(p->c, p->sbuf ? host : NULL, host + send_area, p->sub, p->dt, p->op,
-                                         p->path_p);
+    return hier_dev_chunk(p, p->sbuf ? host : NULL, host + send_area, sum, p->sub);
 }
 
 static hier_status_t hier_dev_rs_out(hier_dev_pipe_t *p, size_t k, uint8_t *host)
@@ -340,30 +343,38 @@ static hier_status_t hier_dev_rs_out(hier_dev_pipe_t *p, size_t k, uint8_t *host
                          p->sub[me] * p->esize, 0);
 }
 
-hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
-                                           void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
-                                           hier_path_t *path_p)
+static hier_status_t hier_dev_reduce_scatter(hier_dev_pipe_t *p)
+{
+    const hier_comm_t *c = p->c;
+    const size_t *rcounts = p->rcounts;
+    size_t total = p->call->count, width = 0;
+    size_t chunk = hier_params.device_stage_chunk < 4096 ? 4096 : hier_params.device_stage_chunk;
+    p->nchunks = p->sbuf && total && p->d->chunked ? hier_dev_div_up(total * p->esize, chunk) : 1;
+    if (!(p->q = malloc(2 * (size_t)c->size * sizeof(size_t)))) return HIER_ERR_NO_MEMORY; /* (before any step) */
+    p->sub = p->q + c->size;
+    for (int r = 0; r < c->size; r++) width += p->q[r] = hier_dev_div_up(rcounts[r], p->nchunks);
+    p->stride = (p->sbuf ? width + p->q[c->rank] : width) * p->esize;
+    p->in = hier_dev_rs_in;
+    p->run = hier_dev_rs_run;
+    p->out = hier_dev_rs_out;
+    hier_status_t st = hier_dev_pipe_run(p);
+    free(p->q);
+    return st;
+}
+
+hier_status_t hier_coll_dev_run(hier_comm_t *c, const hier_coll_dev_call_t *d, const hier_call_t *call,
+                               hier_result_t *res)
 {
     hier_dev_pipe_t p;
-    size_t total = 0, width = 0;
-    hier_dev_pipe_init(&p, c, d, sbuf, rbuf, path_p);
-    p.esize = hier_dtype_size(dt);
-    p.dt = dt;
-    p.op = op;
-    p.rcounts = rcounts;
-    for (int r = 0; r < c->size; r++) total += rcounts[r];
-    size_t chunk = hier_params.device_stage_chunk < 4096 ? 4096 : hier_params.device_stage_chunk;
-    p.nchunks = sbuf && total && d->chunked ? hier_dev_div_up(total * p.esize, chunk) : 1;
-    if (!(p.q = malloc(2 * (size_t)c->size * sizeof(size_t)))) return HIER_ERR_NO_MEMORY; /* (before any step) */
-    p.sub = p.q + c->size;
-    for (int r = 0; r < c->size; r++) width += p.q[r] = hier_dev_div_up(rcounts[r], p.nchunks);
-    p.stride = (sbuf ? width + p.q[c->rank] : width) * p.esize;
-    p.in = hier_dev_rs_in;
-    p.run = hier_dev_rs_run;
-    p.out = hier_dev_rs_out;
-    hier_status_t st = hier_dev_pipe_run(&p);
-    free(p.q);
-    return st;
+    hier_dev_pipe_init(&p, c, d, call, res);
+    switch (call->coll) {
+    case HIER_COLL_ALLREDUCE:
+        return hier_dev_allreduce(&p);
+    case HIER_COLL_ALLGATHER:
+        return hier_dev_allgather(&p);
+    default:
+        return hier_dev_reduce_scatter(&p);
+    }
 }
 
 int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,

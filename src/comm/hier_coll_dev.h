@@ -16,19 +16,17 @@ typedef struct {
 int hier_coll_dev_classify(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
                            hier_accel_buf_t *rb, hier_status_t *st_p);
 
-hier_status_t hier_coll_dev_allreduce(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                                      size_t count, hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
-hier_status_t hier_coll_dev_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                                      size_t block_bytes, hier_path_t *path_p);
-hier_status_t hier_coll_dev_reduce_scatter(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf,
-                                           void *rbuf, const size_t *rcounts, hier_dtype_t dt, hier_op_t op,
-                                           hier_path_t *path_p);
+/* A call run as the staging pipeline's chunks (the file's comment), each
+ * a host call (hier_comm_host_run); after hier_comm_prepare said HIER_OK
+ * or HIER_IN_PROGRESS. */
+hier_status_t hier_coll_dev_run(hier_comm_t *c, const hier_coll_dev_call_t *d, const hier_call_t *call,
+                               hier_result_t *res);
 
 /* Peer-direct allgather (hier_coll_pd.c). Every rank calls it for every
  * allgather, host buffers too: 1 when it served the call (status in
  * *st_p), 0 when the caller goes on — the same answer on every rank. */
-int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                           size_t block, hier_path_t *path_p, hier_status_t *st_p);
+int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const hier_call_t *call,
+                           hier_result_t *res, hier_status_t *st_p);
 void hier_coll_pd_close(hier_comm_t *c);
 
 /* Free the communicator's staging memory (unpinned first). */

@@ -203,7 +203,6 @@ static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t le
                 st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: room to write to the next rank");
             if (st != HIER_OK) return st;
         }
-        c->net_bytes += n;
     }
     return HIER_OK;
 }
@@ -353,9 +352,12 @@ static int hier_pd_vote(hier_comm_t *c, const hier_coll_dev_call_t *d, const voi
     return 0;
 }
 
-int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
-                           size_t block, hier_path_t *path_p, hier_status_t *st_p)
+int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const hier_call_t *call,
+                           hier_result_t *res, hier_status_t *st_p)
 {
+    const void *sbuf = call->sbuf;
+    void *rbuf = call->rbuf;
+    size_t block = call->count;
     if (!c->dev_possible || !hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 ||
         block < hier_params.device_peer_direct_min || (c->pd && c->pd->state == HIER_PD_OFF))
         return 0;
@@ -368,11 +370,10 @@ int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const 
         hier_comm_refuse(c, HIER_PATH_FALLBACK_DEVICE);
         return 1;
     }
-    c->net_bytes = 0;
     *st_p = hier_pd_ring(c, sbuf, rbuf, block, &regs);
     hier_pd_release(&regs);
-    if (*st_p == HIER_OK) {
-        *path_p = HIER_PATH_NET_DIRECT;
+    if (*st_p == HIER_OK) { /* (NIC to NIC: nothing staged; every block but mine written once, step 4) */
+        *res = (hier_result_t){.path = HIER_PATH_NET_DIRECT, .net_bytes = (uint64_t)(c->size - 1) * block};
     } else {
         hier_comm_refuse(c, HIER_PATH_FALLBACK_DEVICE);
         HIER_ERROR("peer-direct allgather failed on rank %d: this communicator uses the previous component from "

@@ -70,16 +70,6 @@ void hier_proc_finalize(void)
     hier_proc_release();
 }
 
-uint64_t hier_comm_net_bytes(const hier_comm_t *c)
-{
-    return c->net_bytes;
-}
-
-int hier_comm_staged(const hier_comm_t *c)
-{
-    return c->staged;
-}
-
 void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
 {
     const hier_node_t *nd = c->node;
@@ -124,9 +114,9 @@ static int hier_comm_may_ride(const hier_comm_t *c)
 }
 
 /* A call the set-up's exchange served. */
-static hier_status_t hier_comm_rode(hier_path_t *path_p)
+static hier_status_t hier_comm_rode(hier_result_t *res)
 {
-    *path_p = HIER_PATH_SETUP;
+    res->path = HIER_PATH_SETUP;
     return HIER_OK;
 }
 
@@ -149,77 +139,80 @@ static hier_status_t hier_comm_buffers(hier_coll_t coll, const void **sbuf_p, si
     return HIER_OK;
 }
 
-hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                  hier_op_t op, hier_path_t *path_p)
+/* One blocking call, whichever collective:
+ * 1. its buffers checked; in place said as NULL from here on;
+ * 2. the communicator's requests over first (calls run in the order made);
+ * 3. device memory or not (a buffer nothing here reaches: the previous
+ *    component's);
+ * 4. the set-up at the communicator's first call, the call riding on its
+ *    exchange when it can (host buffers, few bytes: hier_comm_ride.c);
+ * 5. device allgathers NIC to NIC when the communicator voted for it;
+ * 6. host buffers to the algorithms; device buffers, and every rank's
+ *    chunks on a communicator where some rank has a device backend,
+ *    through the staging pipeline (the file's comment). */
+/* Steps 3-5 with nothing to do, in one test: the communicator set up and
+ * served, no device backend in this process nor on any rank, no request on
+ * it, and its collective not forced to the previous component. (Each is
+ * fixed for the communicator's life but the first, and a backend loaded in
+ * this process later, which hier_accel_any says.) */
+static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
 {
-    size_t bytes = count * hier_dtype_size(dt);
+    return c->state == HIER_COMM_READY && !c->dev_possible && !hier_accel_maybe_device() && !c->req_head &&
+           hier_select_algorithm(coll) != HIER_ALGO_FALLBACK;
+}
+
+static hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call, hier_result_t *res)
+{
     hier_coll_dev_call_t dev;
     hier_status_t st, ready;
-    if ((st = hier_comm_buffers(HIER_COLL_ALLREDUCE, &sbuf, bytes, rbuf, bytes)) != HIER_OK) return st;
-    if (hier_req_busy(c)) hier_req_drain(c);
-    c->staged = hier_coll_dev_classify(sbuf, bytes, rbuf, bytes, &dev.sbuf, &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
+    *res = (hier_result_t){0}; /* (its path set by the step that ends the call) */
+    if ((st = hier_comm_buffers(call->coll, &call->sbuf, call->sbytes, call->rbuf, call->rbytes)) != HIER_OK) /* 1 */
+        return st;
+    if (hier_comm_settled(c, call->coll)) return hier_comm_host_run(c, call, res);
+    if (hier_req_busy(c)) hier_req_drain(c); /* 2 */
+    res->staged = hier_coll_dev_classify(call->sbuf, call->sbytes, call->rbuf, call->rbytes, &dev.sbuf, &dev.rbuf,
+                                         &st); /* 3 */
+    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(&res->path);
     if (st != HIER_OK) return st;
-    hier_ride_t ride,
-        *rider = hier_comm_may_ride(c) && hier_ride_offer_allreduce(c, sbuf, rbuf, count, dt, op, &ride) ? &ride : NULL;
-    if ((ready = hier_comm_prepare(c, hier_params.allreduce_algorithm, bytes, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
-        return ready;
-    if (rider && ride.done) return hier_comm_rode(path_p);
-    dev.chunked = hier_comm_chunked(c, ready, bytes);
-    if (!c->staged && !dev.chunked) return hier_comm_host_allreduce(c, sbuf, rbuf, count, dt, op, path_p);
-    return hier_coll_dev_allreduce(c, &dev, sbuf, rbuf, count, dt, op, path_p);
+    hier_ride_t ride, /* 4 */
+        *rider = !res->staged && hier_comm_may_ride(c) && hier_ride_offer(c, call, &ride) ? &ride : NULL;
+    ready = hier_comm_prepare(c, hier_select_algorithm(call->coll), call->bytes, rider, &res->path);
+    if (ready == HIER_ERR_NOT_SUPPORTED) return ready;
+    if (rider && ride.done) return hier_comm_rode(res);
+    if (call->coll == HIER_COLL_ALLGATHER && ready == HIER_OK && hier_coll_pd_allgather(c, &dev, call, res, &st))
+        return st; /* 5 */
+    dev.chunked = hier_comm_chunked(c, ready, call->bytes); /* 6 */
+    if (!res->staged && !dev.chunked) return hier_comm_host_run(c, call, res);
+    return hier_coll_dev_run(c, &dev, call, res);
+}
+
+hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
+                                  hier_op_t op, hier_result_t *res_p)
+{
+    size_t es = hier_dtype_size(dt);
+    hier_call_t call = {.coll = HIER_COLL_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count, .esize = es,
+                        .dt = dt, .op = op, .sbytes = count * es, .rbytes = count * es, .bytes = count * es};
+    return hier_comm_run(c, &call, res_p);
 }
 
 hier_status_t hier_comm_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                  hier_path_t *path_p)
+                                  hier_result_t *res_p)
 {
-    hier_coll_dev_call_t dev;
-    hier_status_t st, ready, pd_st;
     size_t total = block_bytes * (size_t)c->size;
-    if ((st = hier_comm_buffers(HIER_COLL_ALLGATHER, &sbuf, block_bytes, rbuf, total)) != HIER_OK) return st;
-    if (hier_req_busy(c)) hier_req_drain(c);
-    c->staged = hier_coll_dev_classify(sbuf, block_bytes, rbuf, total, &dev.sbuf, &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
-    if (st != HIER_OK) return st;
-    hier_ride_t ride,
-        *rider = hier_comm_may_ride(c) && hier_ride_offer_allgather(c, sbuf, rbuf, block_bytes, &ride) ? &ride : NULL;
-    if ((ready = hier_comm_prepare(c, hier_params.allgather_algorithm, total, rider, path_p)) == HIER_ERR_NOT_SUPPORTED)
-        return ready;
-    if (rider && ride.done) return hier_comm_rode(path_p);
-    if (ready == HIER_OK && hier_coll_pd_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p, &pd_st)) {
-        c->staged = 0; /* NIC to NIC: nothing staged */
-        return pd_st;
-    }
-    dev.chunked = hier_comm_chunked(c, ready, total);
-    if (!c->staged && !dev.chunked) return hier_comm_host_allgather(c, sbuf, rbuf, block_bytes, path_p);
-    return hier_coll_dev_allgather(c, &dev, sbuf, rbuf, block_bytes, path_p);
+    hier_call_t call = {.coll = HIER_COLL_ALLGATHER, .sbuf = sbuf, .rbuf = rbuf, .count = block_bytes, .esize = 1,
+                        .sbytes = block_bytes, .rbytes = total, .bytes = total};
+    return hier_comm_run(c, &call, res_p);
 }
 
 hier_status_t hier_comm_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
+                                       hier_dtype_t dt, hier_op_t op, hier_result_t *res_p)
 {
     size_t es = hier_dtype_size(dt), total = 0;
-    hier_coll_dev_call_t dev;
-    hier_status_t st, ready;
     for (int r = 0; r < c->size; r++) total += rcounts[r];
-    if ((st = hier_comm_buffers(HIER_COLL_REDUCE_SCATTER, &sbuf, total * es, rbuf, rcounts[c->rank] * es)) != HIER_OK)
-        return st;
-    if (hier_req_busy(c)) hier_req_drain(c);
-    c->staged = hier_coll_dev_classify(sbuf, total * es, rbuf, (sbuf ? rcounts[c->rank] : total) * es, &dev.sbuf,
-                                       &dev.rbuf, &st);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(path_p);
-    if (st != HIER_OK) return st;
-    hier_ride_t ride, *rider = hier_comm_may_ride(c) &&
-                                       hier_ride_offer_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, &ride)
-                                   ? &ride
-                                   : NULL;
-    if ((ready = hier_comm_prepare(c, hier_params.reduce_scatter_algorithm, total * es, rider, path_p)) ==
-        HIER_ERR_NOT_SUPPORTED)
-        return ready;
-    if (rider && ride.done) return hier_comm_rode(path_p);
-    dev.chunked = hier_comm_chunked(c, ready, total * es);
-    if (!c->staged && !dev.chunked) return hier_comm_host_reduce_scatter(c, sbuf, rbuf, rcounts, dt, op, path_p);
-    return hier_coll_dev_reduce_scatter(c, &dev, sbuf, rbuf, rcounts, dt, op, path_p);
+    hier_call_t call = {.coll = HIER_COLL_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .count = total, .esize = es,
+                        .dt = dt, .op = op, .rcounts = rcounts, .sbytes = total * es,
+                        .rbytes = (sbuf == HIER_IN_PLACE ? total : rcounts[c->rank]) * es, .bytes = total * es};
+    return hier_comm_run(c, &call, res_p);
 }
 
 /* ---- nonblocking and persistent: requests (hier_comm_req.c) ------------------ */

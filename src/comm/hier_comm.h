@@ -28,7 +28,8 @@ void hier_comm_destroy(hier_comm_t *comm);
 
 /* Each returns HIER_OK when served, HIER_ERR_NOT_SUPPORTED when the caller
  * must use its fallback (nothing has been touched then), or an error.
- * *path_p says which path served the call or why it was refused.
+ * *res_p says which path served the call or why it was refused, and
+ * what the call put on the fabric and staged (hier_result_t).
  * sbuf == HIER_IN_PLACE: the call is in place (MPI_IN_PLACE), the data is
  * in rbuf. NULL is never in place: a NULL buffer that should hold data is
  * HIER_ERR_BUFFER. */
@@ -36,13 +37,13 @@ extern const char hier_in_place_marker;
 #define HIER_IN_PLACE ((const void *)&hier_in_place_marker)
 
 hier_status_t hier_comm_allreduce(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                  hier_op_t op, hier_path_t *path_p);
+                                  hier_op_t op, hier_result_t *res_p);
 /* block_bytes: bytes each rank contributes; rbuf holds nranks blocks. */
 hier_status_t hier_comm_allgather(hier_comm_t *comm, const void *sbuf, void *rbuf, size_t block_bytes,
-                                  hier_path_t *path_p);
+                                  hier_result_t *res_p);
 /* rcounts[r]: elements rank r receives; sbuf holds their sum. */
 hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                       hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+                                       hier_dtype_t dt, hier_op_t op, hier_result_t *res_p);
 
 /* ---- nonblocking collectives (hier_comm_req.c) ----
  * A nonblocking call is a request on its communicator. It starts at once
@@ -83,11 +84,6 @@ void hier_comm_user_op_set(const hier_user_op_t *user);
  * topology of the same library as the core's: base/hier_topo.h), asked for
  * at the first set-up that needs one instead of loading one; NULL: load one. */
 void hier_comm_lend_topology(void *(*get)(void));
-
-/* Bytes this rank put on the fabric during its last collective. */
-uint64_t hier_comm_net_bytes(const hier_comm_t *comm);
-/* Whether the last collective's buffers were device memory, staged through host memory. */
-int hier_comm_staged(const hier_comm_t *comm);
 
 /* What a communicator holds: levels made, and bytes of this process's
  * memory they use (segments mapped, and heap). For tests and benchmarks. */

@@ -104,7 +104,8 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 /* The choice for a call; single copy is probed (collectively: every rank
  * reaches the same choice) the first time a rule wants it; with no_wait,
  * not probed: HIER_IN_PROGRESS (the same answer on every rank). */
-hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p)
+hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
+                                    hier_select_t *choice_p)
 {
     hier_select_shape_t *shape = &c->shape;
     if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only single copy changes, probed since) */
@@ -134,12 +135,11 @@ hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choi
  * one-rank communicator's result is its input, copied here
  * (HIER_IN_PROGRESS, which hier_coll_end takes as served); a communicator
  * refused since (a failed chunk) falls back. */
-static hier_status_t hier_coll_begin(hier_comm_t *c, const void *sbuf, void *rbuf, size_t self_bytes,
-                                     hier_path_t *path_p)
+static hier_status_t hier_coll_begin(hier_comm_t *c, const hier_call_t *call, hier_path_t *path_p)
 {
     if (c->size == 1) {
         *path_p = HIER_PATH_SELF;
-        if (sbuf) memcpy(rbuf, sbuf, self_bytes);
+        if (call->sbuf) memcpy(call->rbuf, call->sbuf, call->count * call->esize);
         return HIER_IN_PROGRESS;
     }
     if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
@@ -149,10 +149,12 @@ static hier_status_t hier_coll_begin(hier_comm_t *c, const void *sbuf, void *rbu
     return HIER_OK;
 }
 
-static hier_status_t hier_coll_kernel(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p,
-                                      hier_path_t *path_p)
+/* The reduction's kernel (an allgather has none). */
+static hier_status_t hier_coll_kernel(const hier_call_t *call, hier_reduce_kernel_t *kernel_p, hier_path_t *path_p)
 {
-    if (hier_reduce_kernel_get(dt, op, kernel_p) == HIER_OK) return HIER_OK;
+    *kernel_p = (hier_reduce_kernel_t){0};
+    if (call->coll == HIER_COLL_ALLGATHER || hier_reduce_kernel_get(call->dt, call->op, kernel_p) == HIER_OK)
+        return HIER_OK;
     *path_p = HIER_PATH_FALLBACK_OP;
     return HIER_ERR_NOT_SUPPORTED;
 }
@@ -165,91 +167,73 @@ static hier_path_t hier_coll_ran(hier_status_t st, hier_path_t chosen)
 }
 
 /* The status a begin or a run leaves to the caller, with the path that served. */
-static hier_status_t hier_coll_end(hier_status_t st, hier_path_t path, hier_path_t *path_p)
+static hier_status_t hier_coll_end(hier_status_t st, hier_path_t path, hier_result_t *res)
 {
     if (st == HIER_IN_PROGRESS) st = HIER_OK;
-    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) res->path = path;
     return st;
 }
 
-hier_status_t hier_comm_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                       hier_op_t op, hier_path_t *path_p)
+/* A reduce_scatter's displacements, into the communicator's array (made at
+ * set-up), and its signature's digest of the counts. */
+static uint32_t hier_coll_rs_displs(hier_comm_t *c, const size_t *rcounts)
 {
-    hier_reduce_kernel_t kernel;
-    size_t esize = hier_dtype_size(dt), bytes = count * esize;
-    hier_path_t path;
-    hier_status_t st = hier_coll_kernel(dt, op, &kernel, path_p);
-
-    if (st != HIER_OK) return st;
-    st = hier_coll_begin(c, sbuf, rbuf, bytes, &path);
-    if (st != HIER_OK) return hier_coll_end(st, path, path_p);
-    hier_select_t choice;
-    hier_comm_sign(c, HIER_COLL_ALLREDUCE, count, dt, op, 0);
-    st = hier_comm_select(c, HIER_COLL_ALLREDUCE, bytes, 0, &choice);
-    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
-        hier_exec_ll_t ll = hier_comm_ll(c);
-        st = hier_exec_ll_allreduce(&ll, sbuf, rbuf, count, esize, kernel);
-    } else if (st == HIER_OK) {
-        hier_sched_args_t args = hier_comm_args(c, &choice, esize, count, sbuf == NULL);
-        st = hier_node_run(c, &args, sbuf, rbuf, kernel);
-    }
-    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
-}
-
-hier_status_t hier_comm_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                       hier_path_t *path_p)
-{
-    hier_path_t path;
-    hier_status_t st = hier_coll_begin(c, sbuf, rbuf, block_bytes, &path);
-
-    if (st != HIER_OK) return hier_coll_end(st, path, path_p);
-    hier_select_t choice;
-    hier_comm_sign(c, HIER_COLL_ALLGATHER, block_bytes, 0, 0, 0);
-    st = hier_comm_select(c, HIER_COLL_ALLGATHER, block_bytes, 0, &choice);
-    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
-        hier_exec_ll_t ll = hier_comm_ll(c);
-        st = hier_exec_ll_allgather(&ll, sbuf, rbuf, block_bytes);
-    } else if (st == HIER_OK) {
-        hier_sched_args_t args = hier_comm_args(c, &choice, 1, block_bytes, sbuf == NULL);
-        st = hier_node_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0});
-    }
-    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
-}
-
-hier_status_t hier_comm_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                            hier_dtype_t dt, hier_op_t op, hier_path_t *path_p)
-{
-    hier_reduce_kernel_t kernel;
-    size_t esize = hier_dtype_size(dt), total = 0;
-    hier_path_t path;
-    hier_status_t st = hier_coll_kernel(dt, op, &kernel, path_p);
-
-    if (st != HIER_OK) return st;
-    st = hier_coll_begin(c, sbuf, rbuf, rcounts[0] * esize, &path);
-    if (st != HIER_OK) return hier_coll_end(st, path, path_p);
-    size_t *displs = c->rs_displs; /* (made at set-up) */
+    size_t total = 0;
     for (int r = 0; r < c->size; r++) {
-        displs[r] = total;
+        c->rs_displs[r] = total;
         total += rcounts[r];
     }
-    hier_select_t choice;
-    hier_comm_sign(c, HIER_COLL_REDUCE_SCATTER, total, dt, op, hier_sig_digest(rcounts, c->size));
-    st = hier_comm_select(c, HIER_COLL_REDUCE_SCATTER, total * esize, 0, &choice);
-    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) {
-        hier_exec_ll_t ll = hier_comm_ll(c);
-        st = hier_exec_ll_reduce_scatter(&ll, sbuf, rbuf, rcounts, displs, total, esize, kernel);
-    } else if (st == HIER_OK) {
-        hier_sched_args_t args = hier_comm_args(c, &choice, esize, total, sbuf == NULL);
-        args.rcounts = rcounts;
-        args.rdispls = displs;
+    return hier_sig_digest(rcounts, c->size);
+}
+
+/* The low-latency executor, each collective's. */
+static hier_status_t hier_coll_ll(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel)
+{
+    hier_exec_ll_t ll = hier_comm_ll(c);
+    switch (call->coll) {
+    case HIER_COLL_ALLREDUCE:
+        return hier_exec_ll_allreduce(&ll, call->sbuf, call->rbuf, call->count, call->esize, kernel);
+    case HIER_COLL_ALLGATHER:
+        return hier_exec_ll_allgather(&ll, call->sbuf, call->rbuf, call->count);
+    default:
+        return hier_exec_ll_reduce_scatter(&ll, call->sbuf, call->rbuf, call->rcounts, c->rs_displs, call->count,
+                                           call->esize, kernel);
+    }
+}
+
+/* A schedule of the choice, run over the node (and the network). */
+static hier_status_t hier_coll_sched(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
+                                     hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
+{
+    hier_sched_args_t args = hier_comm_args(c, choice, call->esize, call->count, call->sbuf == NULL);
+    if (call->coll == HIER_COLL_REDUCE_SCATTER) {
+        args.rcounts = call->rcounts;
+        args.rdispls = c->rs_displs;
         /* the slice layout, made for the most pieces, when a call with the largest chunk would be
          * sliced (hier_sched_hier_sliced; none: chunks stay contiguous). (The node fills in the rest
          * of args, and the chunk, as the call runs.) */
-        if (!c->rs_slices && hier_sched_slices_pay(hier_params.net_chunk_size / esize, c->layout.pieces, c->size,
-                                                   c->layout.nnodes, args.in_place))
+        if (!c->rs_slices && hier_sched_slices_pay(hier_params.net_chunk_size / call->esize, c->layout.pieces,
+                                                   c->size, c->layout.nnodes, args.in_place))
             c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
         args.rs_slices = c->rs_slices;
-        st = hier_node_run(c, &args, sbuf, rbuf, kernel);
     }
-    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), path_p);
+    return hier_node_run(c, &args, call->sbuf, call->rbuf, kernel, net_bytes_p);
+}
+
+/* A call on host buffers (the kernel, the start, its signature, select/'s
+ * choice, the run), whichever collective. */
+hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res)
+{
+    hier_reduce_kernel_t kernel;
+    hier_path_t path;
+    hier_select_t choice;
+    hier_status_t st = hier_coll_kernel(call, &kernel, &res->path);
+    if (st != HIER_OK) return st;
+    if ((st = hier_coll_begin(c, call, &path)) != HIER_OK) return hier_coll_end(st, path, res);
+    uint32_t digest = call->coll == HIER_COLL_REDUCE_SCATTER ? hier_coll_rs_displs(c, call->rcounts) : 0;
+    hier_comm_sign(c, call->coll, call->count, call->dt, call->op, digest);
+    st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) st = hier_coll_ll(c, call, kernel);
+    else if (st == HIER_OK) st = hier_coll_sched(c, call, &choice, kernel, &res->net_bytes);
+    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), res);
 }

@@ -8,13 +8,9 @@
 #include "select/hier_select.h"
 
 /* A call on host buffers, after hier_comm_prepare said HIER_OK or
- * HIER_IN_PROGRESS (a one-rank communicator: its input copied). */
-hier_status_t hier_comm_host_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
-                                       hier_op_t op, hier_path_t *path_p);
-hier_status_t hier_comm_host_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t block_bytes,
-                                       hier_path_t *path_p);
-hier_status_t hier_comm_host_reduce_scatter(hier_comm_t *c, const void *sbuf, void *rbuf, const size_t *rcounts,
-                                            hier_dtype_t dt, hier_op_t op, hier_path_t *path_p);
+ * HIER_IN_PROGRESS (a one-rank communicator: its input copied); the
+ * staging pipeline's chunks are such calls too (hier_coll_dev.c). */
+hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res);
 /* What select/ decides from, the same on every rank (one node adds what
  * only it knows). */
 hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
@@ -39,7 +35,20 @@ void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype
 hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
 /* select/'s choice for a call (single copy probed when a rule first
  * wants it: a collective step, which no_wait does not take: HIER_IN_PROGRESS). */
-hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait, hier_select_t *choice_p);
+hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
+                                    hier_select_t *choice_p);
+/* (inline: a loop's calls ask for the last choice again, which select/'s
+ * cache keeps first; its shape's single copy as the node's now, and no
+ * probe due) */
+static inline hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
+                                             hier_select_t *choice_p)
+{
+    if (c->shape.size && (c->layout.nnodes > 1 || c->shape.cma == c->node->cma) &&
+        hier_select_cached_last(&c->select_cache, c->shape.cma, coll, bytes, choice_p) &&
+        choice_p->path != HIER_PATH_CMA_COPY)
+        return HIER_OK;
+    return hier_comm_select_slow(c, coll, bytes, no_wait, choice_p);
+}
 hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
                                  int in_place);
 

@@ -759,10 +759,13 @@ hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_
 }
 
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                            hier_reduce_kernel_t kernel)
+                            hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
 {
     hier_run_t run;
+    uint64_t sent = 0;
     hier_status_t st = hier_node_prep(c, args, 0, &run);
     if (st != HIER_OK) return st;
-    return hier_node_ran(c, args, hier_run(&run, args, sbuf, rbuf, kernel, &c->net_bytes));
+    st = hier_run(&run, args, sbuf, rbuf, kernel, &sent);
+    *net_bytes_p += sent; /* (a staged call's chunks add up) */
+    return hier_node_ran(c, args, st);
 }

@@ -98,8 +98,9 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
 hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args);
 /* A run's end: the status it ended with, checked against the peers' signatures. */
 hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st);
-/* Run a schedule over the node (and the network, several nodes). */
+/* Run a schedule over the node (and the network, several nodes); what this
+ * rank put on the fabric is added to *net_bytes_p. */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                            hier_reduce_kernel_t kernel);
+                            hier_reduce_kernel_t kernel, uint64_t *net_bytes_p);
 
 #endif

@@ -111,17 +111,10 @@ static hier_status_t hier_req_refuse(hier_path_t why, const char *what, hier_pat
     return HIER_ERR_NOT_SUPPORTED;
 }
 
-static int hier_req_algo(hier_coll_t coll)
-{
-    return coll == HIER_COLL_ALLREDUCE   ? hier_params.allreduce_algorithm
-           : coll == HIER_COLL_ALLGATHER ? hier_params.allgather_algorithm
-                                         : hier_params.reduce_scatter_algorithm;
-}
-
 /* The parameters let hier serve this kind of call as a request. */
 static hier_status_t hier_req_enabled(hier_coll_t coll, hier_path_t *path_p)
 {
-    if (hier_req_algo(coll) == HIER_ALGO_FALLBACK || !hier_params.nonblocking)
+    if (hier_select_algorithm(coll) == HIER_ALGO_FALLBACK || !hier_params.nonblocking)
         return hier_req_refuse(HIER_PATH_FALLBACK_FORCED, "", path_p);
     return HIER_OK;
 }
@@ -492,7 +485,7 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
     if (c->size > 1) {
         hier_req_drain(c); /* (the steps below are collective: the requests ahead first) */
         if (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) /* (its verdict: c->state) */
-            (void)hier_comm_prepare(c, hier_req_algo(call->coll), hier_req_bytes(c, call), NULL, &path);
+            (void)hier_comm_prepare(c, hier_select_algorithm(call->coll), hier_req_bytes(c, call), NULL, &path);
     }
     int warming = c->state == HIER_COMM_WARMING;
     if (!warming && (st = hier_req_servable(c, call->coll, path_p)) != HIER_OK) return st;

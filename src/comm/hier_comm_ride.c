@@ -33,51 +33,26 @@
 #include "exec/hier_reduce.h"
 #include "sched/hier_sched_pattern.h"
 
-/* An algorithm the user forced (coll_hier_*_algorithm) serves every call. */
-static int hier_ride_offer(int algo, const void *in, void *out, size_t len, hier_ride_t *ride)
-{
-    if (algo != HIER_ALGO_AUTO || hier_params.net_algorithm != HIER_ALGO_AUTO) return 0;
-    if (!len || len > HIER_RIDE_MAX || !in || !out) return 0;
-    ride->in = in;
-    ride->out = out;
-    ride->len = len;
-    ride->done = 0;
-    return 1;
-}
-
 static int hier_ride_reducible(hier_dtype_t dt, hier_op_t op)
 {
     hier_reduce_kernel_t k;
     return op != HIER_OP_USER && hier_reduce_kernel_get(dt, op, &k) == HIER_OK;
 }
 
-int hier_ride_offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
-                              hier_op_t op, hier_ride_t *ride)
+/* An algorithm the user forced (coll_hier_*_algorithm) serves every call. */
+int hier_ride_offer(const hier_comm_t *c, const hier_call_t *call, hier_ride_t *ride)
 {
-    if (c->staged || !hier_ride_reducible(dt, op) || count > HIER_RIDE_MAX) return 0;
-    *ride = (hier_ride_t){.coll = HIER_COLL_ALLREDUCE, .dt = dt, .op = op, .count = count};
-    return hier_ride_offer(hier_params.allreduce_algorithm, in ? in : out, out, count * hier_dtype_size(dt), ride);
-}
-
-int hier_ride_offer_allgather(const hier_comm_t *c, const void *in, void *out, size_t block, hier_ride_t *ride)
-{
-    if (c->staged || !out) return 0;
-    *ride = (hier_ride_t){.coll = HIER_COLL_ALLGATHER, .count = block};
-    return hier_ride_offer(hier_params.allgather_algorithm, in ? in : (const char *)out + (size_t)c->rank * block,
-                           out, block, ride);
-}
-
-int hier_ride_offer_reduce_scatter(const hier_comm_t *c, const void *in, void *out, const size_t *rcounts,
-                                   hier_dtype_t dt, hier_op_t op, hier_ride_t *ride)
-{
-    size_t total = 0;
-    if (c->staged || !hier_ride_reducible(dt, op)) return 0;
-    for (int r = 0; r < c->size && total <= HIER_RIDE_MAX; r++) total += rcounts[r];
-    if (total > HIER_RIDE_MAX) return 0;
-    *ride = (hier_ride_t){.coll = HIER_COLL_REDUCE_SCATTER, .dt = dt, .op = op, .count = total,
-                          .digest = hier_sig_digest(rcounts, c->size), .rcounts = rcounts};
-    return hier_ride_offer(hier_params.reduce_scatter_algorithm, in ? in : out, out, total * hier_dtype_size(dt),
-                           ride);
+    int gather = call->coll == HIER_COLL_ALLGATHER;
+    if (hier_select_algorithm(call->coll) != HIER_ALGO_AUTO || hier_params.net_algorithm != HIER_ALGO_AUTO) return 0;
+    if (!gather && !hier_ride_reducible(call->dt, call->op)) return 0;
+    if (!call->count || call->count > HIER_RIDE_MAX || !call->rbuf) return 0; /* (an element is a byte or more) */
+    size_t len = call->count * call->esize;
+    if (len > HIER_RIDE_MAX) return 0;
+    const void *in = call->sbuf ? call->sbuf : gather ? (const char *)call->rbuf + (size_t)c->rank * len : call->rbuf;
+    *ride = (hier_ride_t){.coll = call->coll, .dt = call->dt, .op = call->op, .count = call->count, .in = in,
+                          .out = call->rbuf, .len = len, .rcounts = call->rcounts,
+                          .digest = call->rcounts ? hier_sig_digest(call->rcounts, c->size) : 0};
+    return 1;
 }
 
 void hier_ride_pack(const hier_ride_t *ride, hier_ride_rec_t *rec)

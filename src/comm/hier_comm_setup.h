@@ -54,13 +54,9 @@ int hier_comm_setup_step(hier_comm_t *c);
 
 
 /* hier_comm_ride.c. Whether this rank can offer its call (host buffers,
- * few enough bytes, a predefined operation): fills *ride. in/out as the
- * collective's own (in NULL: in place). */
-int hier_ride_offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
-                              hier_op_t op, hier_ride_t *ride);
-int hier_ride_offer_allgather(const hier_comm_t *c, const void *in, void *out, size_t block, hier_ride_t *ride);
-int hier_ride_offer_reduce_scatter(const hier_comm_t *c, const void *in, void *out, const size_t *rcounts,
-                                   hier_dtype_t dt, hier_op_t op, hier_ride_t *ride);
+ * which the caller knows; few enough bytes, a predefined operation, no
+ * algorithm forced): fills *ride. call->sbuf NULL: in place. */
+int hier_ride_offer(const hier_comm_t *c, const hier_call_t *call, hier_ride_t *ride);
 
 /* What a rank's set-up record carries of its ride. */
 typedef struct {

@@ -80,6 +80,22 @@ typedef enum {
     HIER_COMM_SETTING
 } hier_comm_state_t;
 
+/* One blocking collective as comm/ runs it, made from an entry's arguments
+ * (hier_comm.c): one shape for the three collectives, so one sequence
+ * serves them; the staging pipeline's chunks are calls of it too. */
+typedef struct {
+    hier_coll_t coll;        /* ALLREDUCE, ALLGATHER or REDUCE_SCATTER */
+    const void *sbuf;        /* NULL: in place (HIER_IN_PLACE until hier_comm.c's check) */
+    void *rbuf;
+    size_t count;            /* elements of the whole vector; allgather: bytes of one rank's block */
+    size_t esize;            /* bytes per element; allgather: 1 */
+    hier_dtype_t dt;         /* allgather: 0 */
+    hier_op_t op;
+    const size_t *rcounts;   /* reduce_scatter: elements per rank */
+    size_t sbytes, rbytes;   /* the buffers' lengths (in place: rbuf's input and output) */
+    size_t bytes;            /* the whole vector, the same on every rank */
+} hier_call_t;
+
 struct hier_pd;
 struct hier_stage;
 struct hier_req;
@@ -102,8 +118,6 @@ struct hier_comm {
     uint64_t calls;              /* collectives run over the node: the signatures' call numbers */
     hier_select_cache_t select_cache; /* select/'s choices for the sizes called (emptied with the struct) */
     hier_select_shape_t shape;   /* what select/ decides from, made at the first choice (size 0: not yet) */
-    uint64_t net_bytes;          /* the last call's */
-    int staged;
     /* nonblocking calls not over yet, in the order they were made: the first
      * runs, the others wait for it (hier_comm_req.c); while there are any,
      * the communicator is on the process's list of those with requests */

@@ -256,7 +256,7 @@ HIER_REDUCE_LOC_FAMILY(2double, hier_dtype_2double_t, HIER_REDUCE_CLONES)
     {[HIER_OP_MINLOC] = HIER_REDUCE_K(tag, minloc), [HIER_OP_MAXLOC] = HIER_REDUCE_K(tag, maxloc)}
 
 /* [dt][op]; a pair without kernels is {NULL, NULL} and is not supported. */
-static const hier_reduce_kernel_t hier_reduce_table[HIER_DT_COUNT][HIER_OP_COUNT] = {
+const hier_reduce_kernel_t hier_reduce_table[HIER_DT_COUNT][HIER_OP_COUNT] = {
     [HIER_DT_INT8] = HIER_REDUCE_INT_ROW(int8),
     [HIER_DT_UINT8] = HIER_REDUCE_INT_ROW(uint8),
     [HIER_DT_INT16] = HIER_REDUCE_INT_ROW(int16),
@@ -329,7 +329,7 @@ bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op)
     return hier_reduce_table[dt][op].acc != NULL;
 }
 
-hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p)
+hier_status_t hier_reduce_kernel_get_slow(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p)
 {
     if (!hier_reduce_supported(dt, op)) return HIER_ERR_NOT_SUPPORTED;
     if (kernel_p == NULL) return HIER_ERR_INVALID_ARG;

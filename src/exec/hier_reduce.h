@@ -36,7 +36,17 @@ bool hier_reduce_supported(hier_dtype_t dt, hier_op_t op);
  * HIER_OP_USER they call the calling thread's user operation on elements of
  * dt's size (kernels run in the thread that makes the call, or, for a
  * request, the thread that advances it: hier_reduce_user_swap). */
-hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p);
+hier_status_t hier_reduce_kernel_get_slow(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p);
+/* (a predefined pair, looked up inline: every reduction call asks) */
+extern const hier_reduce_kernel_t hier_reduce_table[HIER_DT_COUNT][HIER_OP_COUNT];
+static inline hier_status_t hier_reduce_kernel_get(hier_dtype_t dt, hier_op_t op, hier_reduce_kernel_t *kernel_p)
+{
+    if ((unsigned)dt < HIER_DT_COUNT && (unsigned)op < HIER_OP_COUNT && hier_reduce_table[dt][op].acc && kernel_p) {
+        *kernel_p = hier_reduce_table[dt][op];
+        return HIER_OK;
+    }
+    return hier_reduce_kernel_get_slow(dt, op, kernel_p);
+}
 
 /* Install the calling thread's user operation (hier_dtype.h) for its next
  * HIER_OP_USER calls; NULL removes it. */

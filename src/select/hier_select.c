@@ -145,6 +145,11 @@ static const hier_select_table_t hier_select_net_tables[] = {
     [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 0),
 };
 
+int hier_select_algorithm(hier_coll_t coll)
+{
+    return *hier_select_node_tables[coll].forced;
+}
+
 static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
 {
     unsigned f = 0;

@@ -44,6 +44,10 @@ typedef struct {
  * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
  * rank gets here alike) and selects again with the answer. */
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
+/* The algorithm the user set for a collective (coll_hier_<coll>_algorithm:
+ * HIER_ALGO_AUTO, a forced one, or HIER_ALGO_FALLBACK): whether hier may
+ * serve it at all, and whether its first call may ride on the set-up. */
+int hier_select_algorithm(hier_coll_t coll);
 
 /* A communicator's choices, remembered by (collective, bytes): a choice
  * depends on nothing else but the shape (and the parameters, fixed for the
@@ -66,17 +70,22 @@ typedef struct {
  * again), then the slot of (coll, bytes). */
 void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
                              size_t bytes, hier_select_t *out);
+/* The last choice, when it was for (coll, bytes) and a shape of this cma: 1. */
+static inline int hier_select_cached_last(const hier_select_cache_t *cache, int cma, hier_coll_t coll, size_t bytes,
+                                          hier_select_t *out)
+{
+    unsigned i = cache->last_1 - 1;
+    if (!cache->last_1 || cache->cma_1 != cma + 2 || cache->slot[i].coll_1 != (uint8_t)(coll + 1) ||
+        cache->slot[i].bytes != bytes)
+        return 0;
+    *out = cache->slot[i].choice;
+    return 1;
+}
 static inline void hier_select_cached(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
                                       size_t bytes, hier_select_t *out)
 {
-    if (cache->last_1 && cache->cma_1 == shape->cma + 2) {
-        unsigned i = cache->last_1 - 1;
-        if (cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes) {
-            *out = cache->slot[i].choice;
-            return;
-        }
-    }
-    hier_select_cached_miss(cache, shape, coll, bytes, out);
+    if (!hier_select_cached_last(cache, shape->cma, coll, bytes, out))
+        hier_select_cached_miss(cache, shape, coll, bytes, out);
 }
 
 #endif

@@ -51,14 +51,14 @@ static int mismatched(hier_comm_t *comm, int me, size_t even, size_t odd)
 {
     size_t n = even > odd ? even : odd;
     int32_t *x = calloc(n, sizeof(*x)), *y = calloc(n, sizeof(*y));
-    hier_path_t path;
+    hier_result_t res;
     int rc = 0;
-    if (hier_comm_allreduce(comm, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) rc = 2;
-    else if (hier_comm_allreduce(comm, x, y, me ? even : odd, HIER_DT_INT32, HIER_OP_SUM, &path) !=
+    if (hier_comm_allreduce(comm, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK) rc = 2;
+    else if (hier_comm_allreduce(comm, x, y, me ? even : odd, HIER_DT_INT32, HIER_OP_SUM, &res) !=
              HIER_ERR_MISMATCH)
         rc = 3;
-    else if (hier_comm_allreduce(comm, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED ||
-             path != HIER_PATH_FALLBACK_MISMATCH)
+    else if (hier_comm_allreduce(comm, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED ||
+             res.path != HIER_PATH_FALLBACK_MISMATCH)
         rc = 4;
     free(x);
     free(y);
@@ -104,10 +104,10 @@ static int rs_counts(hier_comm_t *c, int me, int n, fork_world_t *w)
 {
     size_t counts[3] = {4096, 4096, 4096};
     int32_t *x = calloc(3 * 4096, sizeof(*x)), *y = calloc(3 * 4096, sizeof(*y));
-    hier_path_t path;
+    hier_result_t res;
     (void)n, (void)w;
     if (me == 1) counts[0] += 100, counts[2] -= 100;
-    hier_status_t st = hier_comm_reduce_scatter(c, x, y, counts, HIER_DT_INT32, HIER_OP_SUM, &path);
+    hier_status_t st = hier_comm_reduce_scatter(c, x, y, counts, HIER_DT_INT32, HIER_OP_SUM, &res);
     free(x);
     free(y);
     return st == HIER_ERR_MISMATCH ? 0 : 3;
@@ -136,9 +136,9 @@ static double now_s(void)
 static int stuck_inside(hier_comm_t *c, int me, size_t count)
 {
     int32_t *x = calloc(count, sizeof(*x)), *y = calloc(count, sizeof(*y));
-    hier_path_t path;
+    hier_result_t res;
     int rc = 0;
-    if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) {
+    if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK) {
         rc = 2;
     } else if (me == 1) {
         hier_shm_sign(c->node->small.seg, &c->node->wait,
@@ -146,11 +146,11 @@ static int stuck_inside(hier_comm_t *c, int me, size_t count)
         sleep(STUCK_TIMEOUT_S + 3);
     } else {
         double t0 = now_s();
-        hier_status_t st = hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path);
+        hier_status_t st = hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &res);
         double took = now_s() - t0;
         if (st != HIER_ERR_TIMEOUT) rc = 3;
         else if (took < STUCK_TIMEOUT_S - 0.5 || took > STUCK_TIMEOUT_S + 2) rc = 4;
-        else if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED)
+        else if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED)
             rc = 5;
     }
     free(x);
@@ -193,13 +193,13 @@ Test(stuck, a_rank_stuck_in_a_large_call_fails_the_others_within_the_timeout, .i
 static int empty_calls(hier_comm_t *c, int me, int n, fork_world_t *w)
 {
     int32_t x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
-    hier_path_t path;
+    hier_result_t res;
     (void)w;
     for (int i = 0; i < 4; i++) {
         if (me == 1) usleep(50000);
-        if (hier_comm_allreduce(c, x, y, 0, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) return 2 + i;
+        if (hier_comm_allreduce(c, x, y, 0, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK) return 2 + i;
     }
-    if (hier_comm_allreduce(c, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &path) != HIER_OK) return 10;
+    if (hier_comm_allreduce(c, x, y, 8, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK) return 10;
     for (int i = 0; i < 8; i++)
         if (y[i] != n * x[i]) return 11;
     return 0;

@@ -47,13 +47,13 @@ static int allreduce_twice(int me, int n, const void *x, size_t count, hier_dtyp
                            void *first)
 {
     hier_comm_t *c;
-    hier_path_t p1, p2;
+    hier_result_t res1, res2;
     unsigned char again[256];
     size_t bytes = count * hier_dtype_size(dt);
     if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
-    if (hier_comm_allreduce(c, x, first, count, dt, op, &p1) != HIER_OK) return 2;
-    if (want_ride >= 0 && (p1 == HIER_PATH_SETUP) != want_ride) return 3;
-    if (hier_comm_allreduce(c, x, again, count, dt, op, &p2) != HIER_OK || p2 == HIER_PATH_SETUP) return 4;
+    if (hier_comm_allreduce(c, x, first, count, dt, op, &res1) != HIER_OK) return 2;
+    if (want_ride >= 0 && (res1.path == HIER_PATH_SETUP) != want_ride) return 3;
+    if (hier_comm_allreduce(c, x, again, count, dt, op, &res2) != HIER_OK || res2.path == HIER_PATH_SETUP) return 4;
     if (memcmp(first, again, bytes)) return 5; /* (the first call's order is the algorithm's) */
     hier_comm_destroy(c);
     return 0;
@@ -70,11 +70,12 @@ static int near(double got, long double want, double scale)
 static int warm(int me, int n)
 {
     hier_comm_t *c;
-    hier_path_t p;
+    hier_result_t res;
     double x[16] = {0}, y[16];
     if (!fork_ranks_per_node) return 0;
     if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
-    int rc = hier_comm_allreduce(c, x, y, 16, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK || p == HIER_PATH_SETUP;
+    int rc =
+        hier_comm_allreduce(c, x, y, 16, HIER_DT_DOUBLE, HIER_OP_SUM, &res) != HIER_OK || res.path == HIER_PATH_SETUP;
     hier_comm_destroy(c);
     return rc;
 }
@@ -135,19 +136,20 @@ static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     (void)comm, (void)w;
     hier_comm_t *c;
-    hier_path_t p;
+    hier_result_t res;
     if (warm(me, n)) return 9;
     { /* allgather, 8 bytes each, then in place */
         int64_t x = 100 + me, y[64];
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
-        if (hier_comm_allgather(c, &x, y, sizeof(x), &p) != HIER_OK || p != HIER_PATH_SETUP) return 2;
+        if (hier_comm_allgather(c, &x, y, sizeof(x), &res) != HIER_OK || res.path != HIER_PATH_SETUP) return 2;
         for (int r = 0; r < n; r++)
             if (y[r] != 100 + r) return 3;
         hier_comm_destroy(c);
         memset(y, 0, sizeof(y));
         y[me] = 200 + me;
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 4;
-        if (hier_comm_allgather(c, HIER_IN_PLACE, y, sizeof(x), &p) != HIER_OK || p != HIER_PATH_SETUP) return 5;
+        if (hier_comm_allgather(c, HIER_IN_PLACE, y, sizeof(x), &res) != HIER_OK || res.path != HIER_PATH_SETUP)
+            return 5;
         for (int r = 0; r < n; r++)
             if (y[r] != 200 + r) return 6;
         hier_comm_destroy(c);
@@ -160,13 +162,13 @@ static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
         for (size_t i = 0; i < total; i++) x[i] = (int32_t)(i * 7 + (size_t)me);
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 10;
         memcpy(first, x, sizeof(x));
-        if (hier_comm_reduce_scatter(c, HIER_IN_PLACE, first, rcounts, HIER_DT_INT32, HIER_OP_SUM, &p) != HIER_OK ||
-            p != HIER_PATH_SETUP)
+        if (hier_comm_reduce_scatter(c, HIER_IN_PLACE, first, rcounts, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK ||
+            res.path != HIER_PATH_SETUP)
             return 11;
         for (size_t i = 0; i < rcounts[me]; i++)
             if (first[i] != (int32_t)((displ + i) * 7 * (size_t)n + (size_t)n * (size_t)(n - 1) / 2)) return 12;
-        if (hier_comm_reduce_scatter(c, x, again, rcounts, HIER_DT_INT32, HIER_OP_SUM, &p) != HIER_OK ||
-            p == HIER_PATH_SETUP || memcmp(first, again, rcounts[me] * sizeof(int32_t)))
+        if (hier_comm_reduce_scatter(c, x, again, rcounts, HIER_DT_INT32, HIER_OP_SUM, &res) != HIER_OK ||
+            res.path == HIER_PATH_SETUP || memcmp(first, again, rcounts[me] * sizeof(int32_t)))
             return 13;
         hier_comm_destroy(c);
     }
@@ -174,12 +176,12 @@ static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
         double y = order_sensitive(me), first;
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 20;
         int want = sum_rides(n);
-        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK ||
-            (want >= 0 && (p == HIER_PATH_SETUP) != want))
+        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &res) != HIER_OK ||
+            (want >= 0 && (res.path == HIER_PATH_SETUP) != want))
             return 21;
         first = y;
         y = order_sensitive(me);
-        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &p) != HIER_OK ||
+        if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &res) != HIER_OK ||
             memcmp(&first, &y, sizeof(y)))
             return 22;
         hier_comm_destroy(c);
@@ -217,6 +219,16 @@ static int no_peer(int rank, uint64_t *proc_p, void *arg)
     return 0;
 }
 
+/* An allreduce's call as hier_comm_allreduce makes it, offered to ride. */
+static int offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
+                           hier_op_t op, hier_ride_t *ride)
+{
+    size_t es = hier_dtype_size(dt);
+    hier_call_t call = {.coll = HIER_COLL_ALLREDUCE, .sbuf = in, .rbuf = out, .count = count, .esize = es, .dt = dt,
+                        .op = op, .sbytes = count * es, .rbytes = count * es, .bytes = count * es};
+    return hier_ride_offer(c, &call, ride);
+}
+
 Test(ride, verdict_on_records)
 {
     int32_t two_nodes[4] = {0, 0, 2, 2}, three_nodes[4] = {0, 0, 2, 3};
@@ -227,7 +239,7 @@ Test(ride, verdict_on_records)
     hier_ride_t ride;
     cr_assert_eq(hier_comm_create(4, 0, &ops, &c), HIER_OK);
     cr_assert_eq(hier_layout_make(4, 0, two_nodes, &c->layout), HIER_OK);
-    cr_assert(hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &ride));
+    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &ride));
     for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
     cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "the same double sum on 2 x 2");
     recs[3].count = 2;
@@ -239,14 +251,14 @@ Test(ride, verdict_on_records)
     for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
     cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])),
               "three nodes and no network level to say how they combine: the sum's order may differ");
-    cr_assert(hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride));
+    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride));
     for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
     cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "MAX is exact on any layout");
-    cr_assert(!hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_USER, &ride), "a user's op");
+    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_USER, &ride), "a user's op");
     hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
-    cr_assert(!hier_ride_offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride), "a forced algorithm");
+    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride), "a forced algorithm");
     hier_params.allreduce_algorithm = HIER_ALGO_AUTO;
     double big[9] = {0};
-    cr_assert(!hier_ride_offer_allreduce(c, big, big, 9, HIER_DT_DOUBLE, HIER_OP_SUM, &ride), "72 bytes");
+    cr_assert(!offer_allreduce(c, big, big, 9, HIER_DT_DOUBLE, HIER_OP_SUM, &ride), "72 bytes");
     hier_comm_destroy(c);
 }

@@ -79,7 +79,7 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
     for (int it = 0; it < 3000; it++) {
         /* every fourth call small enough for the low-latency path */
         size_t count = it % 4 == 3 ? 1 + (size_t)(it % 100) : 1 + (size_t)(it * 7919 % 5000);
-        hier_path_t path;
+        hier_result_t res;
         static const int algos[] = {HIER_ALGO_AUTO, HIER_ALGO_FLAT, HIER_ALGO_RSAG, HIER_ALGO_NUMA, HIER_ALGO_LL};
         hier_params.allreduce_algorithm = algos[it % 5];
         /* (forked siblings may read each other: single copy runs too) */
@@ -88,12 +88,12 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
         for (size_t i = 0; i < count; i++) s[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
         switch (it % 3) {
         case 0:
-            if (hier_comm_allreduce(comm, s, r, count, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 10;
+            if (hier_comm_allreduce(comm, s, r, count, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 10;
             for (size_t i = 0; i < count; i++)
                 if (r[i] != (int64_t)n * (n + 1) / 2 * (it + (int)i)) return 11;
             break;
         case 1:
-            if (hier_comm_allgather(comm, s, r, count * sizeof(int64_t), &path) != HIER_OK) return 20;
+            if (hier_comm_allgather(comm, s, r, count * sizeof(int64_t), &res) != HIER_OK) return 20;
             for (int j = 0; j < n; j++)
                 for (size_t i = 0; i < count; i++)
                     if (r[(size_t)j * count + i] != (int64_t)(j + 1) * (it + (int)i)) return 21;
@@ -106,14 +106,14 @@ static int many_collectives(hier_comm_t *comm, int me, int n, fork_world_t *w)
                 total += rcounts[j];
             }
             for (size_t i = 0; i < total; i++) s[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
-            if (hier_comm_reduce_scatter(comm, s, r, rcounts, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK)
+            if (hier_comm_reduce_scatter(comm, s, r, rcounts, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK)
                 return 30;
             for (size_t i = 0; i < rcounts[me]; i++)
                 if (r[i] != (int64_t)n * (n + 1) / 2 * (it + (int)(mine + i))) return 31;
         }
         }
-        single_copies += path == HIER_PATH_CMA_COPY;
-        low_latency += path == HIER_PATH_SHM_LL;
+        single_copies += res.path == HIER_PATH_CMA_COPY;
+        low_latency += res.path == HIER_PATH_SHM_LL;
     }
     if (low_latency < 150) return 41;   /* the low-latency path ran too */
     return single_copies > 200 ? 0 : 40; /* and the single-copy allgather */
@@ -136,10 +136,10 @@ Test(shm, thousands_of_collectives_exact_and_nothing_left)
 static int unlinked_after_setup(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     int64_t x = me, y;
-    hier_path_t path;
+    hier_result_t res;
     int before = count_segments();
     (void)n;
-    if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 1;
+    if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 1;
     fork_barrier(w);
     return count_segments() <= before ? 0 : 2;
 }
@@ -153,13 +153,13 @@ Test(shm, name_unlinked_once_everyone_attached)
 static int unusable_dir(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     int64_t x = me, y;
-    hier_path_t path = HIER_PATH_COUNT;
+    hier_result_t res = {.path = HIER_PATH_COUNT};
     (void)n, (void)w;
     hier_params.shm_dir = "/nonexistent/coll-hier-test";
     for (int i = 0; i < 3; i++) { /* stays a fallback, consistently on every rank */
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED)
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED)
             return 1;
-        if (path != HIER_PATH_FALLBACK_SHM) return 2;
+        if (res.path != HIER_PATH_FALLBACK_SHM) return 2;
     }
     return 0;
 }
@@ -174,11 +174,11 @@ Test(shm, unusable_directory_falls_back_on_every_rank)
 static int peer_dies(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     int64_t x[64] = {0}, y[64];
-    hier_path_t path;
+    hier_result_t res;
     (void)n, (void)w;
     for (int it = 0; it < 100000; it++) {
         if (me == 1 && it == 50) _exit(0);
-        hier_status_t st = hier_comm_allreduce(comm, x, y, 64, HIER_DT_INT64, HIER_OP_SUM, &path);
+        hier_status_t st = hier_comm_allreduce(comm, x, y, 64, HIER_DT_INT64, HIER_OP_SUM, &res);
         if (st == HIER_ERR_PEER_DEAD) return it >= 50 ? 0 : 5;
         if (st != HIER_OK) return 6;
     }
@@ -354,9 +354,9 @@ static int small_call(int me, int n, hier_comm_footprint_t *fp, int keep, hier_c
 {
     hier_comm_t *c;
     int64_t x = me + 1, y = 0;
-    hier_path_t path;
+    hier_result_t res;
     if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
-    if (hier_comm_allreduce(c, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+    if (hier_comm_allreduce(c, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 2;
     if (y != (int64_t)n * (n + 1) / 2) return 3;
     hier_comm_footprint(c, fp);
     if (keep) *comm_p = c;
@@ -451,7 +451,7 @@ static int budget(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     size_t count = 200000;
     int64_t *x = malloc(count * 8), *y = malloc(count * 8);
-    hier_path_t path;
+    hier_result_t res;
     (void)w;
     for (size_t i = 0; i < count; i++) x[i] = (int64_t)(me + 1) * (int64_t)i;
     hier_params.shm_chunk_size = 262144;
@@ -463,7 +463,7 @@ static int budget(hier_comm_t *comm, int me, int n, fork_world_t *w)
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
         for (int it = 0; it < 3; it++) {
             memset(y, 0, count * 8);
-            if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+            if (hier_comm_allreduce(c, x, y, count, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 2;
             for (size_t i = 0; i < count; i++)
                 if (y[i] != (int64_t)n * (n + 1) / 2 * (int64_t)i) return 3;
         }
@@ -518,22 +518,23 @@ static int across_nodes_calls(hier_comm_t *comm, int me, int n, int64_t *s, int6
     size_t rcounts[64];
     for (int it = 0; it < 60; it++) {
         size_t count = it % 2 ? 1 + (size_t)(it * 7919 % 20000) : 1 + (size_t)it;
-        hier_path_t path;
+        hier_result_t res;
         hier_params.net_algorithm = it % 3 == 0 ? HIER_ALGO_AUTO : it % 3 == 1 ? HIER_ALGO_RING : HIER_ALGO_RH;
         for (size_t i = 0; i < count * (size_t)n; i++) sh[i] = (int64_t)(me + 1) * (int64_t)(it + (int)i);
         switch (it % 3) {
         case 0:
-            if (hier_comm_allreduce(comm, s, r, count, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 10;
+            if (hier_comm_allreduce(comm, s, r, count, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 10;
             for (size_t i = 0; i < count; i++)
                 if (rh[i] != (int64_t)n * (n + 1) / 2 * (it + (int)i)) return 11;
-            if (path != HIER_PATH_NET_RD && path != HIER_PATH_NET_RING && path != HIER_PATH_NET_RH) return 12;
+            if (res.path != HIER_PATH_NET_RD && res.path != HIER_PATH_NET_RING && res.path != HIER_PATH_NET_RH)
+                return 12;
             break;
         case 1:
-            if (hier_comm_allgather(comm, s, r, count * 8, &path) != HIER_OK) return 20;
+            if (hier_comm_allgather(comm, s, r, count * 8, &res) != HIER_OK) return 20;
             for (int j = 0; j < n; j++)
                 for (size_t i = 0; i < count; i++)
                     if (rh[(size_t)j * count + i] != (int64_t)(j + 1) * (it + (int)i)) return 21;
-            if (path != HIER_PATH_NET_COPY) return 22;
+            if (res.path != HIER_PATH_NET_COPY) return 22;
             break;
         default: {
             size_t mine = 0;
@@ -541,14 +542,14 @@ static int across_nodes_calls(hier_comm_t *comm, int me, int n, int64_t *s, int6
                 rcounts[j] = (count + (size_t)j * 5) / (size_t)n;
                 if (j < me) mine += rcounts[j];
             }
-            if (hier_comm_reduce_scatter(comm, s, r, rcounts, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK)
+            if (hier_comm_reduce_scatter(comm, s, r, rcounts, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK)
                 return 30;
             for (size_t i = 0; i < rcounts[me]; i++)
                 if (rh[i] != (int64_t)n * (n + 1) / 2 * (it + (int)(mine + i))) return 31;
-            if (path != HIER_PATH_NET_RS) return 32;
+            if (res.path != HIER_PATH_NET_RS) return 32;
         }
         }
-        if (hier_comm_staged(comm) != on_device) return 40;
+        if (res.staged != on_device) return 40;
     }
     /* reduce_scatter chunks were slices of every rank's block (else every
      * node's result went one after another: correct, at half the link) */
@@ -603,16 +604,16 @@ static int one_exchange_across(hier_comm_t *comm, int me, int n, fork_world_t *w
     (void)comm, (void)w;
     for (int i = 0; i < 30; i++) {
         hier_comm_t *c;
-        hier_path_t path;
+        hier_result_t res;
         int64_t x[3] = {me + 1, i, -me}, y[3];
         int before = fork_exchanges;
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
         for (int call = 0; call < 2; call++) { /* (the first rides on the set-up once addresses are known) */
-            if (hier_comm_allreduce(c, x, y, 3, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK) return 2;
+            if (hier_comm_allreduce(c, x, y, 3, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 2;
             if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != (int64_t)n * i || y[2] != -(int64_t)n * (n - 1) / 2)
                 return 3;
-            if (path != HIER_PATH_NET_RD && path != HIER_PATH_NET_RING && path != HIER_PATH_NET_RH &&
-                (call || path != HIER_PATH_SETUP))
+            if (res.path != HIER_PATH_NET_RD && res.path != HIER_PATH_NET_RING && res.path != HIER_PATH_NET_RH &&
+                (call || res.path != HIER_PATH_SETUP))
                 return 4;
         }
         if (i > 1 && fork_exchanges - before != 1) return 20 + (fork_exchanges - before);
@@ -659,15 +660,15 @@ Test(shm, device_buffers_are_staged_never_touched)
 static int one_without_provider(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     int64_t x = me, y;
-    hier_path_t path = HIER_PATH_COUNT;
+    hier_result_t res = {.path = HIER_PATH_COUNT};
     (void)w;
     /* the provider is missing there, not named differently (that is
      * fallback:params): libfabric reads FI_PROVIDER at its first call */
     if (me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
     for (int i = 0; i < 3; i++) {
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED)
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED)
             return 1;
-        if (path != HIER_PATH_FALLBACK_NET) return 2;
+        if (res.path != HIER_PATH_FALLBACK_NET) return 2;
     }
     return 0;
 }
@@ -691,34 +692,35 @@ static int warm_up(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     static int64_t xs[WARM_BIG], ys[WARM_BIG];
     int64_t x = me + 1, y = 0;
-    hier_path_t path = HIER_PATH_COUNT;
+    hier_result_t res = {.path = HIER_PATH_COUNT};
     long fell = 0;
     int missing = getenv("HIER_TEST_NO_PROVIDER") != NULL;
     (void)w;
     if (missing && me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
     for (int i = 0; i < 50; i++) { /* small calls start nothing: they keep falling back */
         usleep(100);
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_ERR_NOT_SUPPORTED ||
-            path != HIER_PATH_FALLBACK_WARMUP)
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED ||
+            res.path != HIER_PATH_FALLBACK_WARMUP)
             return 9;
     }
     for (int k = 0; k < WARM_BIG; k++) xs[k] = me + k;
     for (;; fell++) { /* a large one starts the opening */
         if (fell > 100000) return 1;
         usleep(100); /* (work between calls, as an application has: 4 ranks spin on 2 cores here) */
-        hier_status_t st = hier_comm_allreduce(comm, xs, ys, WARM_BIG, HIER_DT_INT64, HIER_OP_SUM, &path);
+        hier_status_t st = hier_comm_allreduce(comm, xs, ys, WARM_BIG, HIER_DT_INT64, HIER_OP_SUM, &res);
         if (st == HIER_OK) break;
         if (st != HIER_ERR_NOT_SUPPORTED) return 2;
-        if (path == HIER_PATH_FALLBACK_NET && missing) return fell > 0 ? 0 : 3;
-        if (path != HIER_PATH_FALLBACK_WARMUP) return 4;
+        if (res.path == HIER_PATH_FALLBACK_NET && missing) return fell > 0 ? 0 : 3;
+        if (res.path != HIER_PATH_FALLBACK_WARMUP) return 4;
     }
     if (missing) return 5;
     for (int k = 0; k < WARM_BIG; k++)
         if (ys[k] != (int64_t)n * (n - 1) / 2 + (int64_t)n * k) return 6;
-    if (path < HIER_PATH_NET_RING || path > HIER_PATH_NET_RS) return 6;
+    if (res.path < HIER_PATH_NET_RING || res.path > HIER_PATH_NET_RS) return 6;
     if (fell == 0) return 7; /* (the first large call opened nothing: it cannot have been ready) */
     for (int i = 0; i < 5; i++) /* served from now on */
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &path) != HIER_OK || path != HIER_PATH_NET_RD)
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK ||
+            res.path != HIER_PATH_NET_RD)
             return 8;
     return 0;
 }

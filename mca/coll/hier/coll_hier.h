@@ -141,7 +141,7 @@ int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtyp
 int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m);
 
 /* Count the call, log it at verbose 10; for fallbacks say why once per reason. */
-void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes);
+void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, const hier_result_t *res, size_t bytes);
 /* Turn a core error into an MPI error, logged once with its cause. */
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st);
 

@@ -43,8 +43,8 @@ int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi
 
     ompi_datatype_type_size(rdtype, &rsize);
     size_t items = (size_t)rcount * (size_t)n, block = (size_t)rcount * rsize, total = block * (size_t)n;
-    hier_path_t path = hm->comm_fallback;
-    if (path != MCA_COLL_HIER_SERVED) goto fallback;
+    hier_result_t res = {.path = hm->comm_fallback};
+    if (res.path != MCA_COLL_HIER_SERVED) goto fallback;
 
     /* 0. device buffers with non-contiguous layouts: through host mirrors */
     hier_accel_mirror_t sm, rm;
@@ -85,18 +85,18 @@ int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi
         }
     } /* (in place: in rbuf, or in the temporary rpack) */
     /* 3. the exchange, then 4. unpacking */
-    st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &path);
+    st = hier_comm_allgather(hm->core, in_place ? HIER_IN_PLACE : s, r, block, &res);
     if (st == HIER_OK && rpack) rc = mca_coll_hier_sndrcv(rpack, total, MPI_BYTE, rbuf, items, rdtype);
     if (spack) free(spack);
 free_rpack:
     if (rpack) free(rpack);
     if (rc != MPI_SUCCESS) return rc;
     if (st == HIER_OK) {
-        mca_coll_hier_account(hm, HIER_COLL_ALLGATHER, path, block);
+        mca_coll_hier_account(hm, HIER_COLL_ALLGATHER, &res, block);
         return MPI_SUCCESS;
     }
     if (st != HIER_ERR_NOT_SUPPORTED) return mca_coll_hier_error(hm, HIER_COLL_ALLGATHER, st);
 fallback:
-    mca_coll_hier_account(hm, HIER_COLL_ALLGATHER, path, block);
+    mca_coll_hier_account(hm, HIER_COLL_ALLGATHER, &res, block);
     return hm->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, hm->prev_allgather_module);
 }

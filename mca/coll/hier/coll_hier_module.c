@@ -364,12 +364,11 @@ static __attribute__((noinline, cold)) void mca_coll_hier_account_log(mca_coll_h
              mca_coll_hier_comm_cid(hm->comm), bytes, hier_path_name(path));
 }
 
-void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes)
+void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, const hier_result_t *res, size_t bytes)
 {
-    int served = hm->core && !hier_path_is_fallback(path);
-    hier_stats_count(coll, path, bytes, served ? hier_comm_net_bytes(hm->core) : 0,
-                     served && hier_comm_staged(hm->core));
-    if (HIER_LOG_CALL <= hier_log_level) mca_coll_hier_account_log(hm, coll, path, bytes);
+    int served = !hier_path_is_fallback(res->path);
+    hier_stats_count(coll, res->path, bytes, served ? res->net_bytes : 0, served && res->staged);
+    if (HIER_LOG_CALL <= hier_log_level) mca_coll_hier_account_log(hm, coll, res->path, bytes);
 }
 
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st)

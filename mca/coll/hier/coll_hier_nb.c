@@ -179,7 +179,7 @@ int mca_coll_hier_nb_prev(mca_coll_hier_nb_t *r, hier_path_t why)
     mca_coll_hier_module_t *hm = r->hm;
     const mca_coll_hier_nb_args_t *a = &r->args;
     int rc;
-    mca_coll_hier_account(hm, r->coll, why, r->bytes);
+    mca_coll_hier_account(hm, r->coll, &(hier_result_t){.path = why}, r->bytes);
     switch (r->coll) {
     case HIER_COLL_IALLREDUCE:
     case HIER_COLL_ALLREDUCE_INIT:
@@ -295,7 +295,7 @@ static int mca_coll_hier_nb_started(mca_coll_hier_nb_t *r, hier_status_t st, hie
     r->core = NULL;
     mca_coll_hier_nb_release(r);
     if (st != HIER_ERR_NOT_SUPPORTED) return mca_coll_hier_error(hm, coll, st);
-    mca_coll_hier_account(hm, coll, path, bytes);
+    mca_coll_hier_account(hm, coll, &(hier_result_t){.path = path}, bytes);
     return MPI_ERR_PENDING; /* (the caller's fallback) */
 }
 
