@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# MPI integration tests of coll/hier, run by `make check`: test_colls and
-# test_fallback under mpirun at several sizes and settings. Each case must
-# pass its own checks (results and MPI_T counters); the script adds checks on
-# stderr messages, the stats format and leftovers in /dev/shm.
+# shellcheck disable=SC2034 # (the table's parameters use variables through eval)
+# MPI integration tests of coll/hier, run by `make check`: the programs of
+# tests/mpi under mpirun at several sizes and settings. Each case must pass
+# its own checks (results and MPI_T counters); the script adds checks on
+# stderr messages, the stats format and leftovers in /dev/shm. The cases are
+# the table at the end (CASES); above it, the helpers the table names.
 set -u
 B=${HIER_BUILDDIR:-$(pwd)}
 S=${HIER_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -36,13 +38,36 @@ reap_stale_fi_regions() {
     done
 }
 hier_mpirun() {
-    local np=$1
+    local np=$1 cmd
     shift
+    # (WRAP, NETNS_RUN, BIND and HIER_MPIRUN_ARGS are word lists: split on purpose)
+    # shellcheck disable=SC2206
+    cmd=(${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe
+        ${BIND:---bind-to none} -np "$np" -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100
+        --mca coll_hier_fabric_warmup "${WARMUP:-0}"
+        --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" ${HIER_MPIRUN_ARGS:-} "$@")
+    if [ -n "${HIER_TEST_DRY:-}" ]; then
+        dry_show "${cmd[@]}"
+        return 0
+    fi
     reap_stale_fi_regions
-    ${WRAP:-} ${NETNS_RUN:-} timeout -k 10 "$TIMEOUT" mpirun ${NETNS_RUN:+@MPIRUN@} --allow-run-as-root --oversubscribe ${BIND:---bind-to none} -np "$np" \
-        -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" --mca coll_hier_priority 100 \
-        --mca coll_hier_fabric_warmup "${WARMUP:-0}" \
-        --mca coll_hier_shm_chunk_size "$CHUNK" --mca coll_hier_net_chunk_size "$CHUNK" ${HIER_MPIRUN_ARGS:-} "$@"
+    "${cmd[@]}"
+}
+# HIER_TEST_DRY=1: each selected case prints its name, the settings its
+# checks read and its whole command instead of running it (to compare two
+# versions of this script, or to rerun one case by hand), on the script's
+# stdout (fd 3) though the case's own output goes to its file.
+exec 3>&1
+dry_show() {
+    local v
+    {
+        printf 'DRY %s:' "$DRY_NAME"
+        for v in EXTRA_CHECK FI_WANT HIER_NETNS_SLOTS RAILS RAILS_STATS; do
+            [ -z "${!v:-}" ] || printf ' %s=%q' "$v" "${!v}"
+        done
+        printf ' %q' "$@"
+        echo
+    } >&3
 }
 
 # A case's verdict: counted, and its line ("PASS: ..." / "FAIL: ...").
@@ -64,11 +89,12 @@ case_run() {
     shift 2
     case_wanted "$name" || return 0
     start=$(date +%s)
-    hier_mpirun "$np" "$@" >"$LOG/$name.out" 2>&1
+    DRY_NAME=$name hier_mpirun "$np" "$@" >"$LOG/$name.out" 2>&1
     rc=$?
+    [ -z "${HIER_TEST_DRY:-}" ] || return 0
     if [ $rc -eq 0 ] && grep -q '^SKIP: ' "$LOG/$name.out"; then # the program ran nothing: its requirement is missing
         case_skip "$name ($(grep -m1 '^SKIP: ' "$LOG/$name.out" | sed 's/^SKIP: //'))"
-    elif [ $rc -eq 0 ] && [ -z "${EXTRA_CHECK:-}" -o "$(${EXTRA_CHECK:-true} "$LOG/$name.out" && echo ok)" = ok ]; then
+    elif [ $rc -eq 0 ] && { [ -z "${EXTRA_CHECK:-}" ] || [ "$(${EXTRA_CHECK:-true} "$LOG/$name.out" && echo ok)" = ok ]; }; then
         case_pass "$name ($(($(date +%s) - start)) s)"
     else
         case_fail "$name (exit $rc) -- last lines of $LOG/$name.out:"
@@ -175,7 +201,8 @@ killed_run() {
     out=$LOG/$name.out
     start=$(date +%s)
     # shellcheck disable=SC2086
-    TIMEOUT=15 hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 ${KILL_ARGS:-} >"$out" 2>&1
+    TIMEOUT=15 DRY_NAME=$name hier_mpirun "$np" --mca coll_hier_timeout 5 "$@" "$TF" kill --odd 1 ${KILL_ARGS:-} >"$out" 2>&1
+    [ -z "${HIER_TEST_DRY:-}" ] || return 0
     took=$(($(date +%s) - start))
     done_n=$(grep -ac '^rank [0-9]*: done$' "$out")
     slow=$(awk -v l="$limit" '/failed after/ { if ($7 + 0 >= l) print }' "$out") # rank R: allreduce I failed after T s
@@ -191,73 +218,22 @@ killed_run() {
         tail -n 25 "$out" | sed 's/^/    /'
     fi
 }
-shm_before=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')
+hier_segments() { # how many coll-hier-* segments /dev/shm holds
+    local f n=0
+    for f in /dev/shm/coll-hier-*; do [ -e "$f" ] && n=$((n + 1)); done
+    echo $n
+}
+shm_before=$(hier_segments)
 LIBMPI=$(mpicc --showme:libdirs 2>/dev/null | awk '{print $1}')/libmpi.so
 MPI_LINKS_FABRIC=$(ldd "$LIBMPI" 2>/dev/null | grep -c libfabric) # (5.0, 6.0: libfabric is always in the process)
 TC="$B/tests/mpi/test_colls --chunk $CHUNK"
 
-case_run np1_self 1 $TC --allreduce-path self
-case_run np2_auto 2 $TC
-# user-defined operations: commutative ones served on every path, checked against a local fold; a non-commutative one falls back
-case_run np2_userop 2 "$B/tests/mpi/test_userop"
-case_run np3_userop 3 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_userop" --quick
-# nonblocking calls as hier's requests: a fresh communicator's first calls (its set-up without waiting;
-# with coll_hier_nonblocking_setup 0 they fall back), batches of every kind outstanding on two communicators, completed
-# in every order, a blocking call among them, a user operation, a strided receive type; and switched off
-case_run np2_nonblocking 2 "$B/tests/mpi/test_nonblocking"
-case_run np4_nonblocking 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_nonblocking" --quick
-case_run np3_nonblocking_setup_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking_setup 0 \
-    "$B/tests/mpi/test_nonblocking" --quick --first-falls-back
-case_run np3_nonblocking_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
-    "$B/tests/mpi/test_nonblocking" --quick --expect-fallback fallback_forced
-EXTRA_CHECK=has_mismatch_message case_run np2_nonblocking_mismatch 2 "$B/tests/mpi/test_nonblocking" --mismatch
-# persistent calls (MPI_*_init; 4.1: MPIX_*_init) as hier's persistent requests: made first thing on a fresh
-# communicator, every kind started together again and again (Startall), calls between starts, refusals
-case_run np2_persistent 2 "$B/tests/mpi/test_persistent"
-case_run np4_persistent 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_persistent" --quick
-# hier's progress thread (coll_hier_progress_thread 1): it moves the requests' data, MPI's thread ends them
-case_run np2_nonblocking_progress_thread 2 --mca coll_hier_progress_thread 1 "$B/tests/mpi/test_nonblocking"
-case_run np3_persistent_progress_thread 3 --mca mpi_yield_when_idle 1 --mca coll_hier_progress_thread 1 \
-    "$B/tests/mpi/test_persistent" --quick
-case_run np3_persistent_off 3 --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
-    "$B/tests/mpi/test_persistent" --quick --expect-fallback fallback_forced
-# device buffers (the test backend's: the CPU cannot touch them) staged through each request's host mirrors
-case_run np3_nonblocking_device 3 -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
-    "$B/tests/mpi/test_nonblocking" --quick --device
-case_run np3_persistent_device 3 -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
-    "$B/tests/mpi/test_persistent" --quick --device
-# communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
-# behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
-# and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
-case_run np2_split_use_free 2 "$B/tests/mpi/test_churn"
-case_run np4_split_use_free 4 --mca mpi_yield_when_idle 1 "$B/tests/mpi/test_churn" --rounds 3000
-# bound to cores, NUMA domains come from hwloc and each rank's binding
-BIND="--bind-to core" case_run np2_bound 2 $TC --quick
-case_run np3_rsag 3 --mca coll_hier_allreduce_algorithm rsag $TC --allreduce-path shm_rsag
-case_run np4_flat 4 --mca coll_hier_allreduce_algorithm flat $TC --allreduce-path shm_flat
-case_run np4_numa 4 --mca coll_hier_allreduce_algorithm numa --mca coll_hier_numa_ranks_per_domain 2 \
-    $TC --allreduce-path shm_numa
-case_run np5_auto 5 $TC
-# Single copy needs the kernel's leave to read a sibling (Yama ptrace_scope 0)
-# and, under auto, a core per rank; where either is missing hier rightly
-# copies through the segment, and these cases say so instead of failing.
-yama=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
-if [ "$yama" = 0 ]; then
-    case_run np3_cma 3 --mca coll_hier_allgather_algorithm cma $TC --allgather-path cma_copy
-else
-    echo "SKIP: np3_cma (kernel.yama.ptrace_scope=$yama forbids process_vm_readv between siblings)"
-fi
-if [ "$yama" = 0 ] && [ "$(nproc)" -ge 2 ]; then
-    # auto's single-copy window, widened: served by it (rank 0's counters) and correct
-    EXTRA_CHECK=has_cma_stats case_run np2_auto_cma_window 2 --mca coll_hier_stats 1 \
-        --mca coll_hier_allgather_cma_min 1 --mca coll_hier_allgather_cma_max 1G --mca coll_hier_allgather_ll_max 64 \
-        --mca coll_hier_allreduce_flat_max 512 $TC
-else
-    echo "SKIP: np2_auto_cma_window (needs ptrace_scope 0 and 2 CPUs)"
-fi
-case_run np8_auto_numa3 8 --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
-    --mca coll_hier_allreduce_flat_max 8K $TC
-case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
+# Variables the table's parameters use.
+# When the previous component computes, Open MPI's own reduction bugs show:
+# op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
+# MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
+FALLBACK_ARGS="--mca op ^avx"
+T=$B/tests/mpi
 # Device buffers (the test backend: memory the CPU faults on): staged in a
 # pipeline of 4 KiB chunks whose asynchronous copies are slowed down (a
 # missing wait reads stale bytes), peer direct over shm (FI_HMEM_SYSTEM
@@ -265,71 +241,25 @@ case_run np3_derived 3 --mca mpi_param_check 0 $TC --quick --derived
 # direct would work.
 DEV="-x HIER_TEST_DEVICE=1 -x HIER_TEST_DEVICE_DELAY_US=5 --mca coll_hier_device_stage_chunk 4K"
 PD="--mca coll_hier_fabric_provider shm --mca coll_hier_device_peer_direct_min 4K"
-case_run np3_device_staged 3 $DEV $TC
-case_run np3_device_staged_userop 3 $DEV "$B/tests/mpi/test_userop" --quick
-case_run np3_device_peer_direct_shm 3 $DEV $PD $TC --direct-min 4096
-case_run np3_device_force_staging 3 $DEV $PD --mca coll_hier_device_force_staging 1 $TC --quick
-case_run np4_device_on_even_ranks_shm 4 $DEV -x HIER_TEST_DEVICE=even $PD $TC --quick --direct-min 4096
-# Real CUDA buffers where a GPU is present; elsewhere the test says SKIP (shown here)
-case_run np2_cuda 2 "$B/tests/mpi/test_cuda"
-# ...in 64 KiB pipeline chunks, over an endpoint that may register CUDA memory (shm: peer direct if it can)
-case_run np2_cuda_pipelined_shm 2 --mca coll_hier_device_stage_chunk 64K --mca coll_hier_fabric_provider shm \
-    "$B/tests/mpi/test_cuda"
-grep -hs '^test_cuda:' "$LOG/np2_cuda_pipelined_shm.out" || true
-# The same through hier's CUDA backend on tests/common/fake_libcuda.c, a
-# stand-in driver whose device memory the CPU cannot touch and whose stream
-# copies wait for their event: the backend's calls run in CI, without a GPU.
-# Over shm it also shows that a libfabric without CUDA support refuses the
-# registration and the buffers are staged (once said, never an error).
+# hier's CUDA backend on tests/common/fake_libcuda.c, a stand-in driver whose
+# device memory the CPU cannot touch and whose stream copies wait for their
+# event: the backend's calls run in CI, without a GPU.
 FAKECUDA=$LOG/fakecuda
 mkdir -p "$FAKECUDA" && ln -sf "$B/tests/common/.libs/libfakecuda.so" "$FAKECUDA/libcuda.so.1"
 FC="-x LD_LIBRARY_PATH=$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} --mca coll_hier_device_stage_chunk 4K"
-case_run np2_cuda_fake_driver 2 $FC "$B/tests/mpi/test_cuda"
-EXTRA_CHECK=has_refused_registration case_run np3_cuda_fake_driver_shm 3 $FC --mca coll_hier_verbose 1 \
-    --mca coll_hier_fabric_provider shm "$B/tests/mpi/test_cuda"
-# When the previous component computes, Open MPI's own reduction bugs show:
-# op/avx saturates 8/16-bit sums (hidden by op ^avx), MIN/MAX compare
-# MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (skipped by the test).
-FALLBACK_ARGS="--mca op ^avx"
-EXTRA_CHECK=has_shm_message case_run np2_shm_unavailable 2 $FALLBACK_ARGS --mca coll_hier_shm_dir /nonexistent/dir \
-    --mca coll_hier_verbose 1 $TC --quick --skip-ompi-bugs --expect fallback:shm
-# /dev/shm full: a private mount namespace with a 64 KiB tmpfs there (Open
-# MPI's own shared memory moved to /tmp): hier falls back, results correct.
-if unshare --mount true 2>/dev/null; then
-    WRAP="$S/tests/mpi/tiny-shm" EXTRA_CHECK=has_shm_full_message case_run np3_shm_full 3 $FALLBACK_ARGS --mca btl_vader_backing_directory /tmp \
-        --mca coll_hier_verbose 1 $TC --quick --skip-ompi-bugs --expect fallback:shm
-else
-    echo "SKIP: np3_shm_full (unshare --mount not permitted here)"
-fi
-case_run np3_forced_fallback 3 $FALLBACK_ARGS --mca coll_hier_allreduce_algorithm fallback \
-    --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
-    $TC --quick --skip-ompi-bugs --expect fallback:forced
-case_run np3_fallbacks 3 "$B/tests/mpi/test_fallback"
-# Ranks with different coll_hier parameters (one set in the environment of
-# one process only) would run different steps: hier must see it and leave the
-# communicator to the previous component, saying so.
+# Ranks with different coll_hier parameters: the same program on both sides of the MPMD ':'.
 TCP="$TC --quick --world-only --skip-ompi-bugs --expect fallback:params"
-EXTRA_CHECK=has_params_message case_run np2_different_params 1 $FALLBACK_ARGS $TCP \
-    : -np 1 -x OMPI_MCA_coll_hier_allreduce_ll_max=1K -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
 # Uneven nodes without han: under hier (Open MPI 5 selects han by default)
 # han serves hier's own agreement calls through a leaders' communicator,
 # whose allreduce hier serves and counts; the counters are per process, so
 # the test would count it as one of its own calls. (4.1: han is off anyway.)
 UNEVEN="--mca coll ^han"
-# Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
 NET="--net"
-case_run np4_virtual_nodes_shm 4 $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
-    $TC --quick $NET
-# Past every old cap (64 nodes): 72 virtual nodes of one rank, every
-# collective from 8 B to 1 MiB checked exactly (doubles) and served between
-# nodes (rank 0's counters: net paths only, no fallback).
-EXTRA_CHECK=has_net_stats_only case_run np72_virtual_nodes_shm 72 --mca mpi_yield_when_idle 1 \
-    --mca coll_hier_ranks_per_node 1 --mca coll_hier_fabric_provider shm --mca coll_hier_stats 1 \
-    "$B/contrib/hier_bench" -b 8 -e 1M -f 16 -n 3 -w 1 -d double
-# ...and real ones: every host name but the first lives in its own UTS
-# namespace (contrib/hier-fake-node), so Open MPI's locality says "another
-# node" and the tcp BTL runs between them. Unbound: each fake node would bind
-# its ranks to the same first cores.
+# Fake nodes: every host name but the first lives in its own UTS namespace
+# (contrib/hier-fake-node), so Open MPI's locality says "another node" and
+# the tcp BTL runs between them. Unbound: each fake node would bind its ranks
+# to the same first cores.
+FAKE="$FALLBACK_ARGS --mca plm_rsh_agent $S/contrib/hier-fake-node --mca mpi_yield_when_idle 1"
 hosts() { # hosts FILE SLOTS... : this host, then node1, node2, ... with those slots
     local f=$LOG/$1 i=0
     shift
@@ -340,198 +270,46 @@ hosts() { # hosts FILE SLOTS... : this host, then node1, node2, ... with those s
     done
     echo "$f"
 }
-if unshare --uts true 2>/dev/null; then
-    FAKE="$FALLBACK_ARGS --mca plm_rsh_agent $S/contrib/hier-fake-node --mca mpi_yield_when_idle 1"
-    case_run nodes2x2_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp $TC $NET
-    # the default: libfabric opens in the background; calls fall back (fallback:warmup) until it is open
-    # everywhere, then everything is served (the sweep on world, a dup, splits, interleaved)
-    case_run nodes2x2_split_use_free_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_churn"
-    case_run nodes2x2_userop_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        "$B/tests/mpi/test_userop" --quick
-    case_run nodes2x2_nonblocking_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        "$B/tests/mpi/test_nonblocking"
-    case_run nodes2x2_persistent_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        "$B/tests/mpi/test_persistent" --quick
-    case_run nodes2x2_nonblocking_device_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        "$B/tests/mpi/test_nonblocking" --quick --device
-    case_run nodes2x2_nonblocking_progress_thread_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_progress_thread 1 "$B/tests/mpi/test_nonblocking" --quick
-    # Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
-    # thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
-    WARMUP=1 EXTRA_CHECK=warm_on_mpi_thread case_run nodes2x2_tcp_warmup 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 $TC --quick $NET --warm
-    # and where nothing had loaded libfabric (Open MPI without its ofi components, as a UCX-only build):
-    # hier's own thread opens it. Only where libmpi itself does not link libfabric (4.1).
-    if [ "$MPI_LINKS_FABRIC" = 0 ]; then
-        NO_OFI=$LOG/components-without-ofi
-        mkdir -p "$NO_OFI" && for f in "$PKGLIB"/*; do case $f in *ofi*) ;; *) ln -sf "$f" "$NO_OFI/" ;; esac; done
-        COMPONENT_PATH="$B/.libs:$NO_OFI" WARMUP=1 EXTRA_CHECK=warm_in_own_thread case_run nodes2x2_tcp_warmup_own_thread 4 \
-            $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
-            $TC --quick $NET --warm
-    elif case_wanted nodes2x2_tcp_warmup_own_thread; then
-        case_skip "nodes2x2_tcp_warmup_own_thread (libmpi links libfabric: no process here is without it)"
-    fi
-    case_run nodes2x2_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm $TC --quick $NET
-    case_run nodes2x1_tcp 2 $FAKE --hostfile "$(hosts h21 1 1)" --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    # a libfabric older than the headers hier was built with: the installed one answering as 1.12
-    # (tests/common/old_libfabric.c). Where libmpi itself links libfabric (5.0) it would load the
-    # stand-in too; Open MPI's own ofi components are left out.
-    OLD_FI_REAL=$(ldconfig -p 2>/dev/null | awk '/libfabric\.so\.1 / {print $NF; exit}')
-    if [ -n "$OLD_FI_REAL" ] && [ "$MPI_LINKS_FABRIC" = 0 ]; then
-        OLD_FI=$LOG/oldfabric
-        mkdir -p "$OLD_FI" && ln -sf "$B/tests/common/.libs/liboldfabric.so" "$OLD_FI/libfabric.so.1"
-        EXTRA_CHECK=has_old_libfabric case_run nodes2x2_libfabric_older_than_headers 4 $FAKE \
-            --hostfile "$(hosts h22 2 2)" --mca mtl ^ofi --mca btl ^ofi -x LD_LIBRARY_PATH="$OLD_FI" \
-            -x HIER_OLD_FI_REAL="$OLD_FI_REAL" -x HIER_OLD_FI_VERSION=1.12 --mca coll_hier_verbose 1 \
-            --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    else
-        echo "SKIP: nodes2x2_libfabric_older_than_headers (no libfabric.so.1 in the loader's cache, or libmpi links it)"
-    fi
-    # The libfabric 2.x lane (.ci/run): this hier, built against the headers of HIER_FI_LANE (a prefix
-    # holding libfabric HIER_FI_LANE_VERSION), loads the library the node has: that one, and the
-    # system's older one (a head node's newer headers, compute nodes' older library)
-    if [ -n "${HIER_FI_LANE:-}" ]; then
-        lane_headers="built with $HIER_FI_LANE_VERSION headers"
-        FI_WANT="libfabric $HIER_FI_LANE_VERSION (API 1.10 asked; $lane_headers)" EXTRA_CHECK=loaded_fi \
-            case_run nodes2x2_libfabric_lane_library 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-            -x LD_LIBRARY_PATH="$HIER_FI_LANE/lib" --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp \
-            $TC --quick $NET
-        FI_WANT="libfabric $(env -u PKG_CONFIG_PATH pkg-config --modversion libfabric | cut -d. -f1,2) (API 1.10 asked; $lane_headers)" \
-            EXTRA_CHECK=loaded_fi case_run nodes2x2_libfabric_system_library 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-            -x LD_LIBRARY_PATH= --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    fi
-    case_run nodes3_uneven_2_1_1_tcp_rxm 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN \
-        --mca coll_hier_fabric_provider 'tcp;ofi_rxm' $TC --quick $NET
-    case_run nodes3_uneven_rabenseifner 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 \
-        $TC --quick --world-only $NET --allreduce-path net_rh
-    # the same with radix 2: three nodes need a fold (one node's data crosses twice)
-    case_run nodes3_uneven_rabenseifner_folded 4 $FAKE --hostfile "$(hosts h211 2 1 1)" $UNEVEN \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_radix_max 2 \
-        --mca coll_hier_net_split_min 0 $TC --quick --world-only $NET --allreduce-path net_rh
-    # six nodes in radix 3 x 2: two levels, three members each in the first
-    case_run nodes6x1_rabenseifner_mixed_radix 6 $FAKE --hostfile "$(hosts h6 1 1 1 1 1 1)" \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_radix_max 3 \
-        $TC --quick --world-only $NET --allreduce-path net_rh
-    case_run nodes2x2_auto_rabenseifner 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_net_rd_max_two_nodes 0 --mca coll_hier_net_split_min 0 \
-        $TC --quick --world-only $NET --allreduce-path net_rh
-    case_run nodes4x2_round_robin_tcp 8 $FAKE --hostfile "$(hosts h42 2 2 2 2)" --map-by node \
-        --mca coll_hier_fabric_provider tcp $TC --quick $NET
-    case_run nodes2x2_device_peer_direct_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV $PD \
-        $TC $NET --direct-min 4096
-    case_run nodes2x2_device_staged_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $DEV \
-        --mca coll_hier_fabric_provider tcp $TC $NET
-    # the fake GPU sits where this machine has a PCI NIC: NICs are placed near it
-    gpu_bus=$(for d in /sys/class/net/*/device; do readlink -f "$d"; done 2>/dev/null |
-        grep -o '[0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-9a-f]' | tail -n 1)
-    near_gpu() { [ -z "$gpu_bus" ] || grep -q "NICs are placed near this rank's accelerator $gpu_bus" "$1"; }
-    [ -n "$gpu_bus" ] || echo "note: no PCI network device here: the accelerator's placement is not checked"
-    EXTRA_CHECK=near_gpu case_run nodes2x2_cuda_fake_driver_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" $FC \
-        -x HIER_FAKE_CUDA_DEVICES=2 -x HIER_FAKE_CUDA_BUSID="$gpu_bus" --mca coll_hier_verbose 1 \
-        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
-    # the default staging chunk: reduce_scatter's first calls unsplit, later ones split
-    case_run nodes2x2_cuda_fake_driver_default_chunk 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        -x LD_LIBRARY_PATH="$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x HIER_FAKE_CUDA_DEVICES=2 \
-        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_cuda"
-    case_run nodes2x2_ring_big_chunks 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_net_algorithm ring \
-        --mca coll_hier_net_split_min 0 --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 \
-        $TC --quick --world-only $NET --allreduce-path net_ring
-    # (a rank whose network peer left on a mismatch its own node never saw waits out the timeout once the
-    # wire stands still, and its node mate, waiting for it, its own: twice the timeout at most, 5.8 s and
-    # 10.9 s seen on a loaded machine)
-    case_run nodes2x2_mismatch 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --limit 12
-    case_run nodes2x2_mismatch_odd2 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_timeout 5 "$B/tests/mpi/test_faults" mismatch --odd 2 --limit 12
-    case_run nodes2x2_stopped_rank 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        --mca coll_hier_timeout 20 "$B/tests/mpi/test_faults" stop --odd 1 --seconds 3
-    # (Open MPI 5's mpirun takes --enable-recovery, but without a ULFM build its
-    # own TCP layer aborts the survivors: "Socket closed", MPI_ERRORS_ARE_FATAL
-    # on a NULL communicator, before hier's error reaches them)
-    if mpirun --version 2>/dev/null | grep -q 'Open MPI) 4\.'; then
-        killed_run nodes2x2_killed_rank_recovery 4 7 recovers $FAKE --hostfile "$(hosts h22 2 2)" \
-            --mca coll_hier_fabric_provider tcp --enable-recovery
-        KILL_ARGS="--nonblocking 1" killed_run nodes2x2_killed_rank_recovery_nonblocking 4 7 recovers $FAKE \
-            --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp --enable-recovery
-    else
-        echo "SKIP: nodes2x2_killed_rank_recovery (Open MPI 5 and later: this runtime aborts the survivors itself unless built with ULFM)"
-    fi
-    killed_run nodes2x2_killed_rank 4 7 ends $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp
-    KILL_ARGS="--nonblocking 1" killed_run nodes2x2_killed_rank_nonblocking 4 7 ends $FAKE \
-        --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp
-    EXTRA_CHECK=has_net_stats case_run nodes2x2_stats 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_stats 1 \
-        $TC --quick --world-only $NET
-    # MPI_THREAD_MULTIPLE: collectives on several communicators at once from several threads
-    # (and communicators freed while others run)
-    case_run nodes2x2_threads_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider tcp \
-        "$B/tests/mpi/test_threads" --threads 4
-    case_run nodes2x2_threads_shm 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider shm \
-        "$B/tests/mpi/test_threads" --threads 3
-    case_run nodes2x2_threads_persistent_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        --mca coll_hier_fabric_provider tcp "$B/tests/mpi/test_threads" --threads 3 --iters 3 --persistent
-    # communicator churn between nodes: each dup's box on the shared channels
-    EXTRA_CHECK=has_churn_net_stats case_run nodes2x2_churn_tcp 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 "$B/contrib/hier_churn" --iters 30 --comms 30
-    # PyTorch DDP (contrib/examples/ddp_train.py), its gradient buckets
-    # allreduced by MPI through hier: every rank's parameters bitwise equal,
-    # the loss curve within 1e-4 of DDP's own gloo allreduce (the first case),
-    # and rank 0's counters hold every bucket and every loss, between nodes.
-    if why=$(python_mpi_usable torch); then
-        DDP="$PY $S/contrib/examples/ddp_train.py --size tiny --steps 8 --check"
-        case_run nodes2x2_ddp_gloo 4 $FAKE --hostfile "$(hosts h22 2 2)" -x GLOO_SOCKET_IFNAME=lo --mca coll ^hier \
-            $DDP --comm gloo --losses "$LOG/ddp.losses"
-        EXTRA_CHECK=ddp_served_by_hier case_run nodes2x2_ddp_hier 4 $FAKE --hostfile "$(hosts h22 2 2)" \
-            -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 \
-            $DDP --expect-losses "$LOG/ddp.losses"
-        EXTRA_CHECK=ddp_nb_served_by_hier case_run nodes2x2_ddp_hier_nonblocking 4 $FAKE \
-            --hostfile "$(hosts h22 2 2)" -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp \
-            --mca coll_hier_stats 1 $DDP --nonblocking --expect-losses "$LOG/ddp.losses"
-    else
-        echo "SKIP: DDP cases ($why)"
-    fi
-    # mpi4py's own test suite (of the installed 3.1.4: HIER_MPI4PY_SOURCE,
-    # the copy in shared/ beside the tree (Debian's archive does not serve
-    # it), or Debian's source package): the same result for every test with
-    # and without hier, at np 2, np 3 and on 2 x 2 fake nodes.
-    [ -n "${HIER_MPI4PY_SOURCE:-}" ] || [ ! -f "$S/../shared/mpi4py-3.1.4/test/runtests.py" ] ||
-        HIER_MPI4PY_SOURCE=$(cd "$S/../shared/mpi4py-3.1.4" && pwd)
-    if why=$(python_mpi_usable); then
-        for layout in "--np 2" "--np 3" "--fake-nodes 2x2"; do
-            name=mpi4py_suite_$(tr -dc 'a-z0-9' <<<"$layout")
-            case_wanted "$name" || continue
-            start=$(date +%s)
-            out=$("$S/contrib/hier-mpi4py-tests" ${HIER_MPI4PY_SOURCE:+--source "$HIER_MPI4PY_SOURCE"} \
-                --component-dir "$B/.libs" --timeout "$TIMEOUT" $layout 2>&1)
-            rc=$?
-            if [ $rc -eq 77 ]; then
-                echo "SKIP: mpi4py suite cases (${out#SKIP: })"
-                break
-            elif [ $rc -eq 0 ]; then
-                case_pass "$name ($(($(date +%s) - start)) s): $(grep '^mpi4py ' <<<"$out")"
-                grep '^  ' <<<"$out"
-            else
-                case_fail "$name (exit $rc):"
-                tail -n 25 <<<"$out" | sed 's/^/    /'
-            fi
-        done
-    else
-        echo "SKIP: mpi4py suite cases ($why)"
-    fi
-    # (without han: on 5.0 and 6.0 the previous component's first call builds sub-communicators that
-    # hier serves too, and their calls would join the process-wide counters this case counts exactly)
-    case_run nodes2x2_no_provider 4 $FAKE --hostfile "$(hosts h22 2 2)" --mca coll_hier_fabric_provider nonexistent \
-        --mca coll ^han $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
-else
-    echo "SKIP: multi-node cases (unshare --uts not permitted here)"
+# Open MPI's components but its ofi ones: a process where nothing loads
+# libfabric before hier (as a UCX-only build). Only where libmpi itself does
+# not link libfabric (4.1).
+NO_OFI=$LOG/components-without-ofi
+if [ "$MPI_LINKS_FABRIC" = 0 ]; then
+    mkdir -p "$NO_OFI" && for f in "$PKGLIB"/*; do case $f in *ofi*) ;; *) ln -sf "$f" "$NO_OFI/" ;; esac; done
 fi
+# a libfabric older than the headers hier was built with: the installed one answering as 1.12
+# (tests/common/old_libfabric.c). Where libmpi itself links libfabric (5.0) it would load the
+# stand-in too; Open MPI's own ofi components are left out.
+OLD_FI_REAL=$(ldconfig -p 2>/dev/null | awk '/libfabric\.so\.1 / {print $NF; exit}')
+OLD_FI=$LOG/oldfabric
+if [ -n "$OLD_FI_REAL" ] && [ "$MPI_LINKS_FABRIC" = 0 ]; then
+    mkdir -p "$OLD_FI" && ln -sf "$B/tests/common/.libs/liboldfabric.so" "$OLD_FI/libfabric.so.1"
+fi
+# The libfabric 2.x lane (.ci/run): this hier, built against the headers of HIER_FI_LANE (a prefix
+# holding libfabric HIER_FI_LANE_VERSION), loads the library the node has: that one, and the
+# system's older one (a head node's newer headers, compute nodes' older library)
+FI_LANE_HEADERS="built with ${HIER_FI_LANE_VERSION:-} headers"
+fi_system_version() { env -u PKG_CONFIG_PATH pkg-config --modversion libfabric | cut -d. -f1,2; }
+# the fake GPU sits where this machine has a PCI NIC: NICs are placed near it
+gpu_bus=$(for d in /sys/class/net/*/device; do readlink -f "$d"; done 2>/dev/null |
+    grep -o '[0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-9a-f]' | tail -n 1)
+near_gpu() { [ -z "$gpu_bus" ] || grep -q "NICs are placed near this rank's accelerator $gpu_bus" "$1"; }
+[ -n "$gpu_bus" ] || echo "note: no PCI network device here: the accelerator's placement is not checked"
+# test_cuda's own summary (how many allgathers went NIC to NIC), shown in the log
+shows_cuda_summary() { grep -hs '^test_cuda:' "$1" >&2 || true; }
+# PyTorch DDP (contrib/examples/ddp_train.py), its gradient buckets
+# allreduced by MPI through hier: every rank's parameters bitwise equal,
+# the loss curve within 1e-4 of DDP's own gloo allreduce (the first case),
+# and rank 0's counters hold every bucket and every loss, between nodes.
+DDP="$PY $S/contrib/examples/ddp_train.py --size tiny --steps 8 --check"
+
 # A cluster of network namespaces (contrib/hier-netns-cluster): every node its
 # own network stack with two rails, Open MPI's own tcp traffic on the rails.
 # Every case runs the full correctness sweep, and hier must have used both
 # rails: by its own counters (coll:hier:nic lines of every rank), and by the
 # kernel's, which must have sent at least as much on each rail (the tcp BTL's
 # traffic comes on top).
+NETNS_TCP="--mca coll_hier_fabric_provider tcp --mca coll_hier_fabric_iface rail0,rail1 --mca coll_hier_stats 2 --mca mpi_yield_when_idle 1"
 rails_agree() {
     awk -v want="$RAILS" '
         FNR == NR && /^coll:hier:nic / {
@@ -546,14 +324,6 @@ rails_agree() {
                 if (hier[r] < 65536 || kernel[r] < hier[r]) exit 1
             }
         }' "$1" "$RAILS_STATS"
-}
-netns_case() { # netns_case NAME NODES SLOTS NP PROGRAM [args...]
-    local name=$1 nodes=$2 slots=$3 np=$4
-    shift 4
-    RAILS=rail0,rail1 RAILS_STATS=$LOG/$name.rails EXTRA_CHECK=rails_agree HIER_NETNS_SLOTS=$slots \
-        NETNS_RUN="$S/contrib/hier-netns-cluster run --nodes $nodes --rails 2 --rate none --stats $LOG/$name.rails --" \
-        case_run "$name" "$np" --mca coll_hier_fabric_provider tcp --mca coll_hier_fabric_iface rail0,rail1 \
-        --mca coll_hier_stats 2 --mca mpi_yield_when_idle 1 "$@"
 }
 # No NICs named, three rails and a management link with the default route
 # for 2 ranks per node: hier must leave mgmt out (it says so) and every rail
@@ -572,18 +342,6 @@ rails_share() {
                            if (n != 3 || b[r] < 0.8 * sum / n || b[r] > 1.2 * sum / n) exit 1 }
         }' "$1"
 }
-if why=$("$S/contrib/hier-netns-cluster" check); then
-    RAILS=rail0,rail1,rail2 RAILS_STATS=$LOG/netns_2x2_rails3_default_nics.rails EXTRA_CHECK=rails_share \
-        HIER_NETNS_SLOTS=2 NETNS_RUN="$S/contrib/hier-netns-cluster run --nodes 2 --rails 3 --rate none \
-        --stats $LOG/netns_2x2_rails3_default_nics.rails --" case_run netns_2x2_rails3_default_nics 4 \
-        --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 2 --mca coll_hier_verbose 1 \
-        --mca mpi_yield_when_idle 1 "$B/contrib/hier_bench" -c allreduce,allgather -b 16M -e 16M -n 5
-    netns_case netns_2x2_rails2 2 2 4 $TC --world-only
-    netns_case netns_2x1_rails2_striped 2 1 2 $TC --world-only
-    netns_case netns_3_uneven_rails2 3 2,1,1 4 $UNEVEN $TC --quick --world-only
-else
-    echo "SKIP: namespace cluster cases ($why)"
-fi
 # A real Slurm cluster (contrib/hier-slurm-cluster: slurmctld, one slurmd
 # per namespace node, munge): contrib/deploy/slurm's job script under sbatch,
 # the component found only through a parameters file (as on a ParallelCluster
@@ -596,10 +354,15 @@ ROOT_OK=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root)
 slurm_case() { # slurm_case NAME LAUNCH
     local name=$1 launch=$2 start rc out=$LOG/$1.out
     case_wanted "$name" || return 0
+    if [ -n "${HIER_TEST_DRY:-}" ]; then
+        DRY_NAME=$name dry_show slurm_case "$launch"
+        return 0
+    fi
     start=$(date +%s)
     printf '%s\n' "mca_base_component_path = $COMPONENT_PATH" "coll_hier_priority = 100" "coll_hier_stats = 1" \
         "coll_hier_fabric_provider = tcp" "coll_hier_fabric_iface = rail0,rail1" "coll_hier_fabric_warmup = 0" \
         "coll_hier_shm_chunk_size = $CHUNK" "coll_hier_net_chunk_size = $CHUNK" >"$LOG/slurm-params.conf"
+    # shellcheck disable=SC2086 # ($TC: the program and its --chunk)
     OMPI_MCA_mca_base_param_files="$LOG/slurm-params.conf" OMPI_MCA_btl_tcp_if_include=rail0,rail1 \
         HIER_LAUNCH=$launch HIER_MPIRUN_ARGS="--bind-to none --mca mpi_yield_when_idle 1${ROOT_OK:+ $ROOT_OK}" \
         timeout -k 10 "$TIMEOUT" "$S/contrib/hier-slurm-cluster" run --nodes 2 -- \
@@ -613,41 +376,47 @@ slurm_case() { # slurm_case NAME LAUNCH
         tail -n 12 "$LOG/$name.log" "$out" 2>/dev/null | sed 's/^/    /'
     fi
 }
-if why=$("$S/contrib/hier-slurm-cluster" check); then
-    slurm_case slurm_sbatch_mpirun_2x2 mpirun
-    slurm_case slurm_sbatch_srun_pmix_2x2 srun
-else
-    echo "SKIP: Slurm cases ($why)"
-fi
-case_run np3_threads 3 "$B/tests/mpi/test_threads" --threads 3
-case_run np3_threads_persistent 3 "$B/tests/mpi/test_threads" --threads 3 --iters 3 --persistent
-# libmpi dlopened RTLD_LOCAL by a program not linked with it (mpi4py 4's
-# wheels): hier must still load (its stats lines) and serve the allreduces.
-EXTRA_CHECK=has_dlopen_stats case_run np2_libmpi_dlopen_local 2 --mca coll_hier_stats 1 \
-    "$B/tests/mpi/test_dlopen" "$LIBMPI"
-CHUNK=262144 case_run np2_one_gib_per_rank 2 "$B/tests/mpi/test_big"
-# counts past INT_MAX (MPI_Allgather_c, MPI_Allreduce_c: size_t counts reach hier on 6.0); SKIP before MPI 4
-CHUNK=262144 case_run np2_bigcount_past_int_max 2 "$B/tests/mpi/test_big" --bigcount
-# Communicator churn (dups, split storms, live ones) with checked 256 KiB
-# first calls: every communicator maps pipeline buffers, recycled from the
-# pool; the /dev/shm check below sees that none stays behind.
-EXTRA_CHECK=has_churn_stats CHUNK=65536 case_run np4_churn 4 --mca mpi_yield_when_idle 1 --mca coll_hier_stats 1 \
-    "$B/contrib/hier_churn" --iters 30 --comms 30 --bytes 256K
-EXTRA_CHECK=has_stats_lines case_run np4_stats 4 --mca coll_hier_stats 1 $TC --quick
-
-# Faults (never hang, never guess): calls that differ between ranks fail on
-# every rank within the timeout (5 s here) and the communicator falls back;
-# a rank stopped for 3 s (past the spin, within the timeout) changes
-# nothing; a killed rank fails its local peers at once.
-case_run np2_mismatch 2 --mca coll_hier_timeout 5 "$TF" mismatch --limit 8
-case_run np3_mismatch_odd1 3 --mca coll_hier_timeout 5 "$TF" mismatch --odd 1 --limit 8
-case_run np4_stopped_rank 4 --mca coll_hier_timeout 20 "$TF" stop --odd 1 --seconds 3
-killed_run np3_killed_rank 3 7 ends
-KILL_ARGS="--nonblocking 1" killed_run np3_killed_rank_nonblocking 3 7 ends
-
+# mpi4py's own test suite (of the installed 3.1.4: HIER_MPI4PY_SOURCE,
+# the copy in shared/ beside the tree (Debian's archive does not serve
+# it), or Debian's source package): the same result for every test with
+# and without hier. Where the suite cannot be had (exit 77), the later
+# layouts are not tried again: they say SKIP with the first one's reason.
+[ -n "${HIER_MPI4PY_SOURCE:-}" ] || [ ! -f "$S/../shared/mpi4py-3.1.4/test/runtests.py" ] ||
+    HIER_MPI4PY_SOURCE=$(cd "$S/../shared/mpi4py-3.1.4" && pwd)
+mpi4py_missing=
+mpi4py_case() { # mpi4py_case NAME LAYOUT...: contrib/hier-mpi4py-tests' layout options
+    local name=$1 start rc out
+    shift
+    case_wanted "$name" || return 0
+    if [ -n "${HIER_TEST_DRY:-}" ]; then
+        DRY_NAME=$name dry_show mpi4py_case "$@"
+        return 0
+    fi
+    [ -z "$mpi4py_missing" ] || { case_skip "$name ($mpi4py_missing)"; return 0; }
+    start=$(date +%s)
+    out=$("$S/contrib/hier-mpi4py-tests" ${HIER_MPI4PY_SOURCE:+--source "$HIER_MPI4PY_SOURCE"} \
+        --component-dir "$B/.libs" --timeout "$TIMEOUT" "$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        mpi4py_missing=${out#SKIP: }
+        case_skip "$name ($mpi4py_missing)"
+    elif [ $rc -eq 0 ]; then
+        case_pass "$name ($(($(date +%s) - start)) s): $(grep '^mpi4py ' <<<"$out")"
+        grep '^  ' <<<"$out"
+    else
+        case_fail "$name (exit $rc):"
+        tail -n 25 <<<"$out" | sed 's/^/    /'
+    fi
+}
 # ompi_info of the Open MPI built against loads the component and lists
 # its parameters, every one of the table's (docs/parameters.md has a row each).
-if case_wanted ompi_info; then
+ompi_info_case() { # ompi_info_case NAME
+    local name=$1 info want got
+    case_wanted "$name" || return 0
+    if [ -n "${HIER_TEST_DRY:-}" ]; then
+        DRY_NAME=$name dry_show ompi_info_case
+        return 0
+    fi
     info=$(OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" ompi_info --param coll hier --level 9 2>&1)
     want=$(grep -c '^| `coll_hier_' "$S/docs/parameters.md")
     got=$(grep -c 'parameter "coll_hier_' <<<"$info")
@@ -657,9 +426,341 @@ if case_wanted ompi_info; then
         case_fail "ompi_info --param coll hier: $got of $want parameters"
         head -5 <<<"$info" | sed 's/^/    /'
     fi
-fi
+}
 
-shm_after=$(ls /dev/shm 2>/dev/null | grep -c '^coll-hier-')
+# Requirements: req_NAME succeeds where the case can run here, else prints
+# why not (the case's SKIP reason) and fails. Asked once per run.
+req_mount_ns() { unshare --mount true 2>/dev/null || { echo "unshare --mount not permitted here"; return 1; }; }
+req_uts_ns() { unshare --uts true 2>/dev/null || { echo "unshare --uts not permitted here"; return 1; }; }
+# Single copy needs the kernel's leave to read a sibling (Yama ptrace_scope 0)
+# and, under auto, a core per rank; where either is missing hier rightly
+# copies through the segment, and these cases say so instead of failing.
+req_cma() {
+    local yama
+    yama=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+    [ "$yama" = 0 ] || { echo "kernel.yama.ptrace_scope=$yama forbids process_vm_readv between siblings"; return 1; }
+}
+req_cpus2() { [ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs, this machine has $(nproc)"; return 1; }; }
+# (Open MPI 5's mpirun takes --enable-recovery, but without a ULFM build its
+# own TCP layer aborts the survivors: "Socket closed", MPI_ERRORS_ARE_FATAL
+# on a NULL communicator, before hier's error reaches them)
+req_ompi4() {
+    mpirun --version 2>/dev/null | grep -q 'Open MPI) 4\.' ||
+        { echo "Open MPI 5 and later: this runtime aborts the survivors itself unless built with ULFM"; return 1; }
+}
+req_mpi_without_fabric() {
+    [ "$MPI_LINKS_FABRIC" = 0 ] || { echo "libmpi links libfabric: no process here is without it"; return 1; }
+}
+req_old_fabric_standin() {
+    if [ -z "$OLD_FI_REAL" ] || [ "$MPI_LINKS_FABRIC" != 0 ]; then
+        echo "no libfabric.so.1 in the loader's cache, or libmpi links it"
+        return 1
+    fi
+}
+req_fi_lane() { [ -n "${HIER_FI_LANE:-}" ] || { echo "HIER_FI_LANE unset: run by .ci/run's libfabric 2.x lane"; return 1; }; }
+req_mpi4py() { python_mpi_usable; }
+req_torch() { python_mpi_usable torch; }
+req_netns() { "$S/contrib/hier-netns-cluster" check; }
+req_slurm() { "$S/contrib/hier-slurm-cluster" check; }
+declare -A req_missing # NAME -> why it is missing here, "" where present
+# case_requires NAME...: where one is missing, sets why to its reason and fails
+case_requires() {
+    local r w
+    for r in "$@"; do
+        if [ -z "${req_missing[$r]+set}" ]; then
+            declare -F "req_$r" >/dev/null || { echo "run_mpi_tests.sh: no requirement named $r" >&2; exit 99; }
+            if w=$("req_$r"); then req_missing[$r]=; else req_missing[$r]=${w:-req_$r failed}; fi
+        fi
+        why=${req_missing[$r]}
+        [ -z "$why" ] || return 1
+    done
+}
+
+# run_case NAME RANKS LAYOUT REQUIRES CHECK ENV PARAMETERS PROGRAM: one row
+# of the table. The last three columns are shell words, expanded when the
+# case runs (eval: they name the variables above, as "$LOG/x" or "$(...)").
+run_case() {
+    local name=$1 np=$2 layout=$3 requires=$4 check=$5 env=$6 params=$7 prog=$8 largs='' lenv='' n s r why
+    local -a reqs=()
+    case_wanted "$name" || return 0
+    case $layout in
+    local) ;;
+    netns:*:*:*) # netns:NODES:SLOTS:RAILS
+        IFS=: read -r _ n s r <<<"$layout"
+        lenv="RAILS=$(seq -s, -f 'rail%g' 0 $((r - 1))) RAILS_STATS=\$LOG/\$name.rails HIER_NETNS_SLOTS=$s"
+        lenv+=" NETNS_RUN=\"\$S/contrib/hier-netns-cluster run --nodes $n --rails $r --rate none --stats \$LOG/\$name.rails --\""
+        reqs+=(netns) ;;
+    slurm) reqs+=(slurm) ;;
+    [0-9]*x[0-9]*) # NODESxSLOTS fake nodes: hostfile hNODESSLOTS
+        n=${layout%x*} s=${layout#*x}
+        largs="\$FAKE --hostfile \"\$(hosts h$n$s$(printf " $s%.0s" $(seq "$n")))\""
+        reqs+=(uts_ns) ;;
+    [0-9]*,[0-9]*) # SLOTS,SLOTS,... fake nodes, uneven
+        largs="\$FAKE --hostfile \"\$(hosts h${layout//,/} ${layout//,/ })\""
+        reqs+=(uts_ns) ;;
+    *) echo "run_mpi_tests.sh: $name: no layout $layout" >&2; exit 99 ;;
+    esac
+    [ "$requires" = - ] || { IFS=, read -ra r <<<"$requires"; reqs+=("${r[@]}"); }
+    if ! case_requires "${reqs[@]}"; then
+        case_skip "$name ($why)"
+        return 0
+    fi
+    [ "$check" = - ] || lenv+=" EXTRA_CHECK=$check"
+    [ "$env" = - ] || lenv+=" $env"
+    case $prog in
+    "@killed "*) # @killed LIMIT MODE [test_faults kill's own arguments]
+        read -r _ n s r <<<"$prog"
+        eval "$lenv KILL_ARGS=\$r killed_run \"\$name\" \"\$np\" $n $s $largs $params" ;;
+    "@slurm "*) slurm_case "$name" "${prog#@slurm }" ;;
+    "@mpi4py "*) eval "mpi4py_case \"\$name\" ${prog#@mpi4py }" ;;
+    @ompi_info) ompi_info_case "$name" ;;
+    @*) echo "run_mpi_tests.sh: $name: no runner ${prog%% *}" >&2; exit 99 ;;
+    *) eval "$lenv case_run \"\$name\" \"\$np\" $largs $params $prog" ;;
+    esac
+}
+
+# The cases, in the order they run. One row per case (a row may go on over
+# lines ending in "\"), columns separated by "|":
+#   name     says the layout first (np3_, nodes2x2_, netns_, slurm_): CI's lanes select by it
+#   ranks    mpirun's -np
+#   layout   local | NODESxSLOTS or SLOTS,SLOTS,... (fake nodes, needs uts_ns)
+#            | netns:NODES:SLOTS:RAILS (needs netns) | slurm (needs slurm)
+#   requires - or req_* names, comma separated: mount_ns uts_ns cma cpus2 ompi4
+#            mpi_without_fabric old_fabric_standin fi_lane mpi4py torch netns slurm
+#   check    - or a function of the output file that must succeed (the has_* above)
+#   env      - or settings of this script for the case: CHUNK BIND WARMUP WRAP COMPONENT_PATH FI_WANT
+#   parameters  mpirun's arguments (after HIER_MPIRUN_ARGS)
+#   program  the program and its arguments, or a runner: @killed LIMIT MODE [ARGS],
+#            @slurm mpirun|srun, @mpi4py LAYOUT, @ompi_info
+mapfile -t CASES <<'CASES'
+# name                              |ranks|layout|requires|check           |env |parameters |program
+np1_self                            | 1 | local | - | -                    | - | | $TC --allreduce-path self
+np2_auto                            | 2 | local | - | -                    | - | | $TC
+# user-defined operations: commutative ones served on every path, checked against a local fold; a non-commutative one falls back
+np2_userop                          | 2 | local | - | -                    | - | | $T/test_userop
+np3_userop                          | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_userop --quick
+# nonblocking calls as hier's requests: a fresh communicator's first calls (its set-up without waiting;
+# with coll_hier_nonblocking_setup 0 they fall back), batches of every kind outstanding on two communicators, completed
+# in every order, a blocking call among them, a user operation, a strided receive type; and switched off
+np2_nonblocking                     | 2 | local | - | -                    | - | | $T/test_nonblocking
+np4_nonblocking                     | 4 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_nonblocking --quick
+np3_nonblocking_setup_off           | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking_setup 0 \
+    | $T/test_nonblocking --quick --first-falls-back
+np3_nonblocking_off                 | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
+    | $T/test_nonblocking --quick --expect-fallback fallback_forced
+np2_nonblocking_mismatch            | 2 | local | - | has_mismatch_message | - | | $T/test_nonblocking --mismatch
+# persistent calls (MPI_*_init; 4.1: MPIX_*_init) as hier's persistent requests: made first thing on a fresh
+# communicator, every kind started together again and again (Startall), calls between starts, refusals
+np2_persistent                      | 2 | local | - | -                    | - | | $T/test_persistent
+np4_persistent                      | 4 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_persistent --quick
+# hier's progress thread (coll_hier_progress_thread 1): it moves the requests' data, MPI's thread ends them
+np2_nonblocking_progress_thread     | 2 | local | - | -                    | - | --mca coll_hier_progress_thread 1 | $T/test_nonblocking
+np3_persistent_progress_thread      | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_progress_thread 1 \
+    | $T/test_persistent --quick
+np3_persistent_off                  | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
+    | $T/test_persistent --quick --expect-fallback fallback_forced
+# device buffers (the test backend's: the CPU cannot touch them) staged through each request's host mirrors
+np3_nonblocking_device              | 3 | local | - | -                    | - | -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
+    | $T/test_nonblocking --quick --device
+np3_persistent_device               | 3 | local | - | -                    | - | -x HIER_TEST_DEVICE_DELAY_US=5 --mca mpi_yield_when_idle 1 \
+    | $T/test_persistent --quick --device
+# communicators that come and go (BLACS): 10,000 rounds of split + 2 allreduces + free, served, nothing left
+# behind, and a first call creates no communicator (han, the previous component on 5.0 and 6.0, built 6
+# and 7 at each first call while hier's set-up called it, and keeps 0.67 kB per communicator on 5.0)
+np2_split_use_free                  | 2 | local | - | -                    | - | | $T/test_churn
+np4_split_use_free                  | 4 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_churn --rounds 3000
+# bound to cores, NUMA domains come from hwloc and each rank's binding
+np2_bound                           | 2 | local | - | -                    | BIND="--bind-to core" | | $TC --quick
+np3_rsag                            | 3 | local | - | -                    | - | --mca coll_hier_allreduce_algorithm rsag | $TC --allreduce-path shm_rsag
+np4_flat                            | 4 | local | - | -                    | - | --mca coll_hier_allreduce_algorithm flat | $TC --allreduce-path shm_flat
+np4_numa                            | 4 | local | - | -                    | - | --mca coll_hier_allreduce_algorithm numa --mca coll_hier_numa_ranks_per_domain 2 \
+    | $TC --allreduce-path shm_numa
+np5_auto                            | 5 | local | - | -                    | - | | $TC
+np3_cma                             | 3 | local | cma | -                  | - | --mca coll_hier_allgather_algorithm cma | $TC --allgather-path cma_copy
+# auto's single-copy window, widened: served by it (rank 0's counters) and correct
+np2_auto_cma_window                 | 2 | local | cma,cpus2 | has_cma_stats | - | --mca coll_hier_stats 1 --mca coll_hier_allgather_cma_min 1 \
+    --mca coll_hier_allgather_cma_max 1G --mca coll_hier_allgather_ll_max 64 --mca coll_hier_allreduce_flat_max 512 | $TC
+np8_auto_numa3                      | 8 | local | - | -                    | - | --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
+    --mca coll_hier_allreduce_flat_max 8K | $TC
+np3_derived                         | 3 | local | - | -                    | - | --mca mpi_param_check 0 | $TC --quick --derived
+np3_device_staged                   | 3 | local | - | -                    | - | $DEV | $TC
+np3_device_staged_userop            | 3 | local | - | -                    | - | $DEV | $T/test_userop --quick
+np3_device_peer_direct_shm          | 3 | local | - | -                    | - | $DEV $PD | $TC --direct-min 4096
+np3_device_force_staging            | 3 | local | - | -                    | - | $DEV $PD --mca coll_hier_device_force_staging 1 | $TC --quick
+np4_device_on_even_ranks_shm        | 4 | local | - | -                    | - | $DEV -x HIER_TEST_DEVICE=even $PD | $TC --quick --direct-min 4096
+# Real CUDA buffers where a GPU is present; elsewhere the test says SKIP
+np2_cuda                            | 2 | local | - | -                    | - | | $T/test_cuda
+# ...in 64 KiB pipeline chunks, over an endpoint that may register CUDA memory (shm: peer direct if it can)
+np2_cuda_pipelined_shm              | 2 | local | - | shows_cuda_summary   | - | --mca coll_hier_device_stage_chunk 64K --mca coll_hier_fabric_provider shm \
+    | $T/test_cuda
+# The same on the stand-in driver. Over shm it also shows that a libfabric
+# without CUDA support refuses the registration and the buffers are staged
+# (once said, never an error).
+np2_cuda_fake_driver                | 2 | local | - | -                    | - | $FC | $T/test_cuda
+np3_cuda_fake_driver_shm            | 3 | local | - | has_refused_registration | - | $FC --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider shm \
+    | $T/test_cuda
+np2_shm_unavailable                 | 2 | local | - | has_shm_message      | - | $FALLBACK_ARGS --mca coll_hier_shm_dir /nonexistent/dir --mca coll_hier_verbose 1 \
+    | $TC --quick --skip-ompi-bugs --expect fallback:shm
+# /dev/shm full: a private mount namespace with a 64 KiB tmpfs there (Open
+# MPI's own shared memory moved to /tmp): hier falls back, results correct.
+np3_shm_full                        | 3 | local | mount_ns | has_shm_full_message | WRAP="$S/tests/mpi/tiny-shm" \
+    | $FALLBACK_ARGS --mca btl_vader_backing_directory /tmp --mca coll_hier_verbose 1 \
+    | $TC --quick --skip-ompi-bugs --expect fallback:shm
+np3_forced_fallback                 | 3 | local | - | -                    | - | $FALLBACK_ARGS --mca coll_hier_allreduce_algorithm fallback \
+    --mca coll_hier_allgather_algorithm fallback --mca coll_hier_reduce_scatter_algorithm fallback \
+    | $TC --quick --skip-ompi-bugs --expect fallback:forced
+np3_fallbacks                       | 3 | local | - | -                    | - | | $T/test_fallback
+# Ranks with different coll_hier parameters (one set in the environment of
+# one process only) would run different steps: hier must see it and leave the
+# communicator to the previous component, saying so.
+np2_different_params                | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS \
+    | $TCP : -np 1 -x OMPI_MCA_coll_hier_allreduce_ll_max=1K -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
+# Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
+np4_virtual_nodes_shm               | 4 | local | - | -                    | - | $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
+    | $TC --quick $NET
+# Past every old cap (64 nodes): 72 virtual nodes of one rank, every
+# collective from 8 B to 1 MiB checked exactly (doubles) and served between
+# nodes (rank 0's counters: net paths only, no fallback).
+np72_virtual_nodes_shm              | 72 | local | - | has_net_stats_only  | - | --mca mpi_yield_when_idle 1 --mca coll_hier_ranks_per_node 1 \
+    --mca coll_hier_fabric_provider shm --mca coll_hier_stats 1 | $B/contrib/hier_bench -b 8 -e 1M -f 16 -n 3 -w 1 -d double
+# ...and real ones: fake nodes (FAKE above)
+nodes2x2_tcp                        | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $TC $NET
+# the default: libfabric opens in the background; calls fall back (fallback:warmup) until it is open
+# everywhere, then everything is served (the sweep on world, a dup, splits, interleaved)
+nodes2x2_split_use_free_tcp         | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_churn
+nodes2x2_userop_tcp                 | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_userop --quick
+nodes2x2_nonblocking_tcp            | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_nonblocking
+nodes2x2_persistent_tcp             | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_persistent --quick
+nodes2x2_nonblocking_device_tcp     | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_nonblocking --quick --device
+nodes2x2_nonblocking_progress_thread_tcp | 4 | 2x2 | - | -                 | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_progress_thread 1 \
+    | $T/test_nonblocking --quick
+# Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
+# thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
+nodes2x2_tcp_warmup                 | 4 | 2x2 | - | warm_on_mpi_thread     | WARMUP=1 | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
+    | $TC --quick $NET --warm
+# and where nothing had loaded libfabric (Open MPI without its ofi components, as a UCX-only build):
+# hier's own thread opens it
+nodes2x2_tcp_warmup_own_thread      | 4 | 2x2 | mpi_without_fabric | warm_in_own_thread | COMPONENT_PATH="$B/.libs:$NO_OFI" WARMUP=1 \
+    | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 | $TC --quick $NET --warm
+nodes2x2_shm                        | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider shm | $TC --quick $NET
+nodes2x1_tcp                        | 2 | 2x1 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $TC --quick $NET
+nodes2x2_libfabric_older_than_headers | 4 | 2x2 | old_fabric_standin | has_old_libfabric | - | --mca mtl ^ofi --mca btl ^ofi \
+    -x LD_LIBRARY_PATH="$OLD_FI" -x HIER_OLD_FI_REAL="$OLD_FI_REAL" -x HIER_OLD_FI_VERSION=1.12 --mca coll_hier_verbose 1 \
+    --mca coll_hier_fabric_provider tcp | $TC --quick $NET
+nodes2x2_libfabric_lane_library     | 4 | 2x2 | fi_lane | loaded_fi      | FI_WANT="libfabric $HIER_FI_LANE_VERSION (API 1.10 asked; $FI_LANE_HEADERS)" \
+    | -x LD_LIBRARY_PATH="$HIER_FI_LANE/lib" --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp | $TC --quick $NET
+nodes2x2_libfabric_system_library   | 4 | 2x2 | fi_lane | loaded_fi      | FI_WANT="libfabric $(fi_system_version) (API 1.10 asked; $FI_LANE_HEADERS)" \
+    | -x LD_LIBRARY_PATH= --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp | $TC --quick $NET
+nodes3_uneven_2_1_1_tcp_rxm         | 4 | 2,1,1 | - | -                    | - | $UNEVEN --mca coll_hier_fabric_provider 'tcp;ofi_rxm' | $TC --quick $NET
+nodes3_uneven_rabenseifner          | 4 | 2,1,1 | - | -                    | - | $UNEVEN --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_split_min 0 | $TC --quick --world-only $NET --allreduce-path net_rh
+# the same with radix 2: three nodes need a fold (one node's data crosses twice)
+nodes3_uneven_rabenseifner_folded   | 4 | 2,1,1 | - | -                    | - | $UNEVEN --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_net_algorithm rabenseifner --mca coll_hier_net_radix_max 2 --mca coll_hier_net_split_min 0 \
+    | $TC --quick --world-only $NET --allreduce-path net_rh
+# six nodes in radix 3 x 2: two levels, three members each in the first
+nodes6x1_rabenseifner_mixed_radix   | 6 | 6x1 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_net_algorithm rabenseifner \
+    --mca coll_hier_net_radix_max 3 | $TC --quick --world-only $NET --allreduce-path net_rh
+nodes2x2_auto_rabenseifner          | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_net_rd_max_two_nodes 0 \
+    --mca coll_hier_net_split_min 0 | $TC --quick --world-only $NET --allreduce-path net_rh
+nodes4x2_round_robin_tcp            | 8 | 4x2 | - | -                      | - | --map-by node --mca coll_hier_fabric_provider tcp | $TC --quick $NET
+nodes2x2_device_peer_direct_shm     | 4 | 2x2 | - | -                      | - | $DEV $PD | $TC $NET --direct-min 4096
+nodes2x2_device_staged_tcp          | 4 | 2x2 | - | -                      | - | $DEV --mca coll_hier_fabric_provider tcp | $TC $NET
+nodes2x2_cuda_fake_driver_tcp       | 4 | 2x2 | - | near_gpu               | - | $FC -x HIER_FAKE_CUDA_DEVICES=2 -x HIER_FAKE_CUDA_BUSID="$gpu_bus" \
+    --mca coll_hier_verbose 1 --mca coll_hier_fabric_provider tcp | $T/test_cuda
+# the default staging chunk: reduce_scatter's first calls unsplit, later ones split
+nodes2x2_cuda_fake_driver_default_chunk | 4 | 2x2 | - | -                  | - | -x LD_LIBRARY_PATH="$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    -x HIER_FAKE_CUDA_DEVICES=2 --mca coll_hier_fabric_provider tcp | $T/test_cuda
+nodes2x2_ring_big_chunks            | 4 | 2x2 | - | -                      | - | --mca coll_hier_net_algorithm ring --mca coll_hier_net_split_min 0 \
+    --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 | $TC --quick --world-only $NET --allreduce-path net_ring
+# (a rank whose network peer left on a mismatch its own node never saw waits out the timeout once the
+# wire stands still, and its node mate, waiting for it, its own: twice the timeout at most, 5.8 s and
+# 10.9 s seen on a loaded machine)
+nodes2x2_mismatch                   | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --limit 12
+nodes2x2_mismatch_odd2              | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --odd 2 --limit 12
+nodes2x2_stopped_rank               | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_timeout 20 \
+    | $T/test_faults stop --odd 1 --seconds 3
+nodes2x2_killed_rank_recovery       | 4 | 2x2 | ompi4 | -                  | - | --mca coll_hier_fabric_provider tcp --enable-recovery | @killed 7 recovers
+nodes2x2_killed_rank_recovery_nonblocking | 4 | 2x2 | ompi4 | -            | - | --mca coll_hier_fabric_provider tcp --enable-recovery \
+    | @killed 7 recovers --nonblocking 1
+nodes2x2_killed_rank                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | @killed 7 ends
+nodes2x2_killed_rank_nonblocking    | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | @killed 7 ends --nonblocking 1
+nodes2x2_stats                      | 4 | 2x2 | - | has_net_stats          | - | --mca coll_hier_stats 1 | $TC --quick --world-only $NET
+# MPI_THREAD_MULTIPLE: collectives on several communicators at once from several threads
+# (and communicators freed while others run)
+nodes2x2_threads_tcp                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_threads --threads 4
+nodes2x2_threads_shm                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider shm | $T/test_threads --threads 3
+nodes2x2_threads_persistent_tcp     | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp \
+    | $T/test_threads --threads 3 --iters 3 --persistent
+# communicator churn between nodes: each dup's box on the shared channels
+nodes2x2_churn_tcp                  | 4 | 2x2 | - | has_churn_net_stats    | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 \
+    | $B/contrib/hier_churn --iters 30 --comms 30
+nodes2x2_ddp_gloo                   | 4 | 2x2 | torch | -                  | - | -x GLOO_SOCKET_IFNAME=lo --mca coll ^hier \
+    | $DDP --comm gloo --losses "$LOG/ddp.losses"
+nodes2x2_ddp_hier                   | 4 | 2x2 | torch | ddp_served_by_hier | - | -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_stats 1 | $DDP --expect-losses "$LOG/ddp.losses"
+nodes2x2_ddp_hier_nonblocking       | 4 | 2x2 | torch | ddp_nb_served_by_hier | - | -x GLOO_SOCKET_IFNAME=lo --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_stats 1 | $DDP --nonblocking --expect-losses "$LOG/ddp.losses"
+mpi4py_suite_np2                    | 2 | local | mpi4py | -                 | - | | @mpi4py --np 2
+mpi4py_suite_np3                    | 3 | local | mpi4py | -                 | - | | @mpi4py --np 3
+mpi4py_suite_fakenodes2x2           | 4 | 2x2 | mpi4py | -                   | - | | @mpi4py --fake-nodes 2x2
+# (without han: on 5.0 and 6.0 the previous component's first call builds sub-communicators that
+# hier serves too, and their calls would join the process-wide counters this case counts exactly)
+nodes2x2_no_provider                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent --mca coll ^han \
+    | $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
+netns_2x2_rails3_default_nics       | 4 | netns:2:2:3 | - | rails_share    | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 2 \
+    --mca coll_hier_verbose 1 --mca mpi_yield_when_idle 1 | $B/contrib/hier_bench -c allreduce,allgather -b 16M -e 16M -n 5
+netns_2x2_rails2                    | 4 | netns:2:2:2 | - | rails_agree    | - | $NETNS_TCP | $TC --world-only
+netns_2x1_rails2_striped            | 2 | netns:2:1:2 | - | rails_agree    | - | $NETNS_TCP | $TC --world-only
+netns_3_uneven_rails2               | 4 | netns:3:2,1,1:2 | - | rails_agree | - | $NETNS_TCP $UNEVEN | $TC --quick --world-only
+slurm_sbatch_mpirun_2x2             | 4 | slurm | - | -                    | - | | @slurm mpirun
+slurm_sbatch_srun_pmix_2x2          | 4 | slurm | - | -                    | - | | @slurm srun
+np3_threads                         | 3 | local | - | -                    | - | | $T/test_threads --threads 3
+np3_threads_persistent              | 3 | local | - | -                    | - | | $T/test_threads --threads 3 --iters 3 --persistent
+# libmpi dlopened RTLD_LOCAL by a program not linked with it (mpi4py 4's
+# wheels): hier must still load (its stats lines) and serve the allreduces.
+np2_libmpi_dlopen_local             | 2 | local | - | has_dlopen_stats     | - | --mca coll_hier_stats 1 | $T/test_dlopen "$LIBMPI"
+np2_one_gib_per_rank                | 2 | local | - | -                    | CHUNK=262144 | | $T/test_big
+# counts past INT_MAX (MPI_Allgather_c, MPI_Allreduce_c: size_t counts reach hier on 6.0); SKIP before MPI 4
+np2_bigcount_past_int_max           | 2 | local | - | -                    | CHUNK=262144 | | $T/test_big --bigcount
+# Communicator churn (dups, split storms, live ones) with checked 256 KiB
+# first calls: every communicator maps pipeline buffers, recycled from the
+# pool; the /dev/shm check at the end sees that none stays behind.
+np4_churn                           | 4 | local | - | has_churn_stats      | CHUNK=65536 | --mca mpi_yield_when_idle 1 --mca coll_hier_stats 1 \
+    | $B/contrib/hier_churn --iters 30 --comms 30 --bytes 256K
+np4_stats                           | 4 | local | - | has_stats_lines      | - | --mca coll_hier_stats 1 | $TC --quick
+# Faults (never hang, never guess): calls that differ between ranks fail on
+# every rank within the timeout (5 s here) and the communicator falls back;
+# a rank stopped for 3 s (past the spin, within the timeout) changes
+# nothing; a killed rank fails its local peers at once.
+np2_mismatch                        | 2 | local | - | -                    | - | --mca coll_hier_timeout 5 | $TF mismatch --limit 8
+np3_mismatch_odd1                   | 3 | local | - | -                    | - | --mca coll_hier_timeout 5 | $TF mismatch --odd 1 --limit 8
+np4_stopped_rank                    | 4 | local | - | -                    | - | --mca coll_hier_timeout 20 | $TF stop --odd 1 --seconds 3
+np3_killed_rank                     | 3 | local | - | -                    | - | | @killed 7 ends
+np3_killed_rank_nonblocking         | 3 | local | - | -                    | - | | @killed 7 ends --nonblocking 1
+ompi_info                           | 1 | local | - | -                    | - | | @ompi_info
+CASES
+for row in "${CASES[@]}"; do
+    # a row goes on over lines that end in "\"
+    if [ -n "${pending:-}" ]; then row="$pending $row" pending=; fi
+    [[ $row == *\\ ]] && { pending=${row%\\}; continue; }
+    [[ $row =~ ^[[:space:]]*(#|$) ]] && continue
+    IFS='|' read -r c_name c_np c_layout c_requires c_check c_env c_params c_prog <<<"$row"
+    for v in c_name c_np c_layout c_requires c_check c_env c_params c_prog; do
+        read -r "${v?}" <<<"${!v}" # trims the padding
+    done
+    run_case "$c_name" "$c_np" "$c_layout" "$c_requires" "$c_check" "${c_env:--}" "$c_params" "$c_prog"
+done
+
+if [ -n "${HIER_TEST_DRY:-}" ]; then
+    echo "mpi: dry run, nothing ran ($skipped would skip here)"
+    rm -rf "$LOG"
+    exit 0
+fi
+# Not a case but the run's closing check: whatever the selected cases left.
+shm_after=$(hier_segments)
 if [ "$shm_after" -le "$shm_before" ]; then
     case_pass "no coll-hier segment left in /dev/shm"
 else
