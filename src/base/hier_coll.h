@@ -1,11 +1,15 @@
-/* hier_coll.h: the selection vocabulary -- which collective a call is
+/* hier_coll.h: the collectives' vocabulary -- which collective a call is
  * (hier_coll_t) and every way hier serves it or why it does not
  * (hier_path_t): what select/ decides, comm/ reports, the counters count
- * and the stats lines and MPI_T variables name. */
+ * and the stats lines and MPI_T variables name; one call as the core runs
+ * it (hier_call_t) and what it did (hier_result_t). */
 #ifndef HIER_COLL_H
 #define HIER_COLL_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "base/hier_dtype.h"
 
 typedef enum {
     HIER_COLL_ALLREDUCE,
@@ -61,6 +65,23 @@ const char *hier_coll_name(hier_coll_t coll);
 const char *hier_path_name(hier_path_t path);
 /* Identifier-safe variant for pvar names: "shm_rsag", "fallback_op" */
 const char *hier_path_ident(hier_path_t path);
+
+/* One blocking collective as the core runs it, made from an entry's
+ * arguments (comm/hier_comm.c): one shape for the three collectives, so
+ * one sequence serves them; the staging pipeline's chunks are calls of it
+ * too. */
+typedef struct {
+    hier_coll_t coll;        /* ALLREDUCE, ALLGATHER or REDUCE_SCATTER */
+    const void *sbuf;        /* NULL: in place (HIER_IN_PLACE until hier_comm.c's check) */
+    void *rbuf;
+    size_t count;            /* elements of the whole vector; allgather: bytes of one rank's block */
+    size_t esize;            /* bytes per element; allgather: 1 */
+    hier_dtype_t dt;         /* allgather: 0 */
+    hier_op_t op;
+    const size_t *rcounts;   /* reduce_scatter: elements per rank */
+    size_t sbytes, rbytes;   /* the buffers' lengths (in place: rbuf's input and output) */
+    size_t bytes;            /* the whole vector, the same on every rank */
+} hier_call_t;
 
 /* What one call did, returned to its caller (the counters add it up):
  * the path that served it or why it was not served, the bytes this rank

@@ -80,22 +80,6 @@ typedef enum {
     HIER_COMM_SETTING
 } hier_comm_state_t;
 
-/* One blocking collective as comm/ runs it, made from an entry's arguments
- * (hier_comm.c): one shape for the three collectives, so one sequence
- * serves them; the staging pipeline's chunks are calls of it too. */
-typedef struct {
-    hier_coll_t coll;        /* ALLREDUCE, ALLGATHER or REDUCE_SCATTER */
-    const void *sbuf;        /* NULL: in place (HIER_IN_PLACE until hier_comm.c's check) */
-    void *rbuf;
-    size_t count;            /* elements of the whole vector; allgather: bytes of one rank's block */
-    size_t esize;            /* bytes per element; allgather: 1 */
-    hier_dtype_t dt;         /* allgather: 0 */
-    hier_op_t op;
-    const size_t *rcounts;   /* reduce_scatter: elements per rank */
-    size_t sbytes, rbytes;   /* the buffers' lengths (in place: rbuf's input and output) */
-    size_t bytes;            /* the whole vector, the same on every rank */
-} hier_call_t;
-
 struct hier_pd;
 struct hier_stage;
 struct hier_req;
