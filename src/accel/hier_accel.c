@@ -215,6 +215,15 @@ hier_status_t hier_accel_classify_asked(const void *p, size_t len, hier_accel_bu
     return HIER_OK;
 }
 
+int hier_accel_classify_pair(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
+                             hier_accel_buf_t *rb, hier_status_t *st_p)
+{
+    hier_status_t st = hier_accel_classify(sbuf, slen, sb);
+    if (st == HIER_OK) st = hier_accel_classify(rbuf, rlen, rb);
+    *st_p = st;
+    return st != HIER_OK || hier_accel_is_device(sb) || hier_accel_is_device(rb);
+}
+
 hier_status_t hier_accel_copy_d2d(const hier_accel_backend_t *dev, void *dst, const void *src, size_t len)
 {
     if (!len) return HIER_OK;

@@ -136,6 +136,12 @@ static inline int hier_accel_is_device(const hier_accel_buf_t *buf)
     return buf->backend != NULL;
 }
 
+/* A call's send and receive buffers, classified: 1 when either is device
+ * memory, or classifying failed (*st_p, always set: HIER_OK or the first
+ * buffer's error). */
+int hier_accel_classify_pair(const void *sbuf, size_t slen, const void *rbuf, size_t rlen, hier_accel_buf_t *sb,
+                             hier_accel_buf_t *rb, hier_status_t *st_p);
+
 /* Copies with the optional operations' fallbacks: a device-to-device copy
  * through host memory; an asynchronous copy done at once, and its fence
  * already passed. `dev` is the backend of the device side. */

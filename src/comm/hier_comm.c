@@ -1,7 +1,7 @@
 /* hier_comm.c: a communicator's life, and the entry points of its
  * collectives: host buffers go straight to the algorithms (hier_comm_host.c);
- * device buffers are staged through host memory (hier_coll_dev.c) or, for
- * allgathers, go NIC to NIC (hier_coll_pd.c).
+ * device buffers are staged through host memory (exec/hier_stage.c) or,
+ * for allgathers, go NIC to NIC (hier_comm_pd.c).
  *
  * No call agrees with the other ranks on how to run: every rank decides
  * from what every rank knows alike. On a communicator where some rank has
@@ -10,20 +10,21 @@
  * every rank, whatever its own buffers are (a rank with host buffers runs
  * the same chunks on them); elsewhere every call runs whole, a rank with
  * device buffers staging it whole. Peer direct is voted on once per
- * communicator, at its first eligible allgather (hier_coll_pd.c). */
+ * communicator, at its first eligible allgather (hier_comm_pd.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm.h"
-#include "comm/hier_coll_dev.h"
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_pd.h"
 #include "comm/hier_comm_req.h"
 #include "comm/hier_proc.h"
 #include "exec/hier_reduce.h"
+#include "exec/hier_stage.h"
 #include "net/hier_fabric.h"
 
 hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
@@ -44,8 +45,8 @@ void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
     hier_req_orphan(c);
-    hier_coll_pd_close(c);
-    hier_coll_dev_release(c);
+    hier_comm_pd_close(c);
+    hier_stage_free(c->stage);
     hier_net_free(c);
     hier_node_free(c);
     hier_layout_free(&c->layout);
@@ -139,6 +140,12 @@ static hier_status_t hier_comm_buffers(hier_coll_t coll, const void **sbuf_p, si
     return HIER_OK;
 }
 
+/* One chunk of the staging pipeline: a host call (exec/hier_stage.c). */
+static hier_status_t hier_comm_stage_chunk(void *c, const hier_call_t *chunk, hier_result_t *res)
+{
+    return hier_comm_host_run(c, chunk, res);
+}
+
 /* One blocking call, whichever collective:
  * 1. its buffers checked; in place said as NULL from here on;
  * 2. the communicator's requests over first (calls run in the order made);
@@ -163,15 +170,15 @@ static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
 
 static hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call, hier_result_t *res)
 {
-    hier_coll_dev_call_t dev;
+    hier_stage_bufs_t dev;
     hier_status_t st, ready;
     *res = (hier_result_t){0}; /* (its path set by the step that ends the call) */
     if ((st = hier_comm_buffers(call->coll, &call->sbuf, call->sbytes, call->rbuf, call->rbytes)) != HIER_OK) /* 1 */
         return st;
     if (hier_comm_settled(c, call->coll)) return hier_comm_host_run(c, call, res);
     if (hier_req_busy(c)) hier_req_drain(c); /* 2 */
-    res->staged = hier_coll_dev_classify(call->sbuf, call->sbytes, call->rbuf, call->rbytes, &dev.sbuf, &dev.rbuf,
-                                         &st); /* 3 */
+    res->staged = hier_accel_classify_pair(call->sbuf, call->sbytes, call->rbuf, call->rbytes, &dev.sbuf, &dev.rbuf,
+                                           &st); /* 3 */
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(&res->path);
     if (st != HIER_OK) return st;
     hier_ride_t ride, /* 4 */
@@ -179,11 +186,11 @@ static hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call, hier_resul
     ready = hier_comm_prepare(c, hier_select_algorithm(call->coll), call->bytes, rider, &res->path);
     if (ready == HIER_ERR_NOT_SUPPORTED) return ready;
     if (rider && ride.done) return hier_comm_rode(res);
-    if (call->coll == HIER_COLL_ALLGATHER && ready == HIER_OK && hier_coll_pd_allgather(c, &dev, call, res, &st))
+    if (call->coll == HIER_COLL_ALLGATHER && ready == HIER_OK && hier_comm_pd_allgather(c, &dev, call, res, &st))
         return st; /* 5 */
     dev.chunked = hier_comm_chunked(c, ready, call->bytes); /* 6 */
     if (!res->staged && !dev.chunked) return hier_comm_host_run(c, call, res);
-    return hier_coll_dev_run(c, &dev, call, res);
+    return hier_stage_run(&c->stage, &dev, call, c->rank, c->size, hier_comm_stage_chunk, c, res);
 }
 
 hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,

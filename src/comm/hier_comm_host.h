@@ -9,7 +9,7 @@
 
 /* A call on host buffers, after hier_comm_prepare said HIER_OK or
  * HIER_IN_PROGRESS (a one-rank communicator: its input copied); the
- * staging pipeline's chunks are such calls too (hier_coll_dev.c). */
+ * staging pipeline's chunks are such calls too (exec/hier_stage.c). */
 hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res);
 /* What select/ decides from, the same on every rank (one node adds what
  * only it knows). */

@@ -9,7 +9,7 @@
  *                        segment (hier_comm_node.c)
  *   hier_net_t           several nodes only: this communicator's box and the
  *                        peers (processes) its schedules talk to (hier_comm_net.c)
- *   hier_pd, hier_stage  device buffers only (hier_coll_pd.c, hier_coll_dev.c) */
+ *   hier_pd, hier_stage  device buffers only (hier_comm_pd.c, exec/hier_stage.c) */
 #ifndef HIER_COMM_STATE_H
 #define HIER_COMM_STATE_H
 
@@ -19,6 +19,7 @@
 #include "comm/hier_layout.h"
 #include "exec/hier_net_exec.h"
 #include "exec/hier_run.h"
+#include "exec/hier_stage.h"
 #include "base/hier_stats.h"
 #include "net/hier_peers.h"
 #include "select/hier_select.h"
@@ -81,7 +82,6 @@ typedef enum {
 } hier_comm_state_t;
 
 struct hier_pd;
-struct hier_stage;
 struct hier_req;
 struct hier_fiber;
 
@@ -95,7 +95,7 @@ struct hier_comm {
     hier_node_t *node;
     hier_net_t *net;
     struct hier_pd *pd;
-    struct hier_stage *stage;
+    hier_stage_t *stage;         /* the staging pipeline's host buffers, at the first staged call */
     int dev_possible;            /* some rank has a device backend (said at set-up) */
     size_t *rs_displs;           /* size: a reduce_scatter's prefix sums (made at set-up) */
     struct hier_sched_slices *rs_slices; /* several nodes: a reduce_scatter's chunk layout (its first call) */

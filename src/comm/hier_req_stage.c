@@ -5,7 +5,7 @@
  * the caller is told. Each rank stages its own buffers or not: the host
  * collective is the same call on every rank whatever its memory, so ranks
  * need not agree. (The blocking calls pipeline through one buffer per
- * communicator, hier_coll_dev.c; a request cannot wait for the call ahead
+ * communicator, exec/hier_stage.c; a request cannot wait for the call ahead
  * of it to free that buffer, so it has mirrors of its own, as large as its
  * buffers.) */
 #include "comm/hier_req_stage.h"

@@ -1,4 +1,4 @@
-/* hier_coll_pd.c: allgather of device buffers NIC to NIC ("peer direct").
+/* hier_comm_pd.c: allgather of device buffers NIC to NIC ("peer direct").
  *
  * When the provider registers device memory (FI_HMEM: efa with device RDMA,
  * shm), an allgather needs no host copy at all: every rank registers its
@@ -18,7 +18,7 @@
  * that passes host buffers then registering them for the call; no (or no
  * endpoint that registers device memory, or no device backend on some
  * rank): peer direct is off for good and device buffers are staged
- * (hier_coll_dev.c). Host-only jobs never vote: no rank has a backend. */
+ * (exec/hier_stage.c). Host-only jobs never vote: no rank has a backend. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,8 +26,8 @@
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
-#include "comm/hier_coll_dev.h"
 #include "comm/hier_comm_host.h"
+#include "comm/hier_comm_pd.h"
 #include "comm/hier_proc.h"
 #include "net/hier_dev_mr.h"
 
@@ -74,7 +74,7 @@ static int hier_pd_pos(const hier_comm_t *c)
     return (int)c->layout.node_first[c->layout.node] + c->layout.me;
 }
 
-void hier_coll_pd_close(hier_comm_t *c)
+void hier_comm_pd_close(hier_comm_t *c)
 {
     if (!c->pd) return;
     hier_chan_close(c->pd->left);
@@ -162,7 +162,7 @@ static hier_status_t hier_pd_register_one(hier_fabric_t *fab, const hier_accel_b
     return hier_fabric_mr_reg(fab, (void *)p, len ? len : 1, &m->mr);
 }
 
-static int hier_pd_register(hier_fabric_t *fab, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf,
+static int hier_pd_register(hier_fabric_t *fab, const hier_stage_bufs_t *d, const void *sbuf, void *rbuf,
                             size_t block, size_t size, hier_pd_regs_t *regs)
 {
     memset(regs, 0, sizeof(*regs));
@@ -315,7 +315,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, const uint8_t *sbuf, uint8_t *
  *    everyone sees every vote, so all decide alike;
  * 3. every vote yes: connect to the neighbours, and agree that it worked;
  * on for good when it did, else everything closed and off for good. */
-static int hier_pd_vote(hier_comm_t *c, const hier_coll_dev_call_t *d, const void *sbuf, void *rbuf, size_t block,
+static int hier_pd_vote(hier_comm_t *c, const hier_stage_bufs_t *d, const void *sbuf, void *rbuf, size_t block,
                         hier_pd_regs_t *regs)
 {
     hier_fabric_t *fab = NULL;
@@ -345,14 +345,14 @@ static int hier_pd_vote(hier_comm_t *c, const hier_coll_dev_call_t *d, const voi
         return 1;
     }
     if (yes) hier_pd_release(regs);
-    hier_coll_pd_close(c);
+    hier_comm_pd_close(c);
     if ((c->pd = calloc(1, sizeof(*c->pd)))) c->pd->state = HIER_PD_OFF;
     HIER_LOG(HIER_LOG_COMM, "no peer-direct allgather on this communicator (some rank's buffers are host memory, or "
              "no device backend or FI_HMEM endpoint there): device buffers are staged");
     return 0;
 }
 
-int hier_coll_pd_allgather(hier_comm_t *c, const hier_coll_dev_call_t *d, const hier_call_t *call,
+int hier_comm_pd_allgather(hier_comm_t *c, const hier_stage_bufs_t *d, const hier_call_t *call,
                            hier_result_t *res, hier_status_t *st_p)
 {
     const void *sbuf = call->sbuf;

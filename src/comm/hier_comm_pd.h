@@ -1,0 +1,18 @@
+/* hier_comm_pd.h: allgather of device buffers NIC to NIC, "peer direct"
+ * (internal; hier_comm_pd.c). */
+#ifndef HIER_COMM_PD_H
+#define HIER_COMM_PD_H
+
+#include "comm/hier_comm_state.h"
+#include "exec/hier_stage.h"
+
+/* Every rank calls it for every allgather, host buffers too, with the
+ * call's buffers as classified (d; its `chunked` unread): 1 when it served
+ * the call (status in *st_p), 0 when the caller goes on (to the host call
+ * or the staging pipeline) — the same answer on every rank. */
+int hier_comm_pd_allgather(hier_comm_t *c, const hier_stage_bufs_t *d, const hier_call_t *call,
+                           hier_result_t *res, hier_status_t *st_p);
+/* Close the communicator's ring, if any (the vote forgotten too). */
+void hier_comm_pd_close(hier_comm_t *c);
+
+#endif
