@@ -35,6 +35,8 @@ hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, h
     c->size = size;
     c->rank = rank;
     c->ops = *ops;
+    for (hier_coll_t k = HIER_COLL_ALLREDUCE; k <= HIER_COLL_REDUCE_SCATTER; k++) /* (parameters: fixed for the job) */
+        c->served_colls |= (unsigned)(hier_select_algorithm(k) != HIER_ALGO_FALLBACK) << k;
     hier_proc_set_progress(ops->progress);
     hier_accel_init(); /* (before the first call classifies its buffers; cheap once done) */
     *comm_p = c;
@@ -124,19 +126,21 @@ static hier_status_t hier_comm_rode(hier_result_t *res)
 /* The API says in place with HIER_IN_PLACE; inside the core a NULL send
  * buffer means it. A NULL buffer that should hold data is refused here, so
  * it can never be taken for an in-place call. */
-static hier_status_t hier_comm_buffers(hier_coll_t coll, const void **sbuf_p, size_t sbytes, const void *rbuf,
-                                       size_t rbytes)
+static hier_status_t hier_comm_buffer_null(hier_coll_t coll, const void *sbuf, size_t sbytes, size_t rbytes)
+{
+    HIER_ERROR("%s: a NULL %s buffer for %zu bytes (MPI_IN_PLACE is not NULL)", hier_coll_name(coll),
+               sbuf ? "receive" : "send", sbuf ? rbytes : sbytes);
+    return HIER_ERR_BUFFER;
+}
+
+static inline hier_status_t hier_comm_buffers(hier_coll_t coll, const void **sbuf_p, size_t sbytes,
+                                              const void *rbuf, size_t rbytes)
 {
     if (*sbuf_p == HIER_IN_PLACE) {
         *sbuf_p = NULL;
         return HIER_OK;
     }
-    if ((!*sbuf_p && sbytes) || (!rbuf && rbytes)) {
-        HIER_ERROR("%s: a NULL %s buffer for %zu bytes (MPI_IN_PLACE is not NULL)", hier_coll_name(coll),
-                   *sbuf_p ? "receive" : "send",
-                   *sbuf_p ? rbytes : sbytes);
-        return HIER_ERR_BUFFER;
-    }
+    if ((!*sbuf_p && sbytes) || (!rbuf && rbytes)) return hier_comm_buffer_null(coll, *sbuf_p, sbytes, rbytes);
     return HIER_OK;
 }
 
@@ -164,11 +168,14 @@ static hier_status_t hier_comm_stage_chunk(void *c, const hier_call_t *chunk, hi
  * this process later, which hier_accel_any says.) */
 static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
 {
-    return c->state == HIER_COMM_READY && !c->dev_possible && !hier_accel_maybe_device() && !c->req_head &&
-           hier_select_algorithm(coll) != HIER_ALGO_FALLBACK;
+    return c->state == HIER_COMM_READY && (c->served_colls >> coll & 1) && !c->dev_possible &&
+           !hier_accel_maybe_device() && !c->req_head;
 }
 
-static hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call, hier_result_t *res)
+/* (inlined into each entry: the call's description is then constants and
+ * the caller's arguments, not a struct in memory read back) */
+static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call,
+                                                                         hier_result_t *res)
 {
     hier_stage_bufs_t dev;
     hier_status_t st, ready;

@@ -38,13 +38,13 @@ hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
 hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
                                     hier_select_t *choice_p);
 /* (inline: a loop's calls ask for the last choice again, which select/'s
- * cache keeps first; its shape's single copy as the node's now, and no
- * probe due) */
+ * cache keeps first, and no probe is due. The cache is empty until the
+ * shape is made, and the shape's single copy is the node's: only the
+ * slow path probes it, and sets both.) */
 static inline hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
                                              hier_select_t *choice_p)
 {
-    if (c->shape.size && (c->layout.nnodes > 1 || c->shape.cma == c->node->cma) &&
-        hier_select_cached_last(&c->select_cache, c->shape.cma, coll, bytes, choice_p) &&
+    if (hier_select_cached_last(&c->select_cache, c->shape.cma, coll, bytes, choice_p) &&
         choice_p->path != HIER_PATH_CMA_COPY)
         return HIER_OK;
     return hier_comm_select_slow(c, coll, bytes, no_wait, choice_p);

@@ -90,6 +90,7 @@ struct hier_comm {
     hier_comm_ops_t ops;
     hier_comm_state_t state;
     hier_path_t refused;         /* why, when not served */
+    unsigned served_colls;       /* bit coll: not forced to the previous component (coll_hier_<coll>_algorithm) */
     uint64_t warm_calls, warm_asks; /* calls while WARMING; those that asked whether every rank is ready */
     hier_layout_t layout;
     hier_node_t *node;

@@ -16,6 +16,7 @@
 
 #include "comm/hier_comm.h"
 #include "base/hier_dtype.h"
+#include "base/hier_log.h"
 #include "base/hier_stats.h"
 
 BEGIN_C_DECLS
@@ -124,8 +125,17 @@ typedef struct {
     ompi_op_t *op;
     ompi_datatype_t *dtype;
 } mca_coll_hier_user_op_t;
-void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op, ompi_datatype_t *dtype);
-void mca_coll_hier_user_op_end(hier_op_t hop);
+void mca_coll_hier_user_op_install(mca_coll_hier_user_op_t *u, ompi_op_t *op, ompi_datatype_t *dtype);
+/* (inline: every reduction passes here, and few are the user's) */
+static inline void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op,
+                                               ompi_datatype_t *dtype)
+{
+    if (hop == HIER_OP_USER) mca_coll_hier_user_op_install(u, op, dtype);
+}
+static inline void mca_coll_hier_user_op_end(hier_op_t hop)
+{
+    if (hop == HIER_OP_USER) hier_comm_user_op_set(NULL);
+}
 /* The core's view of u (a request keeps u as long as itself). */
 hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u);
 /* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
@@ -138,10 +148,27 @@ int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtyp
  * span (gaps included) copied into a host mirror *m the datatype engine
  * can walk (m->backend NULL: host memory, or a contiguous layout the core
  * stages itself). */
-int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m);
+int mca_coll_hier_mirror_in_any(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m);
+/* (inline: every allgather asks, and most processes have no device memory) */
+static inline int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
+{
+    if (!hier_accel_maybe_device()) {
+        *m = (hier_accel_mirror_t){0};
+        return OMPI_SUCCESS;
+    }
+    return mca_coll_hier_mirror_in_any(buf, count, dt, m);
+}
 
-/* Count the call, log it at verbose 10; for fallbacks say why once per reason. */
-void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, const hier_result_t *res, size_t bytes);
+/* Count the call, log it at verbose 10 (inline: every call passes here;
+ * the log apart, so that counting needs no registers saved). */
+void mca_coll_hier_account_log(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path, size_t bytes);
+static inline void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, const hier_result_t *res,
+                                         size_t bytes)
+{
+    int served = !hier_path_is_fallback(res->path);
+    hier_stats_count(coll, res->path, bytes, served ? res->net_bytes : 0, served && res->staged);
+    if (HIER_LOG_CALL <= hier_log_level) mca_coll_hier_account_log(hm, coll, res->path, bytes);
+}
 /* Turn a core error into an MPI error, logged once with its cause. */
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st);
 

@@ -356,19 +356,11 @@ mca_coll_base_module_t *mca_coll_hier_comm_query(ompi_communicator_t *comm, int 
 
 /* ---- per-call bookkeeping -------------------------------------------------- */
 
-/* (apart, so that the counting path needs no registers saved) */
-static __attribute__((noinline, cold)) void mca_coll_hier_account_log(mca_coll_hier_module_t *hm, hier_coll_t coll,
-                                                                      hier_path_t path, size_t bytes)
+__attribute__((cold)) void mca_coll_hier_account_log(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_path_t path,
+                                                     size_t bytes)
 {
     HIER_LOG(HIER_LOG_CALL, "%s comm cid %u: %zu bytes via %s", hier_coll_name(coll),
              mca_coll_hier_comm_cid(hm->comm), bytes, hier_path_name(path));
-}
-
-void mca_coll_hier_account(mca_coll_hier_module_t *hm, hier_coll_t coll, const hier_result_t *res, size_t bytes)
-{
-    int served = !hier_path_is_fallback(res->path);
-    hier_stats_count(coll, res->path, bytes, served ? res->net_bytes : 0, served && res->staged);
-    if (HIER_LOG_CALL <= hier_log_level) mca_coll_hier_account_log(hm, coll, res->path, bytes);
 }
 
 int mca_coll_hier_error(mca_coll_hier_module_t *hm, hier_coll_t coll, hier_status_t st)

@@ -189,9 +189,8 @@ static void mca_coll_hier_user_reduce(const void *in, void *inout, size_t count,
     ompi_op_reduce(u->op, (void *)in, inout, count, u->dtype); /* inout = in op inout, the user's function */
 }
 
-void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi_op_t *op, ompi_datatype_t *dtype)
+void mca_coll_hier_user_op_install(mca_coll_hier_user_op_t *u, ompi_op_t *op, ompi_datatype_t *dtype)
 {
-    if (hop != HIER_OP_USER) return;
     u->op = op;
     u->dtype = dtype;
     hier_comm_user_op_set(&(hier_user_op_t){mca_coll_hier_user_reduce, u});
@@ -200,11 +199,6 @@ void mca_coll_hier_user_op_begin(mca_coll_hier_user_op_t *u, hier_op_t hop, ompi
 hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u)
 {
     return (hier_user_op_t){mca_coll_hier_user_reduce, u};
-}
-
-void mca_coll_hier_user_op_end(hier_op_t hop)
-{
-    if (hop == HIER_OP_USER) hier_comm_user_op_set(NULL);
 }
 
 hier_path_t mca_coll_hier_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, hier_dtype_t *dt_p,
@@ -276,12 +270,11 @@ int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtyp
  * mirror when it is device memory (the core copies it), so the datatype
  * engine works on the host. Contiguous ones need no mirror: the core stages
  * them itself. */
-int mca_coll_hier_mirror_in(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
+int mca_coll_hier_mirror_in_any(const void *buf, size_t count, ompi_datatype_t *dt, hier_accel_mirror_t *m)
 {
     ptrdiff_t lb, ext, tlb, text, ignored;
     *m = (hier_accel_mirror_t){0};
-    if (!count || !buf || buf == MPI_IN_PLACE || !hier_accel_maybe_device() || /* (no device memory here at all) */
-        mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
+    if (!count || !buf || buf == MPI_IN_PLACE || mca_coll_hier_map_bytes(dt, count, &ignored) == MCA_COLL_HIER_SERVED)
         return OMPI_SUCCESS;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
