@@ -100,13 +100,6 @@ static hier_status_t hier_comm_dev_unknown(hier_path_t *path_p)
     return HIER_ERR_NOT_SUPPORTED;
 }
 
-/* Whether a call of this many bytes runs as the staging pipeline's chunks on
- * every rank (see the file's comment). */
-static int hier_comm_chunked(const hier_comm_t *c, hier_status_t ready, size_t bytes)
-{
-    return ready == HIER_OK && c->dev_possible && bytes > hier_params.device_stage_chunk;
-}
-
 const char hier_in_place_marker;
 
 /* Whether this call may make the set-up, and so ride on it (hier_comm_ride.c):
@@ -150,18 +143,7 @@ static hier_status_t hier_comm_stage_chunk(void *c, const hier_call_t *chunk, hi
     return hier_comm_host_run(c, chunk, res);
 }
 
-/* One blocking call, whichever collective:
- * 1. its buffers checked; in place said as NULL from here on;
- * 2. the communicator's requests over first (calls run in the order made);
- * 3. device memory or not (a buffer nothing here reaches: the previous
- *    component's);
- * 4. the set-up at the communicator's first call, the call riding on its
- *    exchange when it can (host buffers, few bytes: hier_comm_ride.c);
- * 5. device allgathers NIC to NIC when the communicator voted for it;
- * 6. host buffers to the algorithms; device buffers, and every rank's
- *    chunks on a communicator where some rank has a device backend,
- *    through the staging pipeline (the file's comment). */
-/* Steps 3-5 with nothing to do, in one test: the communicator set up and
+/* Steps 2-6 with nothing to do, in one test: the communicator set up and
  * served, no device backend in this process nor on any rank, no request on
  * it, and its collective not forced to the previous component. (Each is
  * fixed for the communicator's life but the first, and a backend loaded in
@@ -172,8 +154,20 @@ static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
            !hier_accel_maybe_device() && !c->req_head;
 }
 
-/* (inlined into each entry: the call's description is then constants and
- * the caller's arguments, not a struct in memory read back) */
+/* One blocking call, whichever collective:
+ * 1. its buffers checked; in place said as NULL from here on;
+ * 2. the communicator's requests over first (calls run in the order made);
+ * 3. device memory or not (a buffer nothing here reaches: the previous
+ *    component's);
+ * 4. the set-up at the communicator's first call, the call riding on its
+ *    exchange when it can (host buffers, few bytes: hier_comm_ride.c);
+ * 5. device allgathers NIC to NIC when the communicator voted for it;
+ * 6. host buffers to the algorithms; device buffers, and every rank's
+ *    chunks on a communicator where some rank has a device backend,
+ *    through the staging pipeline (the file's comment).
+ * Steps 5 and 6 are select/'s route (hier_select_route). (Inlined into
+ * each entry: the call's description is then constants and the caller's
+ * arguments, not a struct in memory read back.) */
 static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call,
                                                                          hier_result_t *res)
 {
@@ -193,9 +187,13 @@ static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_co
     ready = hier_comm_prepare(c, hier_select_algorithm(call->coll), call->bytes, rider, &res->path);
     if (ready == HIER_ERR_NOT_SUPPORTED) return ready;
     if (rider && ride.done) return hier_comm_rode(res);
-    if (call->coll == HIER_COLL_ALLGATHER && ready == HIER_OK && hier_comm_pd_allgather(c, &dev, call, res, &st))
-        return st; /* 5 */
-    dev.chunked = hier_comm_chunked(c, ready, call->bytes); /* 6 */
+    hier_select_route_in_t in = {.coll = call->coll, .bytes = call->bytes, .block = call->count,
+                                 .size = (uint32_t)c->size, .device_possible = ready == HIER_OK && c->dev_possible,
+                                 .peer_direct = hier_comm_pd_voted(c)};
+    hier_select_route_t route;
+    hier_select_route(&in, &route);
+    if (route.peer_direct && hier_comm_pd_allgather(c, &dev, call, res, &st)) return st; /* 5 */
+    dev.chunked = route.chunked; /* 6 */
     if (!res->staged && !dev.chunked) return hier_comm_host_run(c, call, res);
     return hier_stage_run(&c->stage, &dev, call, c->rank, c->size, hier_comm_stage_chunk, c, res);
 }

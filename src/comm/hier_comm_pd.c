@@ -74,6 +74,11 @@ static int hier_pd_pos(const hier_comm_t *c)
     return (int)c->layout.node_first[c->layout.node] + c->layout.me;
 }
 
+int hier_comm_pd_voted(const hier_comm_t *c)
+{
+    return !c->pd ? -1 : c->pd->state == HIER_PD_ON;
+}
+
 void hier_comm_pd_close(hier_comm_t *c)
 {
     if (!c->pd) return;
@@ -358,10 +363,7 @@ int hier_comm_pd_allgather(hier_comm_t *c, const hier_stage_bufs_t *d, const hie
     const void *sbuf = call->sbuf;
     void *rbuf = call->rbuf;
     size_t block = call->count;
-    if (!c->dev_possible || !hier_params.device_peer_direct || hier_params.device_force_staging || c->size < 2 ||
-        block < hier_params.device_peer_direct_min || (c->pd && c->pd->state == HIER_PD_OFF))
-        return 0;
-    hier_pd_regs_t regs = {.recv = {.mr = NULL}}; /* (after the checks: every host call passes here) */
+    hier_pd_regs_t regs = {.recv = {.mr = NULL}};
     if (!c->pd && !hier_pd_vote(c, d, sbuf, rbuf, block, &regs)) return 0;
     if (c->pd->state == HIER_PD_ON && regs.recv.mr == NULL &&
         !hier_pd_register(hier_proc_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {

@@ -6,12 +6,16 @@
 #include "comm/hier_comm_state.h"
 #include "exec/hier_stage.h"
 
-/* Every rank calls it for every allgather, host buffers too, with the
- * call's buffers as classified (d; its `chunked` unread): 1 when it served
- * the call (status in *st_p), 0 when the caller goes on (to the host call
- * or the staging pipeline) — the same answer on every rank. */
+/* Every rank calls it for every allgather select/'s route sends NIC to NIC
+ * (hier_select_route), host buffers too, with the call's buffers as
+ * classified (d; its `chunked` unread): the vote the first time; 1 when it
+ * served the call (status in *st_p), 0 when the caller goes on (to the
+ * host call or the staging pipeline) — the same answer on every rank. */
 int hier_comm_pd_allgather(hier_comm_t *c, const hier_stage_bufs_t *d, const hier_call_t *call,
                            hier_result_t *res, hier_status_t *st_p);
+/* The communicator's vote, as the route takes it: -1 not taken yet, 0 off
+ * for good, 1 on. */
+int hier_comm_pd_voted(const hier_comm_t *c);
 /* Close the communicator's ring, if any (the vote forgotten too). */
 void hier_comm_pd_close(hier_comm_t *c);
 

@@ -145,6 +145,21 @@ static const hier_select_table_t hier_select_net_tables[] = {
     [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 0),
 };
 
+/* Peer direct: device allgathers with blocks of device_peer_direct_min
+ * or more, unless switched off or every device buffer must be staged, on a
+ * communicator that has not voted it down. Chunks: calls above
+ * device_stage_chunk where some rank has a device backend (a rank with host
+ * buffers runs the same chunks). */
+void hier_select_route(const hier_select_route_in_t *in, hier_select_route_t *out)
+{
+    *out = (hier_select_route_t){0};
+    if (!in->device_possible) return;
+    out->peer_direct = in->coll == HIER_COLL_ALLGATHER && hier_params.device_peer_direct &&
+                       !hier_params.device_force_staging && in->size >= 2 &&
+                       in->block >= hier_params.device_peer_direct_min && in->peer_direct != 0;
+    out->chunked = in->bytes > hier_params.device_stage_chunk;
+}
+
 int hier_select_algorithm(hier_coll_t coll)
 {
     return *hier_select_node_tables[coll].forced;

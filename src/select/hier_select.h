@@ -44,6 +44,24 @@ typedef struct {
  * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
  * rank gets here alike) and selects again with the answer. */
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
+/* How a call's data travels, besides the algorithm: decided from what every
+ * rank knows alike, so every rank takes the same steps whatever its own
+ * buffers (a rank's host or device memory changes only how it stages what
+ * every rank runs: hier_stage.c). */
+typedef struct {
+    hier_coll_t coll;
+    size_t bytes;             /* the whole vector (allgather: block x size) */
+    size_t block;             /* allgather: one rank's block */
+    uint32_t size;            /* ranks */
+    int device_possible;      /* some rank has a device backend (said at set-up) */
+    int peer_direct;          /* the communicator's vote: -1 not taken yet, 0 off for good, 1 on */
+} hier_select_route_in_t;
+typedef struct {
+    int peer_direct;          /* an allgather NIC to NIC: voted on now if not yet (hier_comm_pd.c) */
+    int chunked;              /* every rank runs the call as the staging pipeline's chunks */
+} hier_select_route_t;
+void hier_select_route(const hier_select_route_in_t *in, hier_select_route_t *out);
+
 /* The algorithm the user set for a collective (coll_hier_<coll>_algorithm:
  * HIER_ALGO_AUTO, a forced one, or HIER_ALGO_FALLBACK): whether hier may
  * serve it at all, and whether its first call may ride on the set-up. */

@@ -306,3 +306,45 @@ Test(select, cache_gives_what_select_gives)
     hier_select_cached(&cache, &s, HIER_COLL_ALLGATHER, block, &got);
     cr_assert_eq(got.path, HIER_PATH_SHM_COPY, "%s after the probe said no single copy", hier_path_name(got.path));
 }
+
+static hier_select_route_t route(hier_coll_t coll, size_t block, uint32_t size, int device_possible, int voted)
+{
+    hier_select_route_t out;
+    size_t bytes = coll == HIER_COLL_ALLGATHER ? block * size : block;
+    hier_select_route(&(hier_select_route_in_t){.coll = coll, .bytes = bytes, .block = block, .size = size,
+                                                .device_possible = device_possible, .peer_direct = voted},
+                      &out);
+    return out;
+}
+
+/* How a call's data travels: host calls never chunk nor vote; device
+ * allgathers from device_peer_direct_min go NIC to NIC unless voted down,
+ * switched off or forced to staging, or alone; calls above
+ * device_stage_chunk run as chunks where some rank has a backend. */
+Test(select, route_peer_direct_and_chunks)
+{
+    size_t min = hier_params.device_peer_direct_min, chunk = hier_params.device_stage_chunk;
+    hier_select_route_t r = route(HIER_COLL_ALLGATHER, 1u << 24, 8, 0, -1);
+    cr_expect(!r.peer_direct && !r.chunked, "no device backend anywhere: the host call, whole");
+    r = route(HIER_COLL_ALLGATHER, min, 8, 1, -1);
+    cr_expect(r.peer_direct, "a block of device_peer_direct_min, not voted yet: vote");
+    cr_expect(route(HIER_COLL_ALLGATHER, min, 8, 1, 1).peer_direct, "voted on");
+    cr_expect(!route(HIER_COLL_ALLGATHER, min, 8, 1, 0).peer_direct, "voted down: staged for good");
+    cr_expect(!route(HIER_COLL_ALLGATHER, min - 1, 8, 1, 1).peer_direct, "a block under the minimum");
+    cr_expect(!route(HIER_COLL_ALLGATHER, min, 1, 1, 1).peer_direct, "one rank: no ring");
+    cr_expect(!route(HIER_COLL_ALLREDUCE, min, 8, 1, 1).peer_direct, "only allgathers");
+    cr_expect(!route(HIER_COLL_REDUCE_SCATTER, min, 8, 1, 1).peer_direct, "only allgathers");
+    hier_params.device_force_staging = 1;
+    cr_expect(!route(HIER_COLL_ALLGATHER, min, 8, 1, 1).peer_direct, "device_force_staging");
+    hier_params.device_force_staging = 0;
+    hier_params.device_peer_direct = 0;
+    cr_expect(!route(HIER_COLL_ALLGATHER, min, 8, 1, 1).peer_direct, "device_peer_direct 0");
+    for (hier_coll_t coll = HIER_COLL_ALLREDUCE; coll <= HIER_COLL_REDUCE_SCATTER; coll++) {
+        size_t per = coll == HIER_COLL_ALLGATHER ? 4 : 1; /* (allgather: the whole vector is block x 4) */
+        cr_expect(!route(coll, chunk / per, 4, 1, -1).chunked, "%s: device_stage_chunk bytes run whole",
+                  hier_coll_name(coll));
+        cr_expect(route(coll, chunk / per + 1, 4, 1, -1).chunked, "%s: one byte more runs as chunks",
+                  hier_coll_name(coll));
+        cr_expect(!route(coll, chunk / per + 1, 4, 0, -1).chunked, "%s: no backend: whole", hier_coll_name(coll));
+    }
+}
