@@ -77,7 +77,8 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
 {
     const hier_node_t *nd = c->node;
     *fp = (hier_comm_footprint_t){.node = nd != NULL, .net = c->net != NULL, .peer_direct = c->pd != NULL,
-                                  .staging = c->stage != NULL, .heap_bytes = sizeof(*c)};
+                                  .staging = c->stage != NULL,
+                                  .heap_bytes = sizeof(*c) + hier_stage_bytes(c->stage)};
     if (c->layout.node_ranks)
         fp->heap_bytes += ((size_t)c->size * 2 + 1) * sizeof(uint32_t) + /* (hier_layout_reserve) */
                           (size_t)c->size * sizeof(size_t);

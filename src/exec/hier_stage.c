@@ -43,6 +43,11 @@ struct hier_stage {
 
 #define HIER_STAGE_DEPTH 3
 
+size_t hier_stage_bytes(const hier_stage_t *s)
+{
+    return s ? sizeof(*s) + s->len : 0;
+}
+
 typedef struct hier_stage_pipe hier_stage_pipe_t;
 /* Copy chunk k in or out, or run it, with `host` its host buffer. */
 typedef hier_status_t (*hier_stage_step_fn_t)(hier_stage_pipe_t *p, size_t k, uint8_t *host);

@@ -35,6 +35,8 @@ typedef hier_status_t (*hier_stage_chunk_fn_t)(void *arg, const hier_call_t *chu
 hier_status_t hier_stage_run(hier_stage_t **stage_p, const hier_stage_bufs_t *bufs, const hier_call_t *call,
                              int rank, int size, hier_stage_chunk_fn_t run_chunk, void *arg, hier_result_t *res);
 
+/* The heap bytes they hold (NULL: 0). */
+size_t hier_stage_bytes(const hier_stage_t *stage);
 /* Free the host buffers (unpinned first); NULL is a no-op. */
 void hier_stage_free(hier_stage_t *stage);
 

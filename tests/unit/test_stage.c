@@ -401,6 +401,8 @@ Test(stage, host_buffers_are_pinned_once_and_unpinned_when_freed)
     cr_assert_eq(run_rank(&t, &stage, "allreduce, whole, larger"), HIER_OK);
     cr_assert_eq(pins, 2, "pinned anew when grown");
     cr_assert_eq(unpins, 1, "the smaller buffers unpinned");
+    cr_assert_geq(hier_stage_bytes(stage), 2 * ((size_t)1 << 14) * sizeof(uint32_t),
+                  "its footprint counts the host buffers (a send and a receive area of the whole call)");
     hier_stage_free(stage);
     cr_assert_eq(unpins, 2, "unpinned when freed");
 }
