@@ -253,6 +253,8 @@ static hier_status_t hier_comm_req(hier_comm_t *c, hier_req_call_t *call, hier_r
     b->sbuf = call->sbuf;
     if (!b->sbuf) b->in_len = b->in_len ? b->in_len : b->rbytes; /* (in place: the input's bytes of rbuf) */
     else b->in_off = b->in_len = 0;
+    if (!call->persistent && !hier_accel_maybe_device()) /* (no device memory here: nothing to stage) */
+        return hier_req_make(c, call, notify, path_p, req_p);
     if (!call->persistent) {
         if ((st = hier_comm_req_stage(b, &call->stage, path_p)) != HIER_OK) return st;
         if (call->sbuf) call->sbuf = hier_accel_mirror_at(&call->stage.s, (void *)call->sbuf);

@@ -112,9 +112,9 @@ static hier_status_t hier_req_refuse(hier_path_t why, const char *what, hier_pat
 }
 
 /* The parameters let hier serve this kind of call as a request. */
-static hier_status_t hier_req_enabled(hier_coll_t coll, hier_path_t *path_p)
+static hier_status_t hier_req_enabled(const hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
-    if (hier_select_algorithm(coll) == HIER_ALGO_FALLBACK || !hier_params.nonblocking)
+    if (!(c->served_colls >> coll & 1) || !hier_params.nonblocking)
         return hier_req_refuse(HIER_PATH_FALLBACK_FORCED, "", path_p);
     return HIER_OK;
 }
@@ -123,7 +123,7 @@ static hier_status_t hier_req_enabled(hier_coll_t coll, hier_path_t *path_p)
  * decided from what every rank knows alike. */
 static hier_status_t hier_req_servable(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
-    if (hier_req_enabled(coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
+    if (hier_req_enabled(c, coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     if (c->size == 1) return HIER_OK;
     if (c->state == HIER_COMM_REFUSED) return hier_req_refuse(c->refused, "", path_p);
     if (c->state != HIER_COMM_READY)
@@ -149,7 +149,7 @@ static int hier_req_warm_due(hier_comm_t *c, const hier_req_call_t *k)
 
 hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
-    if (hier_req_enabled(coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
+    if (hier_req_enabled(c, coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     if (hier_req_busy(c) || hier_req_sets_up(c)) return HIER_OK; /* (decided when it begins) */
     return hier_req_servable(c, coll, path_p);
 }
@@ -232,7 +232,7 @@ static hier_req_t *hier_req_alloc(const hier_comm_t *c, const hier_req_call_t *k
 static void hier_req_release(hier_req_t *q)
 {
     free(q->counts);
-    hier_req_stage_free(&q->call.stage);
+    if (hier_req_staged(&q->call.stage)) hier_req_stage_free(&q->call.stage);
     if (hier_req_nkept < HIER_REQ_KEEP) hier_req_kept[hier_req_nkept++] = q;
     else free(q);
 }
@@ -405,7 +405,7 @@ static hier_status_t hier_req_kernel(hier_req_t *q, hier_path_t *path_p)
 hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p)
 {
-    hier_status_t st = hier_req_enabled(call->coll, path_p);
+    hier_status_t st = hier_req_enabled(c, call->coll, path_p);
     if (st != HIER_OK) return st;
     hier_path_t path = HIER_PATH_SELF;
     if (hier_params.progress_thread) hier_req_thread_start();
@@ -479,7 +479,7 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
                             hier_path_t *path_p, hier_req_t **req_p)
 {
     hier_path_t path = HIER_PATH_SELF;
-    hier_status_t st = hier_req_enabled(call->coll, path_p);
+    hier_status_t st = hier_req_enabled(c, call->coll, path_p);
     if (st != HIER_OK) return st;
     if (hier_params.progress_thread) hier_req_thread_start();
     if (c->size > 1) {
