@@ -166,18 +166,15 @@ static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
  * 6. host buffers to the algorithms; device buffers, and every rank's
  *    chunks on a communicator where some rank has a device backend,
  *    through the staging pipeline (the file's comment).
- * Steps 5 and 6 are select/'s route (hier_select_route). (Inlined into
- * each entry: the call's description is then constants and the caller's
- * arguments, not a struct in memory read back.) */
-static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call,
-                                                                         hier_result_t *res)
+ * Steps 5 and 6 are select/'s route (hier_select_route). Steps 2-6 apart
+ * (hier_comm_run_steps); step 1 and the settled lane inlined into each
+ * entry (hier_comm_run): the call's description is then constants and the
+ * caller's arguments, and the entry's frame small. */
+static __attribute__((noinline)) hier_status_t hier_comm_run_steps(hier_comm_t *c, hier_call_t *call,
+                                                                    hier_result_t *res)
 {
     hier_stage_bufs_t dev;
     hier_status_t st, ready;
-    *res = (hier_result_t){0}; /* (its path set by the step that ends the call) */
-    if ((st = hier_comm_buffers(call->coll, &call->sbuf, call->sbytes, call->rbuf, call->rbytes)) != HIER_OK) /* 1 */
-        return st;
-    if (hier_comm_settled(c, call->coll)) return hier_comm_host_run(c, call, res);
     if (hier_req_busy(c)) hier_req_drain(c); /* 2 */
     res->staged = hier_accel_classify_pair(call->sbuf, call->sbytes, call->rbuf, call->rbytes, &dev.sbuf, &dev.rbuf,
                                            &st); /* 3 */
@@ -197,6 +194,17 @@ static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_co
     dev.chunked = route.chunked; /* 6 */
     if (!res->staged && !dev.chunked) return hier_comm_host_run(c, call, res);
     return hier_stage_run(&c->stage, &dev, call, c->rank, c->size, hier_comm_stage_chunk, c, res);
+}
+
+static inline __attribute__((always_inline)) hier_status_t hier_comm_run(hier_comm_t *c, hier_call_t *call,
+                                                                         hier_result_t *res)
+{
+    hier_status_t st;
+    *res = (hier_result_t){0}; /* (its path set by the step that ends the call) */
+    if ((st = hier_comm_buffers(call->coll, &call->sbuf, call->sbytes, call->rbuf, call->rbytes)) != HIER_OK) /* 1 */
+        return st;
+    if (hier_comm_settled(c, call->coll)) return hier_comm_host_run(c, call, res);
+    return hier_comm_run_steps(c, call, res);
 }
 
 hier_status_t hier_comm_allreduce(hier_comm_t *c, const void *sbuf, void *rbuf, size_t count, hier_dtype_t dt,
