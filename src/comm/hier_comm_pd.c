@@ -18,10 +18,14 @@
  * that passes host buffers then registering them for the call; no (or no
  * endpoint that registers device memory, or no device backend on some
  * rank): peer direct is off for good and device buffers are staged
- * (exec/hier_stage.c). Host-only jobs never vote: no rank has a backend. */
+ * (exec/hier_stage.c). Host-only jobs never vote: no rank has a backend.
+ *
+ * The ring itself is a schedule (sched/hier_sched_direct.c) the network
+ * executor runs (exec/hier_net_exec.c), as every other network step is:
+ * this file votes, sets the ring's channels up, registers the buffers and
+ * copies a rank's own block. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
@@ -29,7 +33,9 @@
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_pd.h"
 #include "comm/hier_proc.h"
+#include "exec/hier_net_exec.h"
 #include "net/hier_dev_mr.h"
+#include "sched/hier_sched_direct.h"
 
 enum {
     HIER_PD_NONE, /* not voted on yet */
@@ -37,28 +43,27 @@ enum {
     HIER_PD_ON,   /* every eligible allgather goes NIC to NIC */
 };
 
-/* The communicator's ring: a channel end with each neighbour. */
+/* The communicator's ring: a channel end with each neighbour, and what
+ * the network executor runs the ring's schedule with (sched/hier_sched_direct.c). */
 struct hier_pd {
     int state;
     hier_chan_t *left;    /* with the rank before me in the ring: it writes into my buffer */
     hier_chan_t *right;   /* with the rank after me: I write into its buffer */
     uint32_t *counts;     /* per ring step, the left's writes that landed this call */
     size_t max_msg;       /* the smallest max_msg_size of all ranks: blocks are cut by it */
+    hier_step_t *steps;   /* hier_sched_direct_max_steps(size) */
+    hier_chan_t *chans[HIER_DIRECT_PEERS]; /* the executor's participants: left, right */
+    hier_net_send_t sendq[2 * HIER_NOTE_KINDS]; /* (a run's sends are its notes) */
+    hier_exec_bufs_t bufs;
+    hier_net_direct_t direct;
+    hier_net_exec_t x;
 };
 
 #define HIER_PD_SPIN 16    /* endpoint polls before a waiting rank yields */
-/* Control slots per channel: a slot is reused once its write completed,
- * which on shm needs the receiver's progress; two messages per call, so a
- * few calls' worth keeps a sender from waiting on a receiver busy elsewhere. */
+/* Note slots per channel: a slot is reused once its write completed, which
+ * on shm needs the receiver's progress; two notes per call, so a few
+ * calls' worth keeps a sender from waiting on a receiver busy elsewhere. */
 #define HIER_PD_CTL_SLOTS 8
-
-/* Control messages between ring neighbours, towards the left. */
-enum { HIER_PD_WHERE, HIER_PD_DONE };
-typedef struct {
-    uint64_t kind;
-    hier_fabric_rkey_t rkey; /* WHERE: my receive buffer, for the left neighbour's writes */
-    uint64_t off;            /* of the receive buffer in the registration */
-} hier_pd_ctl_t;
 
 /* What the set-up exchanges per rank. */
 typedef struct {
@@ -85,6 +90,7 @@ void hier_comm_pd_close(hier_comm_t *c)
     hier_chan_close(c->pd->left);
     hier_chan_close(c->pd->right);
     free(c->pd->counts);
+    free(c->pd->steps);
     free(c->pd);
     c->pd = NULL;
 }
@@ -95,8 +101,9 @@ static int hier_pd_chans(hier_comm_t *c, hier_fabric_t *fab, hier_pd_info_t *min
     struct hier_pd *pd = c->pd;
     size_t len = sizeof(mine->addr);
     if (!(pd->counts = calloc((size_t)c->size, sizeof(*pd->counts))) ||
-        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_pd_ctl_t), &pd->left) != HIER_OK ||
-        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_pd_ctl_t), &pd->right) != HIER_OK ||
+        !(pd->steps = calloc(hier_sched_direct_max_steps(c->size), sizeof(*pd->steps))) ||
+        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_net_note_t), &pd->left) != HIER_OK ||
+        hier_chan_open(fab, HIER_PD_CTL_SLOTS, sizeof(hier_net_note_t), &pd->right) != HIER_OK ||
         hier_fabric_addr(fab, mine->addr, &len) != HIER_OK)
         return 0;
     mine->addr_len = len;
@@ -124,27 +131,6 @@ static int hier_pd_connect(hier_comm_t *c, hier_fabric_t *fab, const hier_pd_inf
         return 0;
     return hier_chan_connect(c->pd->left, lp, &all[left].right) == HIER_OK &&
            hier_chan_connect(c->pd->right, rp, &all[right].left) == HIER_OK;
-}
-
-/* A turn of a waiting loop (hier_chan_wait_turn): the endpoint, Open MPI,
- * the CPU, the clock; and a write of ours that failed on either channel. */
-static hier_status_t hier_pd_turn(hier_comm_t *c, unsigned turn, uint64_t *still_since, const char *what)
-{
-    hier_status_t st = hier_chan_wait_turn(hier_proc_fabric(), c->ops.progress, HIER_PD_SPIN,
-                                           c->node ? (unsigned)c->node->wait.progress_every : 1, turn, still_since,
-                                           what);
-    if (st == HIER_OK) st = hier_chan_status(c->pd->left);
-    return st == HIER_OK ? hier_chan_status(c->pd->right) : st;
-}
-
-/* Wait for every piece the left neighbour wrote at its step s. */
-static hier_status_t hier_pd_wait_block(hier_comm_t *c, int s, size_t nseg)
-{
-    uint64_t still_since = 0;
-    hier_status_t st = HIER_OK;
-    for (unsigned k = 0; st == HIER_OK && hier_chan_direct_count(c->pd->counts, (size_t)s) < nseg; k++)
-        st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for a block from the previous rank");
-    return st;
 }
 
 /* One call's buffers as the NIC sees them: receive buffer, and send buffer
@@ -189,62 +175,6 @@ static const uint8_t *hier_pd_nic(const hier_accel_buf_t *b, const hier_dev_mr_t
     return m->nic_base + ((uintptr_t)p - b->range.base);
 }
 
-/* Write `len` bytes (NIC address src) to offset `off` of the right
- * neighbour's registration, in pieces the provider takes, tagged with the
- * step; while the provider has no room, wait turns (the room may be the
- * neighbour's to make). */
-static hier_status_t hier_pd_write(hier_comm_t *c, const uint8_t *src, size_t len, hier_fabric_mr_t *mr,
-                                   const hier_pd_ctl_t *to, uint64_t off, int step)
-{
-    size_t max = c->pd->max_msg;
-    for (size_t done = 0, n; done < len; done += n) {
-        n = len - done < max ? len - done : max;
-        uint64_t still_since = 0;
-        int posted = 0;
-        for (unsigned k = 0; !posted; k++) {
-            hier_status_t st = hier_chan_try_write_direct(c->pd->right, src + done, n, mr, to->rkey,
-                                                          to->off + off + done, (uint32_t)step, &posted);
-            if (st == HIER_OK && !posted)
-                st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: room to write to the next rank");
-            if (st != HIER_OK) return st;
-        }
-    }
-    return HIER_OK;
-}
-
-/* A control message to the left neighbour, waiting (and yielding) for a slot. */
-static hier_status_t hier_pd_send_ctl(hier_comm_t *c, const hier_pd_ctl_t *ctl)
-{
-    uint64_t still_since = 0;
-    hier_status_t st = HIER_OK;
-    int sent = 0;
-    for (unsigned k = 0; st == HIER_OK && !sent; k++)
-        if ((st = hier_chan_try_send(c->pd->left, 0, (uint32_t)ctl->kind, ctl, sizeof(*ctl), &sent)) == HIER_OK && !sent)
-            st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for a control slot");
-    return st;
-}
-
-/* The next control message from the right neighbour, of the kind expected. */
-static hier_status_t hier_pd_recv_ctl(hier_comm_t *c, uint64_t kind, hier_pd_ctl_t *ctl)
-{
-    hier_chan_msg_t m = {0};
-    int got = 0;
-    uint64_t still_since = 0;
-    hier_status_t st = HIER_OK;
-    for (unsigned k = 0; st == HIER_OK && !got; k++)
-        if ((st = hier_chan_try_recv(c->pd->right, 0, &m, &got)) == HIER_OK && !got)
-            st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for the next rank's control message");
-    if (st != HIER_OK) return st;
-    if (m.len == sizeof(*ctl)) memcpy(ctl, m.data, sizeof(*ctl));
-    hier_status_t rel = hier_chan_release(c->pd->right, &m);
-    if (m.len != sizeof(*ctl) || ctl->kind != kind) {
-        HIER_ERROR("peer-direct allgather: unexpected control message (%zu bytes, kind %llu; expected kind %llu)",
-                   m.len, m.len == sizeof(*ctl) ? (unsigned long long)ctl->kind : 0ULL, (unsigned long long)kind);
-        return HIER_ERR_INTERNAL;
-    }
-    return rel;
-}
-
 /* My own block into place: between device buffers, device to device; with
  * host memory on either side, through that side's backend (or memcpy). */
 static hier_status_t hier_pd_copy_own(const hier_pd_regs_t *d, void *dst, const void *src, size_t len)
@@ -257,57 +187,78 @@ static hier_status_t hier_pd_copy_own(const hier_pd_regs_t *d, void *dst, const 
     return HIER_OK;
 }
 
-/* The ring, every rank at ring position pos:
- * 1. count nothing yet, and tell the left neighbour where to write (my
- *    receive buffer): no write of this call comes before that;
- * 2. my own block into place (device to device), unless in place;
- * 3. learn where the right neighbour wants its blocks;
- * 4. step s = 0 .. size - 2: write the block of position pos - s to the right
- *    (from step 1 on, the one the left neighbour wrote at step s - 1:
- *    wait for it first);
- * 5. wait for every block from the left (made visible to the device where
- *    the backend says how) and tell it so; wait until the
- *    right neighbour says it has all mine: the provider is done with my
- *    buffers, which are the caller's again on return. (Not the local
- *    completions: on shm they need the target's progress, and the target
- *    may be gone into other work already; they come in later polls.) A
- *    registration kept for this call only waits for them too. */
+/* The executor's setting for the ring, once voted on: its participants
+ * are my neighbours' channels; peers' writes are counted by step. */
+static void hier_pd_exec_init(hier_comm_t *c, hier_fabric_t *fab)
+{
+    struct hier_pd *pd = c->pd;
+    pd->chans[HIER_DIRECT_LEFT] = pd->left;
+    pd->chans[HIER_DIRECT_RIGHT] = pd->right;
+    pd->bufs = (hier_exec_bufs_t){.esize = 1};
+    pd->direct = (hier_net_direct_t){.counts = pd->counts, .ntags = (size_t)c->size, .max_write = pd->max_msg};
+    pd->x = (hier_net_exec_t){.fab = fab, .chans = pd->chans, .bufs = &pd->bufs, .direct = &pd->direct,
+                              .progress = c->ops.progress, .spin = HIER_PD_SPIN,
+                              .progress_every = c->node ? (unsigned)c->node->wait.progress_every : 1,
+                              .run[0].q = {.q = pd->sendq, .cap = sizeof(pd->sendq) / sizeof(pd->sendq[0])}};
+}
+
+/* This call's buffers, as the ring's steps name them (HIER_BUF_SEND, HIER_BUF_RECV). */
+static void hier_pd_exec_bufs(struct hier_pd *pd, const uint8_t *sbuf, uint8_t *rbuf, const hier_pd_regs_t *regs)
+{
+    hier_net_direct_t *dw = &pd->direct;
+    pd->bufs.sbuf = sbuf;
+    pd->bufs.rbuf = rbuf;
+    dw->mr[HIER_BUF_RECV] = regs->recv.mr;
+    dw->nic[HIER_BUF_RECV] = hier_pd_nic(&regs->rbuf, &regs->recv, rbuf);
+    dw->reg_off[HIER_BUF_RECV] = (uint64_t)(dw->nic[HIER_BUF_RECV] - regs->recv.nic_base);
+    dw->mr[HIER_BUF_SEND] = sbuf ? regs->send.mr : NULL;
+    dw->nic[HIER_BUF_SEND] = sbuf ? hier_pd_nic(&regs->sbuf, &regs->send, sbuf) : NULL;
+    dw->reg_off[HIER_BUF_SEND] = sbuf ? (uint64_t)(dw->nic[HIER_BUF_SEND] - regs->send.nic_base) : 0;
+}
+
+/* Until my writes completed (a registration kept for this call only):
+ * not part of the ring's schedule, since on shm a completion needs the
+ * target's progress, and the target may be gone into other work already;
+ * a cached registration lets them come in later polls. */
+static hier_status_t hier_pd_settle(hier_comm_t *c)
+{
+    uint64_t still_since = 0;
+    hier_status_t st = HIER_OK;
+    for (unsigned k = 0; st == HIER_OK && hier_chan_direct_pending(c->pd->right); k++) {
+        st = hier_chan_wait_turn(c->pd->x.fab, c->ops.progress, HIER_PD_SPIN, c->pd->x.progress_every, k,
+                                 &still_since, "peer-direct allgather: waiting for my writes to complete");
+        if (st == HIER_OK) st = hier_chan_status(c->pd->right);
+    }
+    return st;
+}
+
+/* The ring (sched/hier_sched_direct.c, whose step numbers these are) run
+ * by the network executor:
+ * 1. count nothing yet: no write of this call comes before my key (the
+ *    schedule's first step) reached the left neighbour;
+ * 2. my own block into place (device to device) while the ring runs,
+ *    unless in place: no neighbour writes there;
+ * 5. the blocks from the left made visible to the device where the backend
+ *    says how; my writes completed where the registration is this call's. */
 static hier_status_t hier_pd_ring(hier_comm_t *c, const uint8_t *sbuf, uint8_t *rbuf, size_t block,
                                   const hier_pd_regs_t *regs)
 {
-    const hier_pd_regs_t *d = regs; /* (the buffers as the NIC sees them) */
-    int total = c->size, pos = hier_pd_pos(c);
-    size_t max = c->pd->max_msg, nseg = block / max + (block % max != 0); /* (max may be SIZE_MAX) */
-    hier_pd_ctl_t mine = {.kind = HIER_PD_WHERE, .rkey = hier_fabric_mr_rkey(regs->recv.mr),
-                          .off = (uint64_t)(hier_pd_nic(&d->rbuf, &regs->recv, rbuf) - regs->recv.nic_base)};
-    hier_pd_ctl_t right, done = {.kind = HIER_PD_DONE};
+    struct hier_pd *pd = c->pd;
+    hier_direct_args_t a = {.total = c->size, .pos = hier_pd_pos(c), .ring = c->layout.node_ranks, .block = block,
+                            .in_place = !sbuf};
+    size_t n = hier_sched_direct_allgather(&a, pd->steps);
+    hier_pd_exec_bufs(pd, sbuf, rbuf, regs);
     hier_lock_take(); /* (counted into by whichever thread progresses) */
-    memset(c->pd->counts, 0, (size_t)total * sizeof(*c->pd->counts));          /* 1 */
+    memset(pd->counts, 0, (size_t)c->size * sizeof(*pd->counts));                             /* 1 */
     hier_lock_drop();
-    hier_status_t st = hier_pd_send_ctl(c, &mine);
-    if (st == HIER_OK && sbuf)                                                 /* 2 */
-        st = hier_pd_copy_own(d, rbuf + (size_t)c->rank * block, sbuf, block);
-    if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_WHERE, &right); /* 3 */
-    for (int s = 0; s < total - 1 && st == HIER_OK; s++) { /* 4 */
-        int k = c->layout.node_ranks[(pos - s + total) % total];
-        const uint8_t *src = hier_pd_nic(&d->rbuf, &regs->recv, rbuf + (size_t)k * block);
-        hier_fabric_mr_t *mr = regs->recv.mr;
-        if (s == 0 && sbuf) {
-            src = hier_pd_nic(&d->sbuf, &regs->send, sbuf);
-            mr = regs->send.mr;
-        }
-        if (s > 0) st = hier_pd_wait_block(c, s - 1, nseg);
-        if (st == HIER_OK) st = hier_pd_write(c, src, block, mr, &right, (uint64_t)k * block, s);
-    }
-    for (int s = 0; s < total - 1 && st == HIER_OK; s++) st = hier_pd_wait_block(c, s, nseg); /* 5 */
-    if (st == HIER_OK && d->rbuf.backend && d->rbuf.backend->flush_rdma)
-        st = d->rbuf.backend->flush_rdma(d->rbuf.range.device);
-    if (st == HIER_OK) st = hier_pd_send_ctl(c, &done);
-    if (st == HIER_OK) st = hier_pd_recv_ctl(c, HIER_PD_DONE, &right);
-    uint64_t still_since = 0;
-    int per_call = !regs->recv.cached || (sbuf && !regs->send.cached);
-    for (unsigned k = 0; st == HIER_OK && per_call && hier_chan_direct_pending(c->pd->right); k++)
-        st = hier_pd_turn(c, k, &still_since, "peer-direct allgather: waiting for my writes to complete");
+    hier_status_t st = hier_net_exec_start(&pd->x, 0, pd->steps, n);
+    if (st != HIER_OK) return st;
+    if (sbuf) st = hier_pd_copy_own(regs, rbuf + (size_t)c->rank * block, sbuf, block);       /* 2 */
+    hier_status_t ring = hier_net_exec_finish(&pd->x, 0); /* (finished whatever 2 did: the neighbours wait on it) */
+    if (st == HIER_OK) st = ring;
+    if (st == HIER_OK && regs->rbuf.backend && regs->rbuf.backend->flush_rdma)              /* 5 */
+        st = regs->rbuf.backend->flush_rdma(regs->rbuf.range.device);
+    if (st == HIER_OK && (!regs->recv.cached || (sbuf && !regs->send.cached))) st = hier_pd_settle(c);
     return st;
 }
 
@@ -341,6 +292,7 @@ static int hier_pd_vote(hier_comm_t *c, const hier_stage_bufs_t *d, const void *
             if (all[r].max_msg < c->pd->max_msg) c->pd->max_msg = all[r].max_msg;
         if (c->ops.agree(&ok, 1, c->ops.arg) != 0) ok = 0;
         all_yes = ok;
+        if (ok) hier_pd_exec_init(c, fab);
     }
     free(all);
     if (all_yes) {

@@ -96,7 +96,11 @@ hier_status_t hier_exec_step(const hier_exec_bufs_t *bufs, const hier_step_t *st
         break;
     case HIER_STEP_BARRIER: break;
     case HIER_STEP_NET_SEND:
-    case HIER_STEP_NET_RECV: return HIER_ERR_INVALID_ARG; /* the transport's, like barriers */
+    case HIER_STEP_NET_RECV:
+    case HIER_STEP_NET_NOTE_SEND:
+    case HIER_STEP_NET_NOTE_RECV:
+    case HIER_STEP_NET_WRITE:
+    case HIER_STEP_NET_WRITES_WAIT: return HIER_ERR_INVALID_ARG; /* the transport's, like barriers */
     }
     return HIER_OK;
 }

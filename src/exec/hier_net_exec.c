@@ -162,15 +162,88 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
     return hier_chan_release(r->ch, &m);
 }
 
-/* Queue send step s of run d (its queue has room). */
-static hier_status_t hier_net_enqueue(hier_net_exec_t *x, unsigned d, const hier_step_t *s)
+/* Queue a send of run d (its queue has room): len bytes at src to
+ * participant `to`, labelled `tag`. */
+static hier_status_t hier_net_enqueue(hier_net_exec_t *x, unsigned d, const uint8_t *src, size_t len, uint32_t to,
+                                      uint32_t tag)
 {
     hier_net_queue_t *q = &x->run[d].q;
-    const uint8_t *src = hier_exec_ref(x->bufs, s->src);
-    int in_place = x->mr && src >= x->mr_base && src + s->len <= x->mr_base + x->mr_len;
-    *hier_net_queued(q, q->n++) = (hier_net_send_t){.src = src, .len = s->len, .to = s->peer, .tag = s->tag,
+    int in_place = x->mr && src >= x->mr_base && src + len <= x->mr_base + x->mr_len;
+    *hier_net_queued(q, q->n++) = (hier_net_send_t){.src = src, .len = len, .to = to, .tag = tag,
                                                     .mr = in_place ? x->mr : NULL, .order = x->queued++};
     return hier_net_push_all(x, d);
+}
+
+/* Queue note step s of run d: a key names the registration of the buffer
+ * s->dst lies in, and where in it s->dst starts. */
+static hier_status_t hier_net_note(hier_net_exec_t *x, unsigned d, const hier_step_t *s)
+{
+    const hier_net_direct_t *dw = x->direct;
+    unsigned kind = s->tag, b = s->dst.kind;
+    if (kind >= HIER_NOTE_KINDS || (kind == HIER_NOTE_KEY && (!dw || b > HIER_BUF_RECV || !dw->mr[b]))) {
+        HIER_ERROR("inter-node executor: note %u cannot be sent (no registered buffer to give a key to)", kind);
+        return HIER_ERR_INVALID_ARG;
+    }
+    hier_net_note_t *note = &x->run[d].note_out[kind];
+    *note = (hier_net_note_t){.kind = kind};
+    if (kind == HIER_NOTE_KEY) {
+        note->rkey = hier_fabric_mr_rkey(dw->mr[b]);
+        note->off = dw->reg_off[b] + s->dst.off;
+    }
+    return hier_net_enqueue(x, d, (const uint8_t *)note, sizeof(*note), s->peer, kind);
+}
+
+/* Post the pieces of write step s of run d while the provider takes them
+ * (*all_p: every piece posted), with the key its target sent. */
+static hier_status_t hier_net_write(hier_net_exec_t *x, hier_net_run_t *run, const hier_step_t *s, int *all_p)
+{
+    const hier_net_direct_t *dw = x->direct;
+    unsigned b = s->src.kind;
+    hier_chan_t *ch;
+    *all_p = 0;
+    if (!dw || b > HIER_BUF_RECV || !dw->mr[b] || !run->has_key || run->key_from != s->peer || !dw->max_write) {
+        HIER_ERROR("inter-node executor: a direct write to participant %u without its key or a registered source",
+                   s->peer);
+        return HIER_ERR_INVALID_ARG;
+    }
+    hier_status_t st = hier_net_link(x, s->peer, 1, &ch);
+    if (st != HIER_OK || !ch) return st;
+    run->wrote = ch;
+    const uint8_t *src = dw->nic[b] + s->src.off;
+    while (run->wdone < s->len) {
+        size_t n = s->len - run->wdone < dw->max_write ? s->len - run->wdone : dw->max_write;
+        int posted;
+        st = hier_chan_try_write_direct(ch, src + run->wdone, n, dw->mr[b], run->key.rkey,
+                                        run->key.off + s->dst.off + run->wdone, s->tag, &posted);
+        if (st != HIER_OK || !posted) return st;
+        run->wdone += n;
+        x->net_bytes += n;
+        x->moved++;
+    }
+    run->wdone = 0;
+    *all_p = 1;
+    return HIER_OK;
+}
+
+/* Whether every piece of the writes step s waits for landed here (pieces
+ * landing count as progress for the executor's clock). */
+static int hier_net_writes_in(hier_net_exec_t *x, hier_net_run_t *run, const hier_step_t *s, hier_status_t *st_p)
+{
+    const hier_net_direct_t *dw = x->direct;
+    if (!dw || !dw->max_write || s->tag >= dw->ntags) {
+        HIER_ERROR("inter-node executor: a wait for direct writes tagged %u, which nothing counts", s->tag);
+        *st_p = HIER_ERR_INVALID_ARG;
+        return 0;
+    }
+    size_t pieces = s->len / dw->max_write + (s->len % dw->max_write != 0);
+    uint32_t got = hier_chan_direct_count(dw->counts, s->tag);
+    if (got != run->wseen) {
+        run->wseen = got;
+        x->moved++;
+    }
+    if (got < pieces) return 0;
+    run->wseen = 0;
+    return 1;
 }
 
 /* Run d stops: over (HIER_OK) or failed. */
@@ -194,6 +267,10 @@ hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_ste
     run->q.head = run->q.n = 0;
     run->receiving = 0;
     run->failed = HIER_OK;
+    run->has_key = 0;
+    run->wdone = 0;
+    run->wseen = 0;
+    run->wrote = NULL;
     run->active = 1;
     return hier_net_exec_poll(x);
 }
@@ -206,14 +283,20 @@ static hier_status_t hier_net_advance(hier_net_exec_t *x, unsigned d)
     hier_net_run_t *run = &x->run[d];
     if (!run->active) return HIER_OK;
     hier_status_t st = hier_net_push_all(x, d);
+    if (st == HIER_OK && run->wrote) st = hier_chan_status(run->wrote); /* (a write of ours failed) */
     while (st == HIER_OK && run->next < run->n) {
         const hier_step_t *s = &run->steps[run->next];
-        if (s->op == HIER_STEP_NET_SEND) {
+        if (s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_NOTE_SEND) {
             if (run->q.n == run->q.cap) break;
-            st = hier_net_enqueue(x, d, s);
-        } else if (s->op == HIER_STEP_NET_RECV) {
-            int got = 1;
-            if (!run->receiving)
+            st = s->op == HIER_STEP_NET_NOTE_SEND
+                     ? hier_net_note(x, d, s)
+                     : hier_net_enqueue(x, d, hier_exec_ref(x->bufs, s->src), s->len, s->peer, s->tag);
+        } else if (s->op == HIER_STEP_NET_RECV || s->op == HIER_STEP_NET_NOTE_RECV) {
+            int got = 1, note = s->op == HIER_STEP_NET_NOTE_RECV;
+            if (!run->receiving && note)
+                run->r = (hier_net_recv_t){.dst = (uint8_t *)&run->note_in, .len = sizeof(run->note_in),
+                                           .from = s->peer, .tag = s->tag};
+            else if (!run->receiving)
                 run->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
                                            .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
                                            .from = s->peer, .tag = s->tag};
@@ -224,6 +307,17 @@ static hier_status_t hier_net_advance(hier_net_exec_t *x, unsigned d)
             }
             if (run->r.done < run->r.len) break;
             run->receiving = 0;
+            if (note && s->tag == HIER_NOTE_KEY) { /* (the tag was checked on arrival: hier_net_pull) */
+                run->key = run->note_in;
+                run->key_from = s->peer;
+                run->has_key = 1;
+            }
+        } else if (s->op == HIER_STEP_NET_WRITE) {
+            int all;
+            st = hier_net_write(x, run, s, &all);
+            if (!all) break;
+        } else if (s->op == HIER_STEP_NET_WRITES_WAIT) {
+            if (!hier_net_writes_in(x, run, s, &st)) break;
         } else {
             HIER_ERROR("inter-node executor: step %d is not a network step", (int)s->op);
             st = HIER_ERR_INVALID_ARG;
@@ -264,9 +358,24 @@ hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
     return st;
 }
 
+/* What a run that is not over waits for, in words. */
+static const char *hier_net_waiting(const hier_net_run_t *run)
+{
+    hier_step_op_t op = run->next < run->n ? run->steps[run->next].op : HIER_STEP_NET_SEND;
+    if (op == HIER_STEP_NET_WRITE) return "room for a direct write to a peer";
+    if (op == HIER_STEP_NET_WRITES_WAIT) return "waiting for a peer's direct writes";
+    return run->receiving ? "receiving" : "sending (no credit from the peer)";
+}
+
 /* Where a run that stands still stood. */
 static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t *run)
 {
+    if (run->next < run->n && run->steps[run->next].op == HIER_STEP_NET_WRITES_WAIT && x->direct) {
+        const hier_step_t *s = &run->steps[run->next];
+        HIER_ERROR("direct writes tagged %u from participant %u: %u pieces landed, %zu bytes awaited", s->tag, s->peer,
+                   s->tag < x->direct->ntags ? hier_chan_direct_count(x->direct->counts, s->tag) : 0, s->len);
+    }
+    if (run->wrote) hier_chan_report(run->wrote, "direct writes timed out");
     if (run->receiving && run->r.ch) hier_chan_report(run->r.ch, "receive timed out");
     else if (run->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", run->r.from);
     for (size_t i = 0; i < run->q.n; i++) {
@@ -275,7 +384,6 @@ static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t 
         if (s->ch) hier_chan_report(s->ch, "send timed out");
         else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);
     }
-    (void)x;
 }
 
 /* Run d's end as its finish or test sees it: HIER_OK, or why it failed. */
@@ -304,7 +412,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d)
             still_since = 0;
         }
         st = hier_chan_wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
-                                 run->receiving ? "receiving" : "sending (no credit from the peer)");
+                                 hier_net_waiting(run));
         if (st != HIER_OK) {
             if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x, run);
             hier_net_stop(run, st);
@@ -328,7 +436,7 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d)
             x->still_since = hier_wait_now_ms();
         } else if (hier_wait_expired(x->still_since)) {
             HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(),
-                       run->receiving ? "receiving" : "sending (no credit from the peer)");
+                       hier_net_waiting(run));
             hier_net_exec_report(x, run);
             hier_net_stop(run, HIER_ERR_TIMEOUT);
         }

@@ -48,6 +48,26 @@ typedef struct {
     size_t cap, head, n;
 } hier_net_queue_t;
 
+/* A note on the wire (HIER_STEP_NET_NOTE_*): a channel message between
+ * two ends of the same build, so its layout is theirs alone. */
+typedef struct {
+    uint64_t kind;           /* hier_note_kind_t */
+    hier_fabric_rkey_t rkey; /* HIER_NOTE_KEY: the buffer's registration */
+    uint64_t off;            /* ... and where the buffer starts in it */
+} hier_net_note_t;
+
+/* One-sided steps' setting (HIER_STEP_NET_WRITE and its kin): the call's
+ * buffers as registered, by kind (HIER_BUF_SEND, HIER_BUF_RECV), and where
+ * peers' writes are counted. */
+typedef struct {
+    hier_fabric_mr_t *mr[2]; /* NULL: that buffer is not registered */
+    const uint8_t *nic[2];   /* the buffer's start as the NIC addresses it (device memory: not the CPU's) */
+    uint64_t reg_off[2];     /* ... and its offset in its registration, which a key names */
+    const uint32_t *counts;  /* by tag, the pieces peers wrote here (hier_chan_direct_counts) */
+    size_t ntags;
+    size_t max_write;        /* writes are cut into pieces of this, alike at both ends */
+} hier_net_direct_t;
+
 /* One run of steps (a chunk's network part), from start to its end. */
 typedef struct {
     const hier_step_t *steps;
@@ -56,6 +76,15 @@ typedef struct {
     hier_net_recv_t r;     /* the receive under way, when `receiving` */
     int receiving, active;
     hier_status_t failed;  /* why it stopped early (kept for its finish or test) */
+    /* one-sided steps */
+    hier_net_note_t note_in;                    /* the note being received */
+    hier_net_note_t note_out[HIER_NOTE_KINDS];  /* notes being sent, by kind (they stay until handed over) */
+    hier_net_note_t key;                        /* the key to write with, from participant key_from */
+    uint32_t key_from;
+    int has_key;
+    size_t wdone;                               /* bytes of the write under way posted */
+    uint32_t wseen;                             /* pieces seen landed by the wait under way */
+    hier_chan_t *wrote;                         /* a channel written on: its writes' errors end the run */
 } hier_net_run_t;
 
 /* Runs in flight at once, at most: one per chunk of a pipeline's depth. */
@@ -80,6 +109,7 @@ typedef struct {
     hier_fabric_mr_t *mr;      /* registered memory [mr_base, mr_base + mr_len): sends from it go */
     const uint8_t *mr_base;    /* without a copy (NULL: every send is copied) */
     size_t mr_len;
+    const hier_net_direct_t *direct; /* one-sided steps only */
     uint64_t net_bytes;        /* bytes this participant put on the fabric */
     hier_sig_t sig;            /* the call's signature: in every message's header, checked in every one received */
     hier_net_run_t run[HIER_NET_RUNS_MAX]; /* runs, by stream (start .. finish) */
@@ -99,7 +129,11 @@ typedef struct {
  * participants sending to each other more than a channel holds cannot
  * deadlock; a receive segment that would overwrite bytes a queued send of
  * its run has not handed over yet (or, sent in place, not yet seen written)
- * waits for them. Runs in flight at once must touch disjoint bytes. */
+ * waits for them. Runs in flight at once must touch disjoint bytes.
+ * One-sided steps (x->direct): a write holds its run until every piece is
+ * posted, a wait until every piece landed; neither waits for the writes'
+ * local completions (on shm they need the target's progress): the caller
+ * does, where the registration is its own (hier_chan_direct_pending). */
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_step_t *steps, size_t n);
 /* Every run in flight moves on; the first error of one that stopped (that
  * run is over: its finish or test returns the error too). */

@@ -49,6 +49,10 @@ static hier_status_t hier_model_compact(hier_model_sim_t *s, hier_model_chunk_t 
                                    .peer = x->peer, .tag = x->tag, .reduce = x->net_reduce,
                                    .bytes = x->net_reduce ? x->len * s->esize : x->len};
             break;
+        case HIER_STEP_NET_NOTE_SEND: /* one-sided: only the peer-direct ring has them, which is not modelled */
+        case HIER_STEP_NET_NOTE_RECV:
+        case HIER_STEP_NET_WRITE:
+        case HIER_STEP_NET_WRITES_WAIT: return HIER_ERR_NOT_SUPPORTED;
         }
         hier_model_rec_t *last = c->n ? &c->rec[c->n - 1] : NULL;
         if (last && last->kind == r.kind && r.kind == HIER_MODEL_WORK && c->n > c->range_start) {

@@ -43,7 +43,20 @@ typedef enum {
     /* inter-node: peers are indexes in the group of ranks that share a local index */
     HIER_STEP_NET_SEND, /* len bytes at src to `peer`, labelled `tag` */
     HIER_STEP_NET_RECV, /* the message `tag` from `peer`: copied to dst, or (net_reduce) dst = dst op it */
+    /* one-sided (hier_sched_direct.c): a peer writes straight into my registered buffer */
+    HIER_STEP_NET_NOTE_SEND,   /* a note of kind `tag` (hier_note_kind_t) to `peer`; HIER_NOTE_KEY: dst's key */
+    HIER_STEP_NET_NOTE_RECV,   /* the next note from `peer`, which must be of kind `tag`; a key is kept */
+    HIER_STEP_NET_WRITE,       /* len bytes at src into `peer`'s keyed buffer at dst.off, tagged `tag` */
+    HIER_STEP_NET_WRITES_WAIT, /* until `peer`'s writes tagged `tag` (len bytes in all) landed here */
 } hier_step_op_t;
+
+/* What a note says. A writer writes only with the key its target sent, and
+ * the target's buffer is the caller's again once it said DONE. */
+typedef enum {
+    HIER_NOTE_KEY,  /* you may write into my buffer (dst): here is its key */
+    HIER_NOTE_DONE, /* every write of yours landed: your buffers are yours again */
+    HIER_NOTE_KINDS
+} hier_note_kind_t;
 
 #define HIER_SCHED_NO_RANK UINT32_MAX
 
