@@ -89,7 +89,7 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
                        (nd->pipe.seg ? hier_shm_size(hier_shm_shape(nd->pipe.seg)) : 0);
     fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 6 * sizeof(uint32_t)) +
                       nd->nsteps * nd->nqueues * sizeof(hier_net_send_t) +
-                      (nd->stage ? HIER_EXEC_STAGE_BYTES : 0);
+                      (nd->scratch ? HIER_EXEC_SCRATCH_BYTES : 0);
     for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX && nd->steps[i]; i++) fp->heap_bytes += nd->nsteps * sizeof(hier_step_t);
     if (c->net) fp->heap_bytes += sizeof(*c->net) + (size_t)c->layout.nnodes * (sizeof(void *) + sizeof(uint32_t));
 }
@@ -182,7 +182,7 @@ static __attribute__((noinline)) hier_status_t hier_comm_run_steps(hier_comm_t *
     if (st != HIER_OK) return st;
     hier_ride_t ride, /* 4 */
         *rider = !res->staged && hier_comm_may_ride(c) && hier_ride_offer(c, call, &ride) ? &ride : NULL;
-    ready = hier_comm_prepare(c, hier_select_algorithm(call->coll), call->bytes, rider, &res->path);
+    ready = hier_comm_prepare(c, call->coll, call->bytes, rider, &res->path);
     if (ready == HIER_ERR_NOT_SUPPORTED) return ready;
     if (rider && ride.done) return hier_comm_rode(res);
     hier_select_route_in_t in = {.coll = call->coll, .bytes = call->bytes, .block = call->count,

@@ -34,10 +34,12 @@ static int hier_comm_warm(hier_comm_t *c, size_t bytes)
     return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
 }
 
-/* Common entry: the set-up at the first call, a forced fallback, or one rank. */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p)
+/* Common entry: the set-up at the first call, a forced fallback (the
+ * communicator's served bit, hier_comm_create), or one rank. */
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_ride_t *ride,
+                                hier_path_t *path_p)
 {
-    if (algo == HIER_ALGO_FALLBACK) {
+    if (!(c->served_colls >> coll & 1)) {
         *path_p = HIER_PATH_FALLBACK_FORCED;
         return HIER_ERR_NOT_SUPPORTED;
     }

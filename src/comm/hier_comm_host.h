@@ -19,7 +19,8 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
  * the call's whole vector, the same on every rank (it may start opening
  * libfabric: fabric_open_min). ride (may be NULL): the call, offered to the
  * set-up if this call makes one (ride->done: served, HIER_OK). */
-hier_status_t hier_comm_prepare(hier_comm_t *c, int algo, size_t bytes, hier_ride_t *ride, hier_path_t *path_p);
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_ride_t *ride,
+                                hier_path_t *path_p);
 /* A WARMING communicator's call of `bytes` (the whole vector): counted, the
  * opening started when due, and whether it is time to ask every rank
  * whether its endpoint is open (the same answer on every rank). */

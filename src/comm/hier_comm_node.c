@@ -312,7 +312,7 @@ static void hier_node_free_arrays(hier_node_t *nd)
     free(nd->procs);
     for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) free(nd->steps[i]);
     free(nd->sendq);
-    free(nd->stage);
+    free(nd->scratch);
     free(nd); /* (small.slots and order with it: hier_node_reserve) */
 }
 
@@ -626,9 +626,9 @@ static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, un
     size_t need = hier_sched_max_steps(args), nchunks = hier_sched_nchunks(args);
     unsigned ways = nchunks > depth ? depth + 1 : nchunks > 1 ? (unsigned)nchunks : 1;
     unsigned queues = c->layout.nnodes > 1 ? depth : 0;
-    if (args->in_place && !nd->stage_tried) {
-        nd->stage = malloc(HIER_EXEC_STAGE_BYTES);
-        nd->stage_tried = 1;
+    if (args->in_place && !nd->scratch_tried) {
+        nd->scratch = malloc(HIER_EXEC_SCRATCH_BYTES);
+        nd->scratch_tried = 1;
     }
     *need_p = need > nd->nsteps ? need : nd->nsteps;
     if (need <= nd->nsteps && hier_node_ways(nd) >= ways && nd->nqueues >= queues) return -1; /* (enough) */
@@ -742,7 +742,7 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
     if (st != HIER_OK) return st;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
-                          .parity_stride = hier_shm_parity_stride(tier->seg), .stage = nd->stage,
+                          .parity_stride = hier_shm_parity_stride(tier->seg), .scratch = nd->scratch,
                           .peer_read = hier_node_peer_read, .peer_ctx = nd,
                           .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
                           .depth = depth, .chunk_seq = &tier->chunk_seq};

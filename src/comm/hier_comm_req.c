@@ -485,7 +485,7 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
     if (c->size > 1) {
         hier_req_drain(c); /* (the steps below are collective: the requests ahead first) */
         if (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) /* (its verdict: c->state) */
-            (void)hier_comm_prepare(c, hier_select_algorithm(call->coll), hier_req_bytes(c, call), NULL, &path);
+            (void)hier_comm_prepare(c, call->coll, hier_req_bytes(c, call), NULL, &path);
     }
     int warming = c->state == HIER_COMM_WARMING;
     if (!warming && (st = hier_req_servable(c, call->coll, path_p)) != HIER_OK) return st;

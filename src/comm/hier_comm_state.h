@@ -58,8 +58,8 @@ typedef struct {
                                   * in flight */
     unsigned nqueues;            /* how many */
     size_t nsteps;               /* made at set-up for every kind that fits HIER_NODE_STEPS_AHEAD */
-    uint8_t *stage;              /* the executor's staging (HIER_EXEC_STAGE_BYTES), at the first in-place call */
-    int stage_tried;             /* (without it the executor stages on its stack: this rank's choice alone) */
+    uint8_t *scratch;            /* the executor's scratch (HIER_EXEC_SCRATCH_BYTES), at the first in-place call */
+    int scratch_tried;           /* (without it the executor folds on its stack: this rank's choice alone) */
 } hier_node_t;
 
 typedef struct {

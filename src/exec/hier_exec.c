@@ -6,7 +6,7 @@
  * every operand streams past it once. Blocks of 128 KiB measured 20-25%
  * faster than 4 KiB ones on 256 KiB-4 MiB allreduces: long streams keep the
  * hardware prefetchers busy, and there are fewer kernel calls. */
-#define HIER_EXEC_BLOCK_BYTES HIER_EXEC_STAGE_BLOCK
+#define HIER_EXEC_BLOCK_BYTES HIER_EXEC_SCRATCH_BYTES
 
 void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref)
 {
@@ -63,13 +63,13 @@ static void hier_exec_fold(const hier_exec_bufs_t *bufs, const hier_step_t *step
     }
     for (uint32_t i = 0; i < n; i++) alias |= hier_exec_overlaps(dst, hier_exec_local_operand(bufs, step, i), bytes);
 
-    /* An output that overlaps an operand is staged in the caller's block
-     * (in-place calls have one); without it, in blocks on the stack: only
+    /* An output that overlaps an operand is folded in the caller's scratch
+     * block (in-place calls have one); without it, in blocks on the stack: only
      * buffers the caller aliased against the rules get here, and they get
      * the right result too, more slowly. */
-    uint8_t local[HIER_EXEC_LOCAL_STAGE] __attribute__((aligned(64)));
-    uint8_t *tmp = bufs->stage ? bufs->stage : local;
-    size_t blk = (alias && !bufs->stage ? sizeof(local) : HIER_EXEC_BLOCK_BYTES) / es;
+    uint8_t local[HIER_EXEC_LOCAL_SCRATCH] __attribute__((aligned(64)));
+    uint8_t *tmp = bufs->scratch ? bufs->scratch : local;
+    size_t blk = (alias && !bufs->scratch ? sizeof(local) : HIER_EXEC_BLOCK_BYTES) / es;
     for (size_t done = 0; done < count; done += blk) {
         size_t c = count - done < blk ? count - done : blk;
         size_t o = done * es;

@@ -14,12 +14,12 @@
 /* Read len bytes at `off` of another rank's input (HIER_BUF_PEER_INPUT) into dst. */
 typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, void *dst, size_t len);
 
-/* Staging for a reduction whose output overlaps an operand (in place): one
- * block; without one, the executor stages such an output on its stack in
- * blocks of HIER_EXEC_LOCAL_STAGE. */
-#define HIER_EXEC_STAGE_BLOCK (128 * 1024)
-#define HIER_EXEC_STAGE_BYTES HIER_EXEC_STAGE_BLOCK
-#define HIER_EXEC_LOCAL_STAGE 4096
+/* Scratch for a reduction whose output overlaps an operand (in place):
+ * one block; without it, the executor folds such an output into blocks of
+ * HIER_EXEC_LOCAL_SCRATCH on its stack. (Not exec/hier_stage.c's staging
+ * of device buffers.) */
+#define HIER_EXEC_SCRATCH_BYTES (128 * 1024)
+#define HIER_EXEC_LOCAL_SCRATCH 4096
 
 typedef struct {
     const uint8_t *sbuf;
@@ -30,7 +30,7 @@ typedef struct {
     hier_reduce_kernel_t kernel;
     hier_exec_peer_read_fn_t peer_read; /* single-copy steps only */
     void *peer_ctx;
-    uint8_t *stage;         /* HIER_EXEC_STAGE_BYTES */
+    uint8_t *scratch;       /* HIER_EXEC_SCRATCH_BYTES */
 } hier_exec_bufs_t;
 
 /* Resolve a local buffer reference to an address (NULL for another rank's). */

@@ -170,7 +170,7 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
     for (unsigned i = 0; i <= q->r.depth; i++) q->ch[i].steps = r->steps[i];
     q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
-                                 .peer_ctx = r->peer_ctx, .stage = r->stage};
+                                 .peer_ctx = r->peer_ctx, .scratch = r->scratch};
     if (r->netx) r->netx->bufs = &q->bufs;
     if (hier_sched_is_cma(args->kind)) hier_run_publish(&q->r, args, sbuf, rbuf);
 }

@@ -18,7 +18,7 @@ typedef struct {
     const hier_shm_wait_t *wait;
     uint8_t *const *slots;         /* every local rank's slot of the tier the call runs in */
     size_t parity_stride;
-    uint8_t *stage;                /* HIER_EXEC_STAGE_BYTES */
+    uint8_t *scratch;              /* HIER_EXEC_SCRATCH_BYTES */
     hier_exec_peer_read_fn_t peer_read; /* single copy */
     void *peer_ctx;
     hier_net_exec_t *netx;         /* several nodes: settings filled by the caller, a send queue per run

@@ -72,7 +72,7 @@ static hier_status_t sim_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t 
 
 int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed)
 {
-    static uint8_t stage[HIER_EXEC_STAGE_BYTES];
+    static uint8_t scratch[HIER_EXEC_SCRATCH_BYTES];
     int n = sim->nranks, rc = 0;
     sim_prog_t *progs = calloc((size_t)n, sizeof(*progs));
     hier_step_t *steps = NULL;
@@ -109,7 +109,7 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
             hier_exec_bufs_t bufs = {.sbuf = call->sbufs[r], .rbuf = call->rbufs[r], .slots = sim->slots,
                                      .parity_stride = sim->chunk_bytes, .esize = call->args->esize,
                                      .kernel = call->kernel, .peer_read = sim_peer_read, .peer_ctx = &peers,
-                                     .stage = stage};
+                                     .scratch = scratch};
             if (hier_exec_step(&bufs, &s->step) != HIER_OK) rc = -1;
         } while (nready);
         for (int r = 0; r < n; r++) /* everyone passes the barrier */

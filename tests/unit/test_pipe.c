@@ -191,7 +191,7 @@ typedef struct {
     hier_step_t *steps[MAXN][MAXP][HIER_RUN_DEPTH_MAX + 1];
     hier_net_send_t *sendq[MAXN][MAXP];
     uint64_t chunk_seq[MAXN][MAXP];
-    uint8_t *stage[MAXN][MAXP];
+    uint8_t *scratch[MAXN][MAXP];
     hier_net_exec_t x[MAXN][MAXP];
     fdir_t dir[MAXN][MAXN][MAXP];      /* [from][to][local] */
     fend_t end[MAXN][MAXP][MAXN];      /* [node][local][peer] */
@@ -222,7 +222,7 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
         b->wait[n][l] = (hier_shm_wait_t){.nranks = P, .me = l, .spin_count = 1};
         for (unsigned i = 0; i <= b->depth; i++) cr_assert_not_null(b->steps[n][l][i] = malloc(b->cap * sizeof(hier_step_t)));
         cr_assert_not_null(b->sendq[n][l] = malloc(b->cap * HIER_RUN_DEPTH_MAX * sizeof(hier_net_send_t)));
-        cr_assert_not_null(b->stage[n][l] = malloc(HIER_EXEC_STAGE_BYTES));
+        cr_assert_not_null(b->scratch[n][l] = malloc(HIER_EXEC_SCRATCH_BYTES));
         hier_net_exec_t *x = &b->x[n][l];
         /* (its slot "registered": sends from it go in place, read when they land) */
         *x = (hier_net_exec_t){.chans = b->chans[n][l], .mr = (hier_fabric_mr_t *)&b->x[n][l],
@@ -231,7 +231,7 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
         for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++)
             x->run[d].q = (hier_net_queue_t){.q = b->sendq[n][l] + d * b->cap, .cap = b->cap};
         b->run[n][l] = (hier_run_t){.node = b->nseg[n][l], .wait = &b->wait[n][l], .slots = b->slots[n][l],
-                                    .parity_stride = hier_shm_parity_stride(b->pseg[n][l]), .stage = b->stage[n][l],
+                                    .parity_stride = hier_shm_parity_stride(b->pseg[n][l]), .scratch = b->scratch[n][l],
                                     .netx = x, .depth = b->depth, .chunk_seq = &b->chunk_seq[n][l]};
         memcpy(b->run[n][l].steps, b->steps[n][l], sizeof(b->run[n][l].steps));
     }
@@ -273,7 +273,7 @@ static void bed_close(bed_t *b)
         for (int l = 0; l < b->L.nlocal[n]; l++) {
             for (unsigned i = 0; i <= b->depth; i++) free(b->steps[n][l][i]);
             free(b->sendq[n][l]);
-            free(b->stage[n][l]);
+            free(b->scratch[n][l]);
             hier_shm_detach(b->nseg[n][l]);
             hier_shm_detach(b->pseg[n][l]);
         }

@@ -26,7 +26,7 @@ typedef struct {
     hier_shm_wait_t wait[MAXR];
     hier_step_t *steps[MAXR][2];
     uint64_t chunk_seq[MAXR];
-    uint8_t *stage[MAXR];
+    uint8_t *scratch[MAXR];
     uint32_t order[MAXR];
     hier_run_t run[MAXR];
 } node_t;
@@ -47,9 +47,9 @@ static void node_open(node_t *nd, int n, size_t chunk, size_t max_steps)
         for (int q = 0; q < n; q++) nd->slots[r][q] = hier_shm_slot(nd->seg[r], q);
         nd->wait[r] = (hier_shm_wait_t){.nranks = n, .me = r, .spin_count = 1};
         for (int p = 0; p < 2; p++) nd->steps[r][p] = malloc(max_steps * sizeof(hier_step_t));
-        nd->stage[r] = malloc(HIER_EXEC_STAGE_BYTES);
+        nd->scratch[r] = malloc(HIER_EXEC_SCRATCH_BYTES);
         nd->run[r] = (hier_run_t){.node = nd->seg[r], .wait = &nd->wait[r], .slots = nd->slots[r],
-                                  .parity_stride = hier_shm_parity_stride(nd->seg[r]), .stage = nd->stage[r],
+                                  .parity_stride = hier_shm_parity_stride(nd->seg[r]), .scratch = nd->scratch[r],
                                   .steps = {nd->steps[r][0], nd->steps[r][1]}, .chunk_seq = &nd->chunk_seq[r]};
     }
 }
@@ -59,7 +59,7 @@ static void node_close(node_t *nd)
     for (int r = 0; r < nd->n; r++) {
         free(nd->steps[r][0]);
         free(nd->steps[r][1]);
-        free(nd->stage[r]);
+        free(nd->scratch[r]);
         hier_shm_detach(nd->seg[r]);
     }
 }

@@ -62,7 +62,7 @@ typedef struct {
     hier_step_t *scratch;    /* bursts: the one program that exists, rebuilt for each rank that runs */
     size_t scratch_cap;
     hier_reduce_kernel_t k;
-    uint8_t stage[HIER_EXEC_STAGE_BYTES];
+    uint8_t fold[HIER_EXEC_SCRATCH_BYTES]; /* the executor's scratch */
 } sim_t;
 
 static int64_t val(int grank, size_t i)
@@ -150,7 +150,7 @@ static int step(sim_t *s, int i)
     if (r->pos == r->n) return 1; /* an empty chunk */
     const hier_step_t *st = &r->steps[r->pos];
     hier_exec_bufs_t bufs = {.sbuf = r->sb, .rbuf = r->rb, .slots = s->slots[r->node], .parity_stride = s->L->chunk,
-                             .esize = s->es, .kernel = s->k, .stage = s->stage};
+                             .esize = s->es, .kernel = s->k, .scratch = s->fold};
     s->steps_run++;
     if (st->op == HIER_STEP_BARRIER) {
         r->state = RK_BARRIER;
