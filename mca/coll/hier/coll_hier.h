@@ -33,6 +33,16 @@ typedef struct {
     hier_op_t hop;
     size_t per_type;
 } mca_coll_hier_map_t;
+#define MCA_COLL_HIER_LAYOUT_SLOTS 4
+
+/* A datatype's layout as an allgather needs it: mca_coll_hier_map_bytes's
+ * answer for a predefined datatype, the same for every count (gap-free or
+ * not whatever the count). */
+typedef struct {
+    const ompi_datatype_t *dtype; /* NULL: an empty slot */
+    hier_path_t path;
+    ptrdiff_t lb;
+} mca_coll_hier_layout_t;
 #define MCA_COLL_HIER_MAP_SLOTS 8
 
 typedef struct {
@@ -45,6 +55,7 @@ typedef struct {
      * addresses reused: asked every call). Per module: MPI forbids two
      * threads' collectives on one communicator at once. */
     mca_coll_hier_map_t map[MCA_COLL_HIER_MAP_SLOTS];
+    mca_coll_hier_layout_t layout[MCA_COLL_HIER_LAYOUT_SLOTS]; /* (the same, for allgathers' layouts) */
 
     /* What was selected before us; every fallback goes here. */
     mca_coll_base_module_allreduce_fn_t prev_allreduce;
@@ -140,6 +151,22 @@ static inline void mca_coll_hier_user_op_end(hier_op_t hop)
 hier_user_op_t mca_coll_hier_user_op_core(mca_coll_hier_user_op_t *u);
 /* Contiguous byte layout of count items: start offset (true lb) or a fallback reason. */
 hier_path_t mca_coll_hier_map_bytes(ompi_datatype_t *dtype, size_t count, ptrdiff_t *lb_p);
+/* The same through the module's slots: asked once per predefined datatype. */
+static inline hier_path_t mca_coll_hier_layout(mca_coll_hier_module_t *hm, ompi_datatype_t *dtype, size_t count,
+                                               ptrdiff_t *lb_p)
+{
+    mca_coll_hier_layout_t *l = &hm->layout[((uintptr_t)dtype >> 6) % MCA_COLL_HIER_LAYOUT_SLOTS];
+    if (l->dtype == dtype) {
+        if (l->path == MCA_COLL_HIER_SERVED) *lb_p = l->lb;
+        return l->path;
+    }
+    if (!ompi_datatype_is_predefined(dtype)) return mca_coll_hier_map_bytes(dtype, count, lb_p);
+    ptrdiff_t lb = 0;
+    hier_path_t path = mca_coll_hier_map_bytes(dtype, 2, &lb); /* (two items: the answer for any count) */
+    *l = (mca_coll_hier_layout_t){.dtype = dtype, .path = path, .lb = lb};
+    if (path == MCA_COLL_HIER_SERVED) *lb_p = lb;
+    return path;
+}
 /* Open MPI's datatype copy (pack, unpack) of counts in size_t: MPI_ERR_COUNT
  * where the line's counts cannot hold them. */
 int mca_coll_hier_sndrcv(const void *sbuf, size_t scount, ompi_datatype_t *sdtype, void *rbuf, size_t rcount,

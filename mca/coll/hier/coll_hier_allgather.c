@@ -57,7 +57,7 @@ int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi
         return mca_coll_hier_allgather_mirrored(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module, &sm, &rm);
 
     /* 1. the receive side: straight into rbuf, or through a contiguous temporary */
-    if (mca_coll_hier_map_bytes(rdtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
+    if (mca_coll_hier_layout(hm, rdtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
         r = (char *)rbuf + rlb;
     } else {
         if (!(r = rpack = malloc(total ? total : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -70,7 +70,7 @@ int mca_coll_hier_allgather(const void *sbuf, mca_coll_hier_count_t scount, ompi
     /* 2. the send side: straight from sbuf, or packed */
     if (!in_place) {
         ompi_datatype_type_size(sdtype, &ssize);
-        if (mca_coll_hier_map_bytes(sdtype, (size_t)scount, &slb) == MCA_COLL_HIER_SERVED) {
+        if (mca_coll_hier_layout(hm, sdtype, (size_t)scount, &slb) == MCA_COLL_HIER_SERVED) {
             s = (const char *)sbuf + slb;
         } else {
             if (!(spack = malloc(block ? block : 1))) {

@@ -29,6 +29,7 @@ static void mca_coll_hier_module_construct(mca_coll_hier_module_t *hm)
     hm->core = NULL;
     hm->comm_fallback = MCA_COLL_HIER_SERVED;
     memset(hm->map, 0, sizeof(hm->map));
+    memset(hm->layout, 0, sizeof(hm->layout));
     hm->prev_allreduce_module = hm->prev_allgather_module = NULL;
     hm->prev_reduce_scatter_module = hm->prev_reduce_scatter_block_module = hm->prev_bcast_module = NULL;
     hm->prev_iallreduce_module = hm->prev_iallgather_module = NULL;

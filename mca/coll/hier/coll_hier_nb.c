@@ -402,7 +402,7 @@ int mca_coll_hier_nb_layout(mca_coll_hier_nb_t *r, const char **s_p, char **r_p)
     ptrdiff_t slb = 0, rlb = 0;
 
     ompi_datatype_type_size(a->dtype, &rsize);
-    if (mca_coll_hier_map_bytes(a->dtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
+    if (mca_coll_hier_layout(r->hm, a->dtype, items, &rlb) == MCA_COLL_HIER_SERVED) {
         *r_p = (char *)a->rbuf + rlb;
     } else {
         if (!(*r_p = r->rpack = malloc(items * rsize + 1))) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -411,7 +411,7 @@ int mca_coll_hier_nb_layout(mca_coll_hier_nb_t *r, const char **s_p, char **r_p)
     }
     *s_p = NULL;
     if (a->sbuf == MPI_IN_PLACE) return OMPI_SUCCESS;
-    if (mca_coll_hier_map_bytes(a->sdtype, (size_t)a->scount, &slb) == MCA_COLL_HIER_SERVED) {
+    if (mca_coll_hier_layout(r->hm, a->sdtype, (size_t)a->scount, &slb) == MCA_COLL_HIER_SERVED) {
         *s_p = (const char *)a->sbuf + slb;
     } else {
         if (!(r->spack = malloc(r->bytes ? r->bytes : 1))) return OMPI_ERR_OUT_OF_RESOURCE;
