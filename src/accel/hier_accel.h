@@ -77,6 +77,11 @@ typedef struct {
     hier_accel_range_t range;
 } hier_accel_buf_t;
 
+/* A call's two buffers, classified (sbuf unused in place). */
+typedef struct {
+    hier_accel_buf_t sbuf, rbuf;
+} hier_accel_pair_t;
+
 /* Add a backend (process-wide; the same one twice is a no-op). The one
  * entry point mca_coll_hier.so exports besides its component: a program
  * (the tests, hier_bench --device test) hands it a backend of its own after

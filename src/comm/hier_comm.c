@@ -190,7 +190,8 @@ static __attribute__((noinline)) hier_status_t hier_comm_run_steps(hier_comm_t *
                                  .peer_direct = hier_comm_pd_voted(c)};
     hier_select_route_t route;
     hier_select_route(&in, &route);
-    if (route.peer_direct && hier_comm_pd_allgather(c, &dev, call, res, &st)) return st; /* 5 */
+    if (route.peer_direct && hier_comm_pd_allgather(c, &(hier_accel_pair_t){dev.sbuf, dev.rbuf}, call, res, &st))
+        return st; /* 5 */
     dev.chunked = route.chunked; /* 6 */
     if (!res->staged && !dev.chunked) return hier_comm_host_run(c, call, res);
     return hier_stage_run(&c->stage, &dev, call, c->rank, c->size, hier_comm_stage_chunk, c, res);

@@ -153,7 +153,7 @@ static hier_status_t hier_pd_register_one(hier_fabric_t *fab, const hier_accel_b
     return hier_fabric_mr_reg(fab, (void *)p, len ? len : 1, &m->mr);
 }
 
-static int hier_pd_register(hier_fabric_t *fab, const hier_stage_bufs_t *d, const void *sbuf, void *rbuf,
+static int hier_pd_register(hier_fabric_t *fab, const hier_accel_pair_t *d, const void *sbuf, void *rbuf,
                             size_t block, size_t size, hier_pd_regs_t *regs)
 {
     memset(regs, 0, sizeof(*regs));
@@ -271,7 +271,7 @@ static hier_status_t hier_pd_ring(hier_comm_t *c, const uint8_t *sbuf, uint8_t *
  *    everyone sees every vote, so all decide alike;
  * 3. every vote yes: connect to the neighbours, and agree that it worked;
  * on for good when it did, else everything closed and off for good. */
-static int hier_pd_vote(hier_comm_t *c, const hier_stage_bufs_t *d, const void *sbuf, void *rbuf, size_t block,
+static int hier_pd_vote(hier_comm_t *c, const hier_accel_pair_t *d, const void *sbuf, void *rbuf, size_t block,
                         hier_pd_regs_t *regs)
 {
     hier_fabric_t *fab = NULL;
@@ -309,7 +309,7 @@ static int hier_pd_vote(hier_comm_t *c, const hier_stage_bufs_t *d, const void *
     return 0;
 }
 
-int hier_comm_pd_allgather(hier_comm_t *c, const hier_stage_bufs_t *d, const hier_call_t *call,
+int hier_comm_pd_allgather(hier_comm_t *c, const hier_accel_pair_t *d, const hier_call_t *call,
                            hier_result_t *res, hier_status_t *st_p)
 {
     const void *sbuf = call->sbuf;
