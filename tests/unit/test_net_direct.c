@@ -92,7 +92,9 @@ static int ring_member(int me, const ring_case_t *c, ring_t *g)
     hier_chan_direct_counts(chans[HIER_DIRECT_LEFT], counts, NMAX);
     atomic_store(&g->stage[me], 1);
     if (ring_wait(g, c->n, 1, NULL) || !ring_connect(me, c, g, fab, chans)) return 12;
-    uint8_t *rbuf = aligned_alloc(64, bytes + 64), *sbuf = aligned_alloc(64, c->block + 64);
+    /* (C11: an aligned_alloc's size is a multiple of its alignment) */
+    uint8_t *rbuf = aligned_alloc(64, (bytes + 127) & ~(size_t)63);
+    uint8_t *sbuf = aligned_alloc(64, (c->block + 127) & ~(size_t)63);
     for (size_t i = 0; i < bytes; i++) rbuf[i] = 0xee;
     for (size_t i = 0; i < c->block; i++) (c->in_place ? rbuf + (size_t)me * c->block : sbuf)[i] = byte_of(me, i);
     hier_fabric_mr_t *rmr, *smr = NULL;
