@@ -26,8 +26,9 @@ Steps:
  3. Training: each step draws the rank's batch, runs forward, backward (the
     hook allreduces the buckets as they fill: in the hook, on --overlap's
     thread, or --nonblocking: MPI_Iallreduce started in the hook, tested at
-    the next buckets, waited at the last one, so every bucket is averaged
-    before the optimizer step) and an SGD step; each step's global mean
+    every parameter's gradient as backward computes it, waited at the last
+    bucket, so every bucket is averaged before the optimizer step) and an
+    SGD step; each step's global mean
     loss is computed with one more MPI_Allreduce (float64).
  4. Checks: every rank's parameters hashed and the hashes compared
     (--check fails the run if any differ); --losses writes the loss curve,
@@ -80,8 +81,11 @@ def parse_args():
                    help="allreduce on one communication thread while backward goes on "
                         "(as Horovod and torch's MPI backend); default: in the hook")
     p.add_argument("--nonblocking", action="store_true",
-                   help="MPI_Iallreduce started in the hook, no thread: tested at each later bucket, "
-                        "all waited at the last bucket of the step")
+                   help="MPI_Iallreduce started in the hook, no thread: tested as backward goes on "
+                        "(--test-at), all waited at the last bucket of the step")
+    p.add_argument("--test-at", choices=("gradients", "buckets"), default="gradients",
+                   help="--nonblocking: the buckets in flight are tested at every parameter's gradient "
+                        "(default), or only at the later buckets' hooks")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--device", default="cpu",
@@ -166,6 +170,19 @@ def finish_buckets(state, wait):
         state.bytes += buf.numel() * buf.element_size()
         fut.set_result(buf)
     state.pending = left
+
+
+def test_buckets(state):
+    """--nonblocking --test-at gradients: called as backward computes each
+    parameter's gradient. Without a thread, a request's data moves only
+    inside MPI calls: a bucket tested only at the later buckets' hooks (a
+    few per step) waits between them, its transfer and backward's work
+    taking turns; tested at every gradient (hundreds per step, each a few
+    microseconds) it moves while backward computes."""
+    if state.pending:
+        start = time.perf_counter()
+        finish_buckets(state, wait=False)
+        state.seconds += time.perf_counter() - start
 
 
 def mpi_iallreduce_bucket(state, bucket, buf, fut, ready):
@@ -303,6 +320,10 @@ def main():
     state = MpiHookState(comm, args.overlap, args.nonblocking)
     if args.comm == "mpi":
         model.register_comm_hook(state, mpi_allreduce_hook)
+        if args.nonblocking and args.test_at == "gradients":
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.register_hook(lambda grad: test_buckets(state))
     losses, step_s, allreduce_s = train(args, comm, model, sizes, state)
     # Step 4: parameters agree?
     digest = param_digest(model.module)
@@ -310,7 +331,8 @@ def main():
     agree = all(d == digest for d in digests)
     ok = agree or not args.check
     report = {
-        "comm": args.comm, "overlap": args.overlap, "nonblocking": args.nonblocking, "size": args.size, "ranks": comm.Get_size(),
+        "comm": args.comm, "overlap": args.overlap, "nonblocking": args.nonblocking,
+        "test_at": args.test_at if args.nonblocking else None, "size": args.size, "ranks": comm.Get_size(),
         "params": sum(p.numel() for p in model.parameters()),
         "bucket_cap_mb": args.bucket_cap_mb, "steps": args.steps,
         "step_s_median": statistics.median(step_s) if step_s else None,
