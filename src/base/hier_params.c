@@ -208,12 +208,13 @@ static const hier_param_desc_t hier_param_table[] = {
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
      "round of inter-node messages, so larger chunks mean fewer, longer messages",
      HIER_PARAM_OFF(net_chunk_size), 0, 0, 5},
-    {"pipeline_depth", HIER_PARAM_INT, "2",
+    {"pipeline_depth", HIER_PARAM_INT, "0",
      "Chunks of a call between nodes whose network rounds are in flight at once (1-4; others are taken as the "
-     "nearest): while chunk k's messages travel, chunks k+1 .. k+depth-1 are on the wire too and the next one "
-     "copies its input in, so the rounds' latencies overlap instead of adding up; each rank's pipeline buffer "
-     "holds depth+1 chunks (net_chunk_size each). 2 measured best over TCP here (CPUs drive the protocol); on "
-     "100 Gbit/s links 4 is predicted to keep the link busier (docs/model.md)",
+     "nearest; 0: by the provider, 4 on efa, 2 on the others): while chunk k's messages travel, chunks k+1 .. "
+     "k+depth-1 are on the wire too and the next one copies its input in, so the rounds' latencies overlap "
+     "instead of adding up; each rank's pipeline buffer holds depth+1 chunks (net_chunk_size each). Every depth "
+     "measured the same over TCP here (CPUs drive the protocol); on EFA's 100 Gbit/s links 4 is predicted to "
+     "keep the link busier (docs/model.md)",
      HIER_PARAM_OFF(pipeline_depth), 0, 0, 5},
     {"device_peer_direct", HIER_PARAM_INT, "1",
      "Device (accelerator) buffers of an allgather go NIC to NIC, registered with FI_HMEM, when the provider "

@@ -383,9 +383,18 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 /* The largest chunk up to what the parameters ask for (at least `least`)
  * whose segment fits in the budget, pooled segments given back first; 0:
  * none does. */
-unsigned hier_node_pipe_depth(int nnodes)
+/* Auto (0): 4 on efa, whose links run at 100 Gbit/s and more, where one
+ * chunk's rounds take less time than their latencies (the model: 0.83-0.86
+ * of the link bound on 16 p4d nodes at 4, 0.68-0.73 at 2, docs/model.md);
+ * 2 on the others (tcp and shm here, where every depth measured the same
+ * and 2 a little better at 64 KiB: docs/performance.md). */
+#define HIER_NODE_DEPTH_FAST 4
+#define HIER_NODE_DEPTH_OTHER 2
+
+unsigned hier_node_pipe_depth(int nnodes, const char *provider)
 {
     int d = hier_params.pipeline_depth;
+    if (d == 0) d = provider && !strncmp(provider, "efa", 3) ? HIER_NODE_DEPTH_FAST : HIER_NODE_DEPTH_OTHER;
     if (nnodes < 2 || d < 1) return 1; /* (one node: no network rounds to overlap) */
     return d > HIER_RUN_DEPTH_MAX ? HIER_RUN_DEPTH_MAX : (unsigned)d;
 }
@@ -394,8 +403,11 @@ unsigned hier_node_pipe_depth(int nnodes)
  * flight and one for the chunk copied in meanwhile (hier_run.c). */
 static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
 {
+    /* (between nodes the process's fabric is open: the set-up made the endpoints) */
+    hier_fabric_t *fab = c->layout.nnodes > 1 ? hier_proc_fabric() : NULL;
+    unsigned depth = hier_node_pipe_depth(c->layout.nnodes, fab ? hier_fabric_provider(fab) : NULL);
     return (hier_shm_shape_t){.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk,
-                              .parities = hier_node_pipe_depth(c->layout.nnodes) + 1};
+                              .parities = depth + 1};
 }
 
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
@@ -469,6 +481,8 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * Made by a fiber (a nonblocking call's, hier_comm_pipe_begin), no call
  * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
  * of them too (a barrier of every rank: a node's spins would not yield). */
+static unsigned hier_node_tier_depth(const hier_tier_t *tier);
+
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
 {
     hier_node_t *nd = c->node;
@@ -501,9 +515,10 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
         nd->pipe = (hier_tier_t){0};
         if (a[1]) break; /* not a recycling miss: the small slots serve */
     }
-    HIER_LOG(HIER_LOG_DEBUG, "pipeline buffers: %s (chunk %zu)",
+    HIER_LOG(HIER_LOG_DEBUG, "pipeline buffers: %s (chunk %zu, %u chunks in flight)",
              nd->pipe_state == HIER_PIPE_READY ? "mapped" : "none within the budget, the small slots serve",
-             nd->pipe_state == HIER_PIPE_READY ? chunk : small);
+             nd->pipe_state == HIER_PIPE_READY ? chunk : small,
+             nd->pipe_state == HIER_PIPE_READY ? hier_node_tier_depth(&nd->pipe) : 1);
     if (nd->pipe_state == HIER_PIPE_READY) nd->pipe_chunk = chunk;
     return HIER_OK;
 }

@@ -69,8 +69,10 @@ size_t hier_node_small_chunk(int nranks);
 size_t hier_node_pipe_chunk_wanted(int nnodes);
 /* Chunks of a pipelined call whose network rounds are in flight at once
  * (coll_hier_pipeline_depth between nodes, within 1 .. HIER_RUN_DEPTH_MAX; 1
- * on one node): its pipeline segment holds one more per slot. */
-unsigned hier_node_pipe_depth(int nnodes);
+ * on one node; 0, by the fabric's provider, as libfabric names it: the same
+ * on every rank, whose endpoints talk to each other): its pipeline segment
+ * holds one more per slot. */
+unsigned hier_node_pipe_depth(int nnodes, const char *provider);
 /* A call's depth over a tier of tier_depth: fewer chunks in flight where
  * its chunks' schedules are so long that their steps and send queues would
  * hold more than HIER_NODE_DEPTH_BYTES (thousands of nodes); the same on

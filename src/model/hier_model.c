@@ -488,7 +488,7 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
      * very long chunk schedules); the small slots carry one chunk at a time */
     s.depth = s.args.chunk_bytes == hier_node_small_chunk(call->ppn)
                   ? 1
-                  : hier_node_call_depth(hier_node_pipe_depth(call->nodes), &s.args);
+                  : hier_node_call_depth(hier_node_pipe_depth(call->nodes, m->provider), &s.args);
     out.depth = s.depth;
     /* (enough chunks for the pipeline's steady state past its fill, and two groups before its drain) */
     size_t most = call->max_chunks > 0 ? (size_t)call->max_chunks : 2 + 4 * (size_t)s.depth;

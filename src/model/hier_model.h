@@ -27,6 +27,7 @@
  * lines, '#' comments (hier_model_machine_parse). */
 typedef struct {
     char name[64];
+    char provider[32];      /* the libfabric provider of its NICs ("efa", "tcp"): what hier's choices read */
     int rails;              /* NICs per node */
     double rail_gbps;       /* Gbit/s per NIC, each way */
     double latency_us;      /* one message, NIC to NIC, beyond its bytes */
@@ -43,7 +44,7 @@ typedef struct {
 
 /* Defaults (the namespace cluster's node on this machine), then the text's keys. */
 void hier_model_machine_default(hier_model_machine_t *m);
-/* Keys: name, rails, rail_gbps, latency_us, msg_us, copy_gbs, node_copy_gbs,
+/* Keys: name, provider, rails, rail_gbps, latency_us, msg_us, copy_gbs, node_copy_gbs,
  * reduce_gbs, barrier_us, cores, cache_mb, cache_copy_gbs, cache_reduce_gbs. An unknown key or a bad value is an error
  * naming its line (HIER_ERR_INVALID_ARG). */
 hier_status_t hier_model_machine_parse(const char *text, hier_model_machine_t *m);

@@ -17,6 +17,7 @@ void hier_model_machine_default(hier_model_machine_t *m)
     *m = (hier_model_machine_t){.rails = 1, .rail_gbps = 1.0, .latency_us = 60.0, .msg_us = 5.0, .copy_gbs = 11.6,
                                 .node_copy_gbs = 15.9, .reduce_gbs = 8.0, .barrier_us = 5.0, .cores = 2};
     snprintf(m->name, sizeof(m->name), "%s", "default");
+    snprintf(m->provider, sizeof(m->provider), "%s", "tcp");
 }
 
 typedef struct {
@@ -46,6 +47,14 @@ static hier_status_t hier_model_set(hier_model_machine_t *m, char *key, char *va
 {
     if (!strcmp(key, "name")) {
         snprintf(m->name, sizeof(m->name), "%s", val);
+        return HIER_OK;
+    }
+    if (!strcmp(key, "provider")) {
+        if (!*val || strlen(val) >= sizeof(m->provider)) {
+            HIER_ERROR("machine description, line %d: provider = \"%s\" is not a provider's name", line, val);
+            return HIER_ERR_INVALID_ARG;
+        }
+        snprintf(m->provider, sizeof(m->provider), "%s", val);
         return HIER_OK;
     }
     for (size_t i = 0; i < sizeof(hier_model_keys) / sizeof(hier_model_keys[0]); i++) {

@@ -121,6 +121,11 @@ loaded_fi() { [ "$(grep -c "$FI_WANT" "$1")" -eq 4 ]; } # every rank loaded the 
 # fabric_warmup: every rank opened libfabric on MPI's own thread where the
 # process had it before hier (4 ranks), in a thread of hier's where not
 warm_on_mpi_thread() { [ "$(grep -c "libfabric was loaded before hier" "$1")" -eq 4 ] && ! grep -q "thread of hier's, in" "$1"; }
+# coll_hier_pipeline_depth: every rank's pipeline buffers hold the chunks in
+# flight the provider's default gives (tcp: 2), or the parameter's
+in_flight() { [ "$(grep -c "pipeline buffers: mapped (chunk [0-9]*, $2 chunks in flight)" "$1")" -eq 4 ]; }
+in_flight_2() { in_flight "$1" 2; }
+in_flight_3() { in_flight "$1" 3; }
 warm_in_own_thread() { [ "$(grep -c "libfabric opens in a thread of hier's" "$1")" -eq 4 ]; }
 has_dlopen_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=shm_[a-z]+ calls=3 " "$1" && ! grep -q "unable to open mca_coll_hier" "$1"
@@ -628,6 +633,10 @@ nodes2x2_tcp                        | 4 | 2x2 | - | -                      | - |
 # the default: libfabric opens in the background; calls fall back (fallback:warmup) until it is open
 # everywhere, then everything is served (the sweep on world, a dup, splits, interleaved)
 nodes2x2_split_use_free_tcp         | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_churn
+nodes2x2_depth_default_tcp          | 4 | 2x2 | - | in_flight_2            | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 5 \
+    | $B/contrib/hier_bench -c allreduce -b 4M -e 4M -n 2 -w 1 -d double
+nodes2x2_depth_3_tcp                | 4 | 2x2 | - | in_flight_3            | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 5 \
+    --mca coll_hier_pipeline_depth 3 | $B/contrib/hier_bench -c allreduce -b 4M -e 4M -n 2 -w 1 -d double
 nodes2x2_userop_tcp                 | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_userop --quick
 nodes2x2_nonblocking_tcp            | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_nonblocking
 nodes2x2_persistent_tcp             | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_persistent --quick

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "base/hier_params.h"
+#include "comm/hier_comm_node.h"
 #include "model/hier_model.h"
 
 static hier_model_machine_t fast_node(int rails, double gbps)
@@ -42,6 +43,7 @@ Test(model, machine_parse)
     cr_assert_eq(hier_model_machine_parse("# p4d\nname = p4d.24xlarge\n\nrails = 4 # EFA\nrail_gbps=100\n", &m),
                  HIER_OK);
     cr_assert_str_eq(m.name, "p4d.24xlarge");
+    cr_assert_str_eq(m.provider, "tcp", "the default machine's provider");
     cr_assert_eq(m.rails, 4);
     cr_assert_float_eq(m.rail_gbps, 100.0, 1e-9);
     hier_model_machine_t before = m;
@@ -49,7 +51,12 @@ Test(model, machine_parse)
     cr_assert_eq(hier_model_machine_parse("rails = 2.5\n", &m), HIER_ERR_INVALID_ARG);
     cr_assert_eq(hier_model_machine_parse("latency_us = -1\n", &m), HIER_ERR_INVALID_ARG);
     cr_assert_eq(hier_model_machine_parse("rails 4\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(hier_model_machine_parse("provider =\n", &m), HIER_ERR_INVALID_ARG);
+    cr_assert_eq(hier_model_machine_parse("provider = a-name-longer-than-thirty-one-bytes\n", &m),
+                 HIER_ERR_INVALID_ARG);
     cr_assert_eq(memcmp(&m, &before, sizeof(m)), 0, "a failed parse leaves the machine alone");
+    cr_assert_eq(hier_model_machine_parse("provider = efa\n", &m), HIER_OK);
+    cr_assert_str_eq(m.provider, "efa");
 }
 
 /* Large calls on one rail take the bytes a node must send over the rate. */
@@ -198,4 +205,38 @@ Test(model, chunks_in_flight_reach_the_link)
     hier_model_result_t r;
     cr_assert_eq(hier_model_predict(&m, &rs, &r), HIER_OK);
     cr_assert_eq(r.depth, 1u, "a reduce_scatter chunk on 1,024 nodes x 8 ran %u in flight", r.depth);
+}
+
+/* The default depth (0) is the provider's: on efa the 4 that reaches 0.8 of
+ * the link above, without a parameter set; on tcp 2, as before; one node
+ * has no rounds to overlap. The runtime asks the same function with the
+ * open fabric's provider (hier_node_pipe_shape). */
+Test(model, default_depth_by_provider)
+{
+    hier_model_machine_t m = fast_node(4, 100.0);
+    m.latency_us = 15;
+    m.msg_us = 1;
+    size_t bytes = 64u << 20;
+    double bound = 2.0 * 15 / 16 * (double)bytes * 8 / (4 * 100e3);
+    cr_assert_eq(hier_params.pipeline_depth, 0, "the default is by the provider");
+    hier_model_call_t call = {.coll = HIER_COLL_ALLREDUCE, .nodes = 16, .ppn = 8, .bytes = bytes, .esize = 4};
+    hier_model_result_t efa, tcp;
+    snprintf(m.provider, sizeof(m.provider), "%s", "efa");
+    cr_assert_eq(hier_model_predict(&m, &call, &efa), HIER_OK);
+    snprintf(m.provider, sizeof(m.provider), "%s", "tcp;ofi_rxm");
+    cr_assert_eq(hier_model_predict(&m, &call, &tcp), HIER_OK);
+    cr_assert_eq(efa.depth, 4u, "efa: %u in flight", efa.depth);
+    cr_assert_eq(tcp.depth, 2u, "tcp: %u in flight", tcp.depth);
+    cr_assert(bound / efa.time_us >= 0.8, "efa by default: %.2f of the bound", bound / efa.time_us);
+    cr_assert(bound / tcp.time_us < 0.8, "tcp's depth on these links: %.2f of the bound", bound / tcp.time_us);
+    cr_assert_eq(hier_node_pipe_depth(16, "efa-direct"), 4u);
+    cr_assert_eq(hier_node_pipe_depth(16, "shm"), 2u);
+    cr_assert_eq(hier_node_pipe_depth(16, NULL), 2u);
+    cr_assert_eq(hier_node_pipe_depth(1, "efa"), 1u, "one node");
+    hier_params.pipeline_depth = 3;
+    cr_assert_eq(hier_node_pipe_depth(16, "efa"), 3u, "a depth asked for is kept");
+    hier_params.pipeline_depth = 9;
+    cr_assert_eq(hier_node_pipe_depth(16, "tcp"), 4u, "past the most: the most");
+    hier_params.pipeline_depth = -1;
+    cr_assert_eq(hier_node_pipe_depth(16, "efa"), 1u, "below 1: 1");
 }
