@@ -66,7 +66,8 @@ static struct {
     int nonblocking; /* -N: MPI_I* + MPI_Wait */
     int overlap;     /* --overlap T: with -N or -P, also the overlap with computation, T MPI_Test calls during it */
     int persistent;  /* -P: MPI_*_init once per size, then MPI_Start + MPI_Wait */
-} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench", 0, -1, 0};
+    int interleave;  /* --interleave R: blocking, nonblocking and persistent calls in R alternating rounds */
+} opt = {{1, 1, 1, 1}, 8, 64u << 20, 2, -1, -1, DT_FLOAT, 1, 0, "hier_bench", 0, -1, 0, 0};
 
 static int rank, np;
 static MPI_Datatype mpi_dt;
@@ -102,6 +103,12 @@ static void die_usage(const char *msg, const char *arg)
             "      --overlap T        with -N or -P, per size also the overlap with computation as OSU measures it:\n"
             "                         compute as long as the pure call took, MPI_Test T times spread through it,\n"
             "                         then wait; a '# overlap' line (pure, compute, overall us, overlap %%)\n"
+            "      --interleave R     per size, the blocking call, the nonblocking one and (an MPI with them) the\n"
+            "                         persistent one in one process: R rounds, each kind's calls a block of\n"
+            "                         iters/R in every round, in turn; a kind's time is the median over the rounds\n"
+            "                         of its blocks' means; rows LABEL:b, LABEL:nb, LABEL:pc. Kinds launched apart\n"
+            "                         may meet different machine states (a VM's launch can run 3x slower than the\n"
+            "                         next): in one process they meet the same\n"
             "      --device test|cuda send and receive buffers are device memory: hier's test backend (the CPU\n"
             "                         faults on it) or CUDA (cuMemAlloc, one GPU per rank modulo the GPUs);\n"
             "                         hier stages it, or registers it with an FI_HMEM provider\n"
@@ -145,7 +152,7 @@ static void parse_colls(const char *arg)
 
 static void parse_args(int argc, char **argv)
 {
-    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY, O_DEVICE, O_OVERLAP };
+    enum { O_CHECK = 256, O_NOCHECK, O_LABEL, O_MEMCPY, O_DEVICE, O_OVERLAP, O_INTERLEAVE };
     static const struct option lo[] = {
         {"coll", required_argument, 0, 'c'}, {"min-bytes", required_argument, 0, 'b'},
         {"max-bytes", required_argument, 0, 'e'}, {"factor", required_argument, 0, 'f'},
@@ -154,7 +161,7 @@ static void parse_args(int argc, char **argv)
         {"no-check", no_argument, 0, O_NOCHECK}, {"label", required_argument, 0, O_LABEL},
         {"memcpy", no_argument, 0, O_MEMCPY}, {"device", required_argument, 0, O_DEVICE},
         {"nonblocking", no_argument, 0, 'N'}, {"overlap", required_argument, 0, O_OVERLAP},
-        {"persistent", no_argument, 0, 'P'},
+        {"persistent", no_argument, 0, 'P'}, {"interleave", required_argument, 0, O_INTERLEAVE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     const char *nb = getenv("HIER_BENCH_NONBLOCKING");
@@ -188,11 +195,14 @@ static void parse_args(int argc, char **argv)
         case 'N': opt.nonblocking = 1; break;
         case 'P': opt.persistent = 1; break;
         case O_OVERLAP: opt.overlap = (int)parse_long(optarg, 0, 1000000); break;
+        case O_INTERLEAVE: opt.interleave = (int)parse_long(optarg, 1, 1000); break;
         default: die_usage("unknown or incomplete option", argv[optind - 1]);
         }
     }
     if (optind < argc) die_usage("unexpected argument", argv[optind]);
     if (opt.persistent && opt.nonblocking) die_usage("-N and -P: one or the other", NULL);
+    if (opt.interleave && (opt.persistent || opt.nonblocking || opt.overlap >= 0))
+        die_usage("--interleave runs every kind of call itself: not with -N, -P or --overlap", NULL);
 #ifndef BENCH_PINIT
     if (opt.persistent) die_usage("this MPI has no persistent collectives (MPI 4.0, or Open MPI's MPIX_*_init)", NULL);
 #endif
@@ -523,6 +533,96 @@ static double busbw_factor(int coll)
     return coll == C_ALLREDUCE ? 2.0 * (np - 1) / np : (double)(np - 1) / np;
 }
 
+/* `count` calls, a barrier before each, timed alone: tm[i] the slowest
+ * rank's time of call i (rank 0; MPI_Reduce is not overridden by the
+ * component under test). */
+static void time_calls(int coll, size_t n, int count, double *ti, double *tm)
+{
+    for (int i = 0; i < count; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        call(coll, n);
+        ti[i] = MPI_Wtime() - t0;
+    }
+    MPI_Reduce(ti, tm, count, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+}
+
+/* One row: the mean time of a size's calls (rank 0). */
+static void print_row(int lw, const char *label, int coll, size_t n, double tavg, long anybad)
+{
+    double algbw = (double)(n * esz) / tavg / 1e9;
+    printf("%-*s %-20s %12zu %11zu %12.2f %10.3f %10.3f %5s\n", lw, label, coll_names[coll], n * esz, n, tavg * 1e6,
+           algbw, algbw * busbw_factor(coll), !opt.check ? "-" : anybad ? "FAIL" : "ok");
+    fflush(stdout);
+}
+
+/* --interleave: the kinds of call a size is measured as, in one process. */
+enum { K_BLOCKING, K_NONBLOCKING, K_PERSISTENT, K_N };
+static const char *const kind_tags[K_N] = {"b", "nb", "pc"};
+
+static void kind_set(int k)
+{
+    opt.nonblocking = k == K_NONBLOCKING;
+    opt.persistent = k == K_PERSISTENT;
+}
+
+static int kinds(void)
+{
+#ifdef BENCH_PINIT
+    return K_N;
+#else
+    return K_PERSISTENT; /* (this MPI has no persistent collectives) */
+#endif
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --interleave R: R rounds, each with a block of ceil(iters / R) calls of
+ * every kind, the kinds in turn (round r begins with kind r mod kinds); a
+ * block's time is the mean over its calls of the slowest rank's, a kind's
+ * the median over the rounds of its blocks'. One call of each kind first,
+ * untimed (the persistent request is made there). Then each kind's result
+ * checked, and its row printed. Returns 1 if a check failed. */
+static int bench_interleaved(int coll, size_t n, int iters, int lw)
+{
+    int nk = kinds(), rounds = opt.interleave, per = (iters + rounds - 1) / rounds, failed = 0;
+    double *ti = malloc(sizeof(double) * (size_t)per), *tm = malloc(sizeof(double) * (size_t)per);
+    double *blk = malloc(sizeof(double) * (size_t)(rounds * nk));
+    for (int k = 0; k < nk; k++) {
+        kind_set(k);
+        call(coll, n);
+    }
+    for (int r = 0; r < rounds; r++)
+        for (int j = 0; j < nk; j++) {
+            int k = (r + j) % nk;
+            kind_set(k);
+            time_calls(coll, n, per, ti, tm);
+            double sum = 0;
+            for (int i = 0; i < per; i++) sum += tm[i];
+            blk[k * rounds + r] = sum / per;
+        }
+    for (int k = 0; k < nk; k++) {
+        kind_set(k);
+        long bad = opt.check ? check(coll, n) : 0, anybad = 0;
+        MPI_Reduce(&bad, &anybad, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank != 0) continue;
+        char label[256];
+        snprintf(label, sizeof label, "%s:%s", opt.label, kind_tags[k]);
+        qsort(blk + k * rounds, (size_t)rounds, sizeof(double), cmp_double);
+        print_row(lw, label, coll, n, blk[k * rounds + rounds / 2], anybad);
+        failed |= anybad != 0;
+    }
+    kind_set(K_BLOCKING);
+    free(ti);
+    free(tm);
+    free(blk);
+    return failed;
+}
+
 /* Returns 1 if a check failed (on any rank). */
 static int bench_coll(int coll, int lw)
 {
@@ -533,6 +633,7 @@ static int bench_coll(int coll, int lw)
                opt.iters < 0 ? "adaptive" : "fixed", opt.check ? "on" : "off",
                opt.nonblocking  ? " nonblocking (MPI_I* + MPI_Wait)"
                : opt.persistent ? " persistent (MPI_*_init once, MPI_Start + MPI_Wait)"
+               : opt.interleave ? " interleaved (b: blocking, nb: MPI_I* + MPI_Wait, pc: MPI_Start + MPI_Wait)"
                                 : "");
         printf("# %-*s %-20s %12s %11s %12s %10s %10s %5s\n", lw - 2, "label", "coll",
                "size_bytes", "count", "time_us", "algbw_GB/s", "busbw_GB/s", "check");
@@ -565,28 +666,20 @@ static int bench_coll(int coll, int lw)
             int mine = want > MAX_ITERS ? MAX_ITERS : want < MIN_ITERS ? MIN_ITERS : (int)want;
             MPI_Allreduce(&mine, &iters, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         }
+        if (opt.interleave) {
+            failed |= bench_interleaved(coll, n, iters, lw);
+            goto next;
+        }
         double *ti = malloc(sizeof(double) * (size_t)iters);
         double *tm = malloc(sizeof(double) * (size_t)iters);
-        for (int i = 0; i < iters; i++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            call(coll, n);
-            ti[i] = MPI_Wtime() - t0;
-        }
-        /* MPI_Reduce is not overridden by the component under test */
-        MPI_Reduce(ti, tm, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        time_calls(coll, n, iters, ti, tm);
         long bad = 0, anybad = 0;
         if (opt.check) bad = check(coll, n);
         MPI_Reduce(&bad, &anybad, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double sum = 0;
             for (int i = 0; i < iters; i++) sum += tm[i];
-            double tavg = sum / iters, bytes = (double)(n * esz);
-            double algbw = bytes / tavg / 1e9;
-            printf("%-*s %-20s %12zu %11zu %12.2f %10.3f %10.3f %5s\n", lw, opt.label,
-                   coll_names[coll], n * esz, n, tavg * 1e6, algbw, algbw * busbw_factor(coll),
-                   !opt.check ? "-" : anybad ? "FAIL" : "ok");
-            fflush(stdout);
+            print_row(lw, opt.label, coll, n, sum / iters, anybad);
             failed |= anybad != 0;
         }
         if ((opt.nonblocking || opt.persistent) && opt.overlap >= 0) overlap(coll, n, iters, sum_pure(tm, iters));
@@ -663,7 +756,8 @@ int main(int argc, char **argv)
     }
     counts = calloc((size_t)np, sizeof(int));
     displs = calloc((size_t)np, sizeof(int));
-    int lw = (int)strlen(opt.label) > 7 ? (int)strlen(opt.label) : 7;
+    int lw = (int)strlen(opt.label) + (opt.interleave ? 3 : 0);
+    if (lw < 7) lw = 7;
     int failed = 0;
     for (int c = 0; c < C_NCOLL; c++)
         if (opt.colls[c]) failed |= bench_coll(c, lw);

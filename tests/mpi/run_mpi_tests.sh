@@ -121,6 +121,14 @@ loaded_fi() { [ "$(grep -c "$FI_WANT" "$1")" -eq 4 ]; } # every rank loaded the 
 # fabric_warmup: every rank opened libfabric on MPI's own thread where the
 # process had it before hier (4 ranks), in a thread of hier's where not
 warm_on_mpi_thread() { [ "$(grep -c "libfabric was loaded before hier" "$1")" -eq 4 ] && ! grep -q "thread of hier's, in" "$1"; }
+# hier_bench --interleave: each size's blocking, nonblocking and persistent
+# rows, results checked (ok), and every kind served by hier's low-latency path
+interleaved_rows() {
+    local k
+    for k in b nb pc; do [ "$(grep -Ec "^hier_bench:$k +allreduce +(8|64) .* ok$" "$1")" -eq 2 ] || return 1; done
+    for k in allreduce iallreduce pallreduce; do grep -Eq "^coll:hier:stats coll=$k path=shm_ll calls=" "$1" || return 1; done
+    ! grep -q "path=fallback" "$1"
+}
 # coll_hier_pipeline_depth: every rank's pipeline buffers hold the chunks in
 # flight the provider's default gives (tcp: 2), or the parameter's
 in_flight() { [ "$(grep -c "pipeline buffers: mapped (chunk [0-9]*, $2 chunks in flight)" "$1")" -eq 4 ]; }
@@ -553,6 +561,8 @@ np3_nonblocking_setup_off           | 3 | local | - | -                    | - |
     | $T/test_nonblocking --quick --first-falls-back
 np3_nonblocking_off                 | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
     | $T/test_nonblocking --quick --expect-fallback fallback_forced
+np2_bench_interleave                | 2 | local | - | interleaved_rows     | - | --mca coll_hier_stats 1 \
+    | $B/contrib/hier_bench -c allreduce -b 8 -e 64 -f 8 -n 40 -w 2 --interleave 4
 np2_nonblocking_mismatch            | 2 | local | - | has_mismatch_message | - | | $T/test_nonblocking --mismatch
 # persistent calls (MPI_*_init; 4.1: MPIX_*_init) as hier's persistent requests: made first thing on a fresh
 # communicator, every kind started together again and again (Startall), calls between starts, refusals
