@@ -369,8 +369,10 @@ static int small_call(int me, int n, hier_comm_footprint_t *fp, int keep, hier_c
  * left in /dev/shm. */
 static int storm(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
-    int recycled = 0, before = count_segments();
-    (void)comm, (void)w;
+    int recycled = 0, before;
+    (void)comm;
+    fork_barrier(w); /* (counted with no set-up under way, and at the end after every rank's last one) */
+    before = count_segments();
     for (int i = 0; i < 200; i++) {
         hier_comm_footprint_t fp;
         int rc = small_call(me, n, &fp, 0, NULL);
@@ -379,6 +381,7 @@ static int storm(hier_comm_t *comm, int me, int n, fork_world_t *w)
         recycled += fp.recycled;
     }
     if (recycled < 190) return 30;
+    fork_barrier(w);
     if (count_segments() > before) return 31;
     if (hier_shm_pool_count() < 1) return 32;
     return 0;
@@ -488,8 +491,13 @@ Test(shm, a_small_budget_gives_smaller_buffers_never_a_failure)
  * recycled segment, rank 1 lacks it, and the set-up makes a fresh one. */
 static int missing(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
-    int before = count_segments();
-    (void)comm, (void)w;
+    int before;
+    (void)comm;
+    /* (counted with no set-up under way, and at the end after every rank's
+     * last one: a call riding on its set-up can end on rank 1 before the
+     * leader unlinks the fresh segment, a moment later) */
+    fork_barrier(w);
+    before = count_segments();
     if (me == 1) hier_params.shm_budget = 1;
     for (int i = 0; i < 20; i++) {
         hier_comm_footprint_t fp;
@@ -497,6 +505,7 @@ static int missing(hier_comm_t *comm, int me, int n, fork_world_t *w)
         if (rc) return 10 + rc;
         if (fp.recycled) return 20;
     }
+    fork_barrier(w);
     return count_segments() > before ? 30 : 0;
 }
 
