@@ -380,9 +380,6 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 
 /* ---- the pipeline segment ---- */
 
-/* The largest chunk up to what the parameters ask for (at least `least`)
- * whose segment fits in the budget, pooled segments given back first; 0:
- * none does. */
 /* Auto (0): 4 on efa, whose links run at 100 Gbit/s and more, where one
  * chunk's rounds take less time than their latencies (the model: 0.83-0.86
  * of the link bound on 16 p4d nodes at 4, 0.68-0.73 at 2, docs/model.md);
@@ -394,7 +391,7 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 unsigned hier_node_pipe_depth(int nnodes, const char *provider)
 {
     int d = hier_params.pipeline_depth;
-    if (d == 0) d = provider && !strncmp(provider, "efa", 3) ? HIER_NODE_DEPTH_FAST : HIER_NODE_DEPTH_OTHER;
+    if (d == 0) d = hier_fabric_provider_is_efa(provider) ? HIER_NODE_DEPTH_FAST : HIER_NODE_DEPTH_OTHER;
     if (nnodes < 2 || d < 1) return 1; /* (one node: no network rounds to overlap) */
     return d > HIER_RUN_DEPTH_MAX ? HIER_RUN_DEPTH_MAX : (unsigned)d;
 }
@@ -410,6 +407,9 @@ static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
                               .parities = depth + 1};
 }
 
+/* The largest chunk up to what the parameters ask for (at least `least`)
+ * whose segment fits in the budget, pooled segments given back first; 0:
+ * none does. */
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 {
     size_t want = hier_node_pipe_chunk_wanted(c->layout.nnodes);

@@ -104,7 +104,7 @@ static struct fi_info *hier_fabric_hints(const char *prov, int hmem, int efa_rul
 {
     struct fi_info *hints = hier_fi.dupinfo(NULL);
     if (!hints) return NULL;
-    int efa = efa_rules || (prov && !strncmp(prov, "efa", 3));
+    int efa = efa_rules || hier_fabric_provider_is_efa(prov);
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
     hints->mode = efa ? FI_CONTEXT | FI_CONTEXT2 : 0;
@@ -260,7 +260,7 @@ static hier_status_t hier_fabric_rules(hier_fabric_t *fab, const hier_fabric_con
                  "writes of %zu at most, no FI_RMA_EVENT, remote CQ data with no receive posted", why,
                  HIER_FABRIC_CTL_MAX, msg, hier_fabric_max_msg(fab));
     }
-    if (!strncmp(hier_fabric_provider(fab), "efa", 3)) {
+    if (hier_fabric_provider_is_efa(hier_fabric_provider(fab))) {
         bool emulated = false;
         size_t len = sizeof(emulated);
         int ret = fi_getopt(&fab->rail[0].ep->fid, FI_OPT_ENDPOINT, HIER_FI_OPT_EFA_EMULATED_WRITE, &emulated, &len);
@@ -370,6 +370,11 @@ size_t hier_fabric_max_msg(const hier_fabric_t *fab)
 const char *hier_fabric_provider(const hier_fabric_t *fab)
 {
     return fab->list->fabric_attr->prov_name;
+}
+
+int hier_fabric_provider_is_efa(const char *prov)
+{
+    return prov && !strncmp(prov, "efa", 3);
 }
 
 /* A provider granting FI_HMEM may still lack one iface: libfabric built

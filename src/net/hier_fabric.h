@@ -94,6 +94,9 @@ void hier_fabric_prefetch(const hier_fabric_config_t *cfg);
 void hier_fabric_close(hier_fabric_t *fab); /* (NULL: drops an answer prefetched and never taken) */
 /* The provider actually used, e.g. "tcp;ofi_rxm". */
 const char *hier_fabric_provider(const hier_fabric_t *fab);
+/* Whether a provider's name (as asked, or as libfabric gives it) is EFA's:
+ * efa, efa-direct (NULL: no). */
+int hier_fabric_provider_is_efa(const char *prov);
 
 /* The largest message (RMA write) the provider takes in one operation. */
 size_t hier_fabric_max_msg(const hier_fabric_t *fab);
