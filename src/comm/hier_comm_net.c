@@ -170,7 +170,8 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     hier_net_exec_t *x = &net->netx;
     x->fab = fab;
     x->peers = net->peers;
-    x->chans = NULL;
+    x->link = &hier_link_chan;
+    x->links = NULL;
     x->boxes = net->boxes;
     x->box = net->box;
     x->progress = hier_proc_glue_progress();

@@ -52,7 +52,7 @@ struct hier_pd {
     uint32_t *counts;     /* per ring step, the left's writes that landed this call */
     size_t max_msg;       /* the smallest max_msg_size of all ranks: blocks are cut by it */
     hier_step_t *steps;   /* hier_sched_direct_max_steps(size) */
-    hier_chan_t *chans[HIER_DIRECT_PEERS]; /* the executor's participants: left, right */
+    void *links[HIER_DIRECT_PEERS]; /* the executor's participants: left, right */
     hier_net_send_t sendq[2 * HIER_NOTE_KINDS]; /* (a run's sends are its notes) */
     hier_exec_bufs_t bufs;
     hier_net_direct_t direct;
@@ -192,11 +192,11 @@ static hier_status_t hier_pd_copy_own(const hier_pd_regs_t *d, void *dst, const 
 static void hier_pd_exec_init(hier_comm_t *c, hier_fabric_t *fab)
 {
     struct hier_pd *pd = c->pd;
-    pd->chans[HIER_DIRECT_LEFT] = pd->left;
-    pd->chans[HIER_DIRECT_RIGHT] = pd->right;
+    pd->links[HIER_DIRECT_LEFT] = pd->left;
+    pd->links[HIER_DIRECT_RIGHT] = pd->right;
     pd->bufs = (hier_exec_bufs_t){.esize = 1};
     pd->direct = (hier_net_direct_t){.counts = pd->counts, .ntags = (size_t)c->size, .max_write = pd->max_msg};
-    pd->x = (hier_net_exec_t){.fab = fab, .chans = pd->chans, .bufs = &pd->bufs, .direct = &pd->direct,
+    pd->x = (hier_net_exec_t){.link = &hier_link_chan, .fab = fab, .links = pd->links, .bufs = &pd->bufs, .direct = &pd->direct,
                               .progress = c->ops.progress, .spin = HIER_PD_SPIN,
                               .progress_every = c->node ? (unsigned)c->node->wait.progress_every : 1,
                               .run[0].q = {.q = pd->sendq, .cap = sizeof(pd->sendq) / sizeof(pd->sendq[0])}};

@@ -1,4 +1,5 @@
-/* hier_net_exec.c: network steps over the channels of a run's participants. */
+/* hier_net_exec.c: network steps over the links of a run's participants
+ * (net/hier_link.h: whichever transport x->link names). */
 #include "exec/hier_net_exec.h"
 
 #include <string.h>
@@ -6,38 +7,40 @@
 
 #include "base/hier_log.h"
 
-/* The channel to participant p: a sender connects it on first use; a
- * receiver waits for the sender to (NULL until then). */
-static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sending, hier_chan_t **ch_p)
+/* The link to participant p: connected already (x->links), or a channel
+ * a sender connects on first use and a receiver waits for the sender to
+ * (NULL until then). */
+static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sending, void **link_p)
 {
+    hier_chan_t *ch = NULL;
+    hier_status_t st = HIER_OK;
     if (!x->peers) {
-        *ch_p = x->chans[p];
+        *link_p = x->links[p];
         return HIER_OK;
     }
-    if (!sending) {
-        *ch_p = hier_peer_connected(x->peers[p]);
-        return HIER_OK;
-    }
-    return hier_peer_chan(x->fab, x->peers[p], ch_p);
+    if (!sending) ch = hier_peer_connected(x->peers[p]);
+    else st = hier_peer_chan(x->fab, x->peers[p], &ch);
+    *link_p = ch;
+    return st;
 }
 
 
 /* Push as many segments of one send of run d as credits allow now. */
 static hier_status_t hier_net_push(hier_net_exec_t *x, unsigned d, hier_net_send_t *s)
 {
-    if (!s->ch) {
-        hier_status_t st = hier_net_link(x, s->to, 1, &s->ch);
-        if (st != HIER_OK || !s->ch) return st; /* (connecting: later) */
+    if (!s->link) {
+        hier_status_t st = hier_net_link(x, s->to, 1, &s->link);
+        if (st != HIER_OK || !s->link) return st; /* (connecting: later) */
     }
     uint32_t box = (x->boxes ? x->boxes[s->to] : 0) + d;
-    if (!s->seg) s->seg = hier_chan_segment(s->ch, s->len);
+    if (!s->seg) s->seg = x->link->segment(s->link, s->len);
     while (s->done < s->len) {
         size_t seg = s->len - s->done, max = s->seg;
         int sent;
         uint64_t msg;
         if (seg > max) seg = max;
-        hier_status_t st = hier_chan_try_send_from(s->ch, box, s->tag, s->src + s->done, seg, s->mr, x->sig, &sent,
-                                                   &msg);
+        hier_status_t st = x->link->try_send(s->link, box, s->tag, s->src + s->done, seg, s->mr, x->sig, &sent,
+                                             &msg);
         if (st != HIER_OK) return st;
         if (!sent) break;
         if (!s->done) s->first = msg;
@@ -54,9 +57,9 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, unsigned d, hier_net_send
  * but the last). Returns whether the send is over: every byte freed. */
 static int hier_net_send_advance(hier_net_exec_t *x, hier_net_send_t *s)
 {
-    if (!s->ch || !s->seg) return s->len == 0;
+    if (!s->link || !s->seg) return s->len == 0;
     size_t slot = s->seg;
-    while (s->freed < s->done && hier_chan_sent_done(s->ch, s->first + s->freed / slot)) {
+    while (s->freed < s->done && x->link->sent_done(s->link, s->first + s->freed / slot)) {
         s->freed += s->done - s->freed < slot ? s->done - s->freed : slot;
         x->moved++;
     }
@@ -97,7 +100,7 @@ static hier_status_t hier_net_push_all(hier_net_exec_t *x, unsigned d)
         if (st != HIER_OK) return st;
         if (hier_net_send_advance(x, s)) {
             /* over: every write completed, or failed (the channel says which) */
-            if (s->ch && (st = hier_chan_status(s->ch)) != HIER_OK) return st;
+            if (s->link && (st = x->link->status(s->link)) != HIER_OK) return st;
             s->over = 1;
         }
     }
@@ -125,18 +128,18 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
 {
     hier_net_recv_t *r = &x->run[d].r;
     const hier_net_queue_t *q = &x->run[d].q;
-    hier_chan_msg_t m;
+    hier_link_msg_t m;
     int got;
     *got_p = 0;
-    if (!r->ch) {
-        hier_status_t st = hier_net_link(x, r->from, 0, &r->ch);
-        if (st != HIER_OK || !r->ch) return st; /* (the sender has not connected yet) */
+    if (!r->link) {
+        hier_status_t st = hier_net_link(x, r->from, 0, &r->link);
+        if (st != HIER_OK || !r->link) return st; /* (the sender has not connected yet) */
     }
-    if (!r->seg) r->seg = hier_chan_segment(r->ch, r->len);
+    if (!r->seg) r->seg = x->link->segment(r->link, r->len);
     size_t seg = r->seg;
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
-    hier_status_t st = hier_chan_try_recv(r->ch, x->box + d, &m, &got);
+    hier_status_t st = x->link->try_recv(r->link, x->box + d, seg, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
     if (!hier_sig_same(m.sig, x->sig)) {
@@ -145,13 +148,13 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
         hier_sig_describe(x->sig, mine, sizeof(mine));
         HIER_ERROR("mismatched collective: a message of participant %u (another node) is of its %s; this rank "
                    "runs %s", r->from, theirs, mine);
-        hier_chan_release(r->ch, &m);
+        x->link->release(r->link, &m);
         return HIER_ERR_MISMATCH;
     }
     if (m.len != seg || m.tag != r->tag) {
         HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
                    "of message %u (schedules differ between nodes?)", seg, r->tag, r->from, m.len, m.tag);
-        hier_chan_release(r->ch, &m);
+        x->link->release(r->link, &m);
         return HIER_ERR_INTERNAL;
     }
     if (r->reduce)
@@ -159,7 +162,7 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
     else
         memcpy(r->dst + r->done, m.data, m.len);
     r->done += m.len;
-    return hier_chan_release(r->ch, &m);
+    return x->link->release(r->link, &m);
 }
 
 /* Queue a send of run d (its queue has room): len bytes at src to
@@ -199,14 +202,16 @@ static hier_status_t hier_net_write(hier_net_exec_t *x, hier_net_run_t *run, con
 {
     const hier_net_direct_t *dw = x->direct;
     unsigned b = s->src.kind;
-    hier_chan_t *ch;
+    void *link;
     *all_p = 0;
-    if (!dw || b > HIER_BUF_RECV || !dw->mr[b] || !run->has_key || run->key_from != s->peer || !dw->max_write) {
-        HIER_ERROR("inter-node executor: a direct write to participant %u without its key or a registered source",
-                   s->peer);
+    if (!dw || b > HIER_BUF_RECV || !dw->mr[b] || !run->has_key || run->key_from != s->peer || !dw->max_write ||
+        x->link != &hier_link_chan) {
+        HIER_ERROR("inter-node executor: a direct write to participant %u without its key, a registered source "
+                   "or a libfabric channel", s->peer);
         return HIER_ERR_INVALID_ARG;
     }
-    hier_status_t st = hier_net_link(x, s->peer, 1, &ch);
+    hier_status_t st = hier_net_link(x, s->peer, 1, &link);
+    hier_chan_t *ch = link;
     if (st != HIER_OK || !ch) return st;
     run->wrote = ch;
     const uint8_t *src = dw->nic[b] + s->src.off;
@@ -256,8 +261,8 @@ static hier_status_t hier_net_stop(hier_net_run_t *run, hier_status_t st)
 
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_step_t *steps, size_t n)
 {
-    if (d >= HIER_NET_RUNS_MAX || !x->run[d].q.cap || x->run[d].active) {
-        HIER_ERROR("inter-node executor: run %u cannot start (no send queue, or still running)", d);
+    if (d >= HIER_NET_RUNS_MAX || !x->run[d].q.cap || x->run[d].active || !x->link) {
+        HIER_ERROR("inter-node executor: run %u cannot start (no send queue or transport, or still running)", d);
         return HIER_ERR_INVALID_ARG;
     }
     hier_net_run_t *run = &x->run[d];
@@ -351,7 +356,7 @@ static int hier_net_any_active(const hier_net_exec_t *x)
 hier_status_t hier_net_exec_poll(hier_net_exec_t *x)
 {
     if (!hier_net_any_active(x)) return HIER_OK;
-    hier_status_t st = hier_chan_progress(x->fab);
+    hier_status_t st = x->link->poll(x->fab);
     if (st == HIER_OK) return hier_net_advance_all(x);
     for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++)
         if (x->run[d].active) hier_net_stop(&x->run[d], st);
@@ -376,12 +381,12 @@ static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t 
                    s->tag < x->direct->ntags ? hier_chan_direct_count(x->direct->counts, s->tag) : 0, s->len);
     }
     if (run->wrote) hier_chan_report(run->wrote, "direct writes timed out");
-    if (run->receiving && run->r.ch) hier_chan_report(run->r.ch, "receive timed out");
+    if (run->receiving && run->r.link) x->link->report(run->r.link, "receive timed out");
     else if (run->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", run->r.from);
     for (size_t i = 0; i < run->q.n; i++) {
         const hier_net_send_t *s = hier_net_queued(&run->q, i);
         if (s->over) continue;
-        if (s->ch) hier_chan_report(s->ch, "send timed out");
+        if (s->link) x->link->report(s->link, "send timed out");
         else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);
     }
 }
@@ -411,8 +416,8 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d)
             seen = x->moved;
             still_since = 0;
         }
-        st = hier_chan_wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
-                                 hier_net_waiting(run));
+        st = x->link->wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
+                                hier_net_waiting(run));
         if (st != HIER_OK) {
             if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x, run);
             hier_net_stop(run, st);

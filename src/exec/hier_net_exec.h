@@ -1,5 +1,6 @@
 /* hier_net_exec.h: runs inter-node schedules (hier_sched_net.c) over
- * channels (hier_chan.c), one channel per peer. */
+ * links (net/hier_link.h), one per peer: libfabric channels, or Open
+ * MPI's point-to-point. */
 #ifndef HIER_NET_EXEC_H
 #define HIER_NET_EXEC_H
 
@@ -11,6 +12,7 @@
 #include "exec/hier_exec.h"
 #include "exec/hier_reduce.h"
 #include "net/hier_chan.h"
+#include "net/hier_link.h"
 #include "net/hier_peers.h"
 #include "sched/hier_sched.h"
 
@@ -20,12 +22,12 @@ typedef struct {
     size_t freed;          /* bytes no longer needed: copied, or (in place) their writes completed */
     uint32_t to, tag;      /* the participant, and the step's tag */
     int over;              /* every byte freed */
-    hier_chan_t *ch;       /* once connected */
+    void *link;            /* once connected */
     hier_fabric_mr_t *mr;  /* src is registered: its bytes go from where they are (zero-copy) */
     uint64_t first;        /* in place: the channel's number of the first segment (the others follow it:
                             * one send at a time hands a channel its segments, hier_net_exec.c) */
     uint64_t order;        /* when it was queued, among every run's sends */
-    size_t seg;            /* its segments' size (hier_chan_segment), once connected */
+    size_t seg;            /* its segments' size (the link's segment), once connected */
 } hier_net_send_t;
 
 typedef struct {
@@ -33,7 +35,7 @@ typedef struct {
     size_t len, done; /* bytes */
     int reduce;
     uint32_t from, tag;
-    hier_chan_t *ch;  /* once the sender has connected */
+    void *link;       /* once the sender has connected */
     size_t seg;       /* its segments' size, as the sender cuts them */
 } hier_net_recv_t;
 
@@ -91,12 +93,13 @@ typedef struct {
 #define HIER_NET_RUNS_MAX 4
 
 typedef struct {
-    hier_fabric_t *fab;
+    const hier_link_ops_t *link; /* the transport: hier_link_chan, hier_link_pml */
+    hier_fabric_t *fab;          /* its context (libfabric's endpoint; NULL over the PML) */
     /* the other participants, by index (their entry [me] unused): processes,
-     * whose channels connect on the first send (net/hier_peers.h), or, for
-     * tests, channels already connected */
+     * whose channels connect on the first send (net/hier_peers.h), or links
+     * already connected (the PML's; tests' channels) */
     hier_peer_t *const *peers;
-    hier_chan_t *const *chans;
+    void *const *links;
     /* by participant: the first box its end takes this communicator's
      * streams from (NULL: box 0); run d's messages go to that box + d, so
      * runs in flight at once never take each other's */

@@ -308,15 +308,8 @@ hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), in
     } else if (progress && turn % 64 == 63) {
         progress();
     }
-    if (turn % 4096 == 4095) {
-        if (!*still_since) {
-            *still_since = hier_wait_now_ms();
-        } else if (hier_wait_expired(*still_since)) {
-            HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(), what);
-            return HIER_ERR_TIMEOUT;
-        }
-    }
-    return hier_chan_progress(fab);
+    hier_status_t st = hier_link_clock(turn, still_since, what);
+    return st != HIER_OK ? st : hier_chan_progress(fab);
 }
 
 /* The peer's release count as its returns tell it: the highest word. */

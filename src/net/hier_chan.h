@@ -32,6 +32,7 @@
 
 #include "base/hier_sig.h"
 #include "net/hier_fabric.h"
+#include "net/hier_link.h"
 
 #define HIER_CHAN_ID_BITS 16
 #define HIER_CHAN_SEQ_BITS 14
@@ -51,15 +52,6 @@ typedef struct {
     uint32_t slot_bytes; /* both ends must have the same ring shape: */
     uint64_t slots;      /* a writer computes offsets from its own */
 } hier_chan_info_t;
-
-/* A message taken from a channel: valid until hier_chan_release. */
-typedef struct {
-    const void *data;
-    size_t len;
-    uint32_t tag;
-    hier_sig_t sig;   /* of the sender's call */
-    void *held; /* (which slot or set-aside copy it is) */
-} hier_chan_msg_t;
 
 /* A channel end with `slots` (2 .. HIER_CHAN_MAX_SLOTS) slots of
  * `slot_bytes` payload each, both ways ready once connected.
@@ -94,12 +86,12 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
 
 /* The next message of `box` if it is there (*got_p = 1), without waiting. */
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p);
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p);
 /* Done with a message: its slot may be rewritten once every older one is
  * released too. Credit goes back in the header of our next message to the
  * peer, or, once half the slots are released without one, by a write of its
  * own. */
-hier_status_t hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg);
+hier_status_t hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg);
 /* Credit returns written on their own (not carried by a message). */
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
 /* Messages moved aside so far (found before the one asked for). */

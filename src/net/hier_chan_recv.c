@@ -114,7 +114,7 @@ static hier_status_t hier_chan_unpark(hier_chan_t *ch)
     return HIER_OK;
 }
 
-static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg)
+static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg)
 {
     for (hier_chan_aside_t **pp = &ch->aside; *pp; pp = &(*pp)->next) {
         if ((*pp)->box != box) continue;
@@ -122,19 +122,19 @@ static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *
         *pp = a->next;
         if (!*pp) ch->aside_tail = pp;
         if (a->in_ring) { /* (taken in place: released as one from the ring) */
-            *msg = (hier_chan_msg_t){.data = a->in_ring + HIER_CHAN_HDR, .len = a->len, .tag = a->tag, .sig = a->sig,
+            *msg = (hier_link_msg_t){.data = a->in_ring + HIER_CHAN_HDR, .len = a->len, .tag = a->tag, .sig = a->sig,
                                      .held = NULL};
             ch->parked--;
             free(a);
         } else {
-            *msg = (hier_chan_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .sig = a->sig, .held = a};
+            *msg = (hier_link_msg_t){.data = a->data, .len = a->len, .tag = a->tag, .sig = a->sig, .held = a};
         }
         return 1;
     }
     return 0;
 }
 
-static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p)
+static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
 {
     *got_p = 0;
     if (ch->error != HIER_OK) return ch->error;
@@ -146,7 +146,7 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hi
         hier_chan_hdr_t hdr;
         const uint8_t *slot = hier_chan_head(ch, &hdr);
         if (hdr.box == box) { /* 2 */
-            *msg = (hier_chan_msg_t){.data = slot + HIER_CHAN_HDR, .len = hdr.len, .tag = hdr.tag, .sig = hdr.sig,
+            *msg = (hier_link_msg_t){.data = slot + HIER_CHAN_HDR, .len = hdr.len, .tag = hdr.tag, .sig = hdr.sig,
                                      .held = NULL};
             ch->next_recv++;
             *got_p = 1;
@@ -158,12 +158,12 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hi
     return hier_chan_unpark(ch);
 }
 
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p)
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
 {
     HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, box, msg, got_p));
 }
 
-static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_chan_msg_t *msg)
+static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_link_msg_t *msg)
 {
     if (msg->held) { /* a set-aside copy: its slot went long ago */
         free(msg->held);
@@ -175,7 +175,7 @@ static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_chan_msg_t *
     return hier_chan_done(ch, slot);
 }
 
-hier_status_t hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg)
+hier_status_t hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg)
 {
     HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch, msg));
 }

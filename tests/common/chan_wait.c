@@ -19,7 +19,7 @@ hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, uint
     }
 }
 
-hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg)
+hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg)
 {
     uint64_t still_since = 0;
     for (unsigned i = 0;; i++) {

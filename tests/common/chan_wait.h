@@ -11,6 +11,6 @@
 hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
                          size_t len, unsigned long *waited_p);
 /* The next message of `box`, polling until it is there (a minute at most). */
-hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg);
+hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg);
 
 #endif

@@ -211,7 +211,7 @@ static int stream(int me, xchg_t *x, const char *prov)
         }
     } else {
         for (int i = 0; i < STREAM_MESSAGES; i++) {
-            hier_chan_msg_t m;
+            hier_link_msg_t m;
             if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
             const uint8_t *p = m.data;
             if (m.len != (size_t)(i * 37 % 1000) + 1 || m.tag != (uint32_t)i) return 21;
@@ -258,7 +258,7 @@ static int exchange(int me, xchg_t *x, const char *prov)
     if (ret) return ret;
     uint32_t next_in = 0, out = 0;
     for (int i = 0; i < EXCHANGE_ROUNDS; i++) {
-        hier_chan_msg_t m;
+        hier_link_msg_t m;
         v = out++ * 2 + (uint32_t)me;
         if (tchan_send(fab, ch, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 14;
         if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
@@ -309,7 +309,7 @@ static int late_credit(int me, xchg_t *x, const char *prov)
     }
     hier_chan_t *a = ch[0], *b = ch[1];
     uint32_t v;
-    hier_chan_msg_t m;
+    hier_link_msg_t m;
     if (me == 0) {
         for (v = 0; v < 2; v++)
             if (tchan_send(fab, a, 0, 0, &v, sizeof(v), NULL) != HIER_OK) return 20;
@@ -353,7 +353,7 @@ static int wrap(int me, xchg_t *x, const char *prov)
             if (tchan_send(fab, ch, 0, 0, &i, sizeof(i), NULL) != HIER_OK) return 14;
             continue;
         }
-        hier_chan_msg_t m;
+        hier_link_msg_t m;
         uint32_t v;
         if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
         memcpy(&v, m.data, sizeof(v));
@@ -385,7 +385,7 @@ static int stale_credit(int me, xchg_t *x, const char *prov)
     double end = now() + 60;
     for (uint32_t i = 0; i < STALE_MESSAGES; i++) {
         if (me == 1) {
-            hier_chan_msg_t m;
+            hier_link_msg_t m;
             uint32_t v;
             if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 20;
             memcpy(&v, m.data, sizeof(v));
@@ -650,7 +650,10 @@ static int net_member(int me, int np, group_t *g, const char *prov, hier_net_kin
     size_t n = hier_sched_net_build(&a, steps);
     hier_exec_bufs_t bufs = {.rbuf = (uint8_t *)v, .esize = sizeof(double)};
     hier_net_send_t sendq[64];
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .run[0].q = {.q = sendq, .cap = n}};
+    void *links[NP_MAX];
+    for (int p = 0; p < NP_MAX; p++) links[p] = chans[p];
+    hier_net_exec_t x = {.link = &hier_link_chan, .fab = fab, .links = links, .bufs = &bufs,
+                         .run[0].q = {.q = sendq, .cap = n}};
     hier_fabric_mr_t *mr = NULL;
     if (g->in_place) { /* recursive doubling then reduces onto bytes still being sent: they must wait */
         if (hier_fabric_mr_reg(fab, v, count * sizeof(double) + 8, &mr) != HIER_OK) return 19;

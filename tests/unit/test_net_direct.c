@@ -110,7 +110,8 @@ static int ring_member(int me, const ring_case_t *c, ring_t *g)
     hier_net_direct_t dw = {.mr = {smr, rmr}, .nic = {c->in_place ? NULL : sbuf, rbuf},
                             .counts = counts, .ntags = NMAX, .max_write = c->max_write};
     hier_net_send_t sendq[4];
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .direct = &dw, .spin = 16,
+    void *links[HIER_DIRECT_PEERS] = {chans[0], chans[1]};
+    hier_net_exec_t x = {.link = &hier_link_chan, .fab = fab, .links = links, .bufs = &bufs, .direct = &dw, .spin = 16,
                          .progress_every = 1, .run[0].q = {.q = sendq, .cap = 4}};
     if (hier_net_exec_start(&x, 0, steps, n) != HIER_OK) return 14;
     if (!c->in_place) memcpy(rbuf + (size_t)me * c->block, sbuf, c->block); /* (the caller's step 2) */
@@ -202,9 +203,10 @@ Test(net_direct, write_before_key_is_refused)
     cr_assert_eq(hier_fabric_mr_reg(fab, buf, sizeof(buf), &mr), HIER_OK);
     hier_exec_bufs_t bufs = {.rbuf = buf, .esize = 1};
     hier_net_direct_t dw = {.mr = {NULL, mr}, .nic = {NULL, buf}, .counts = counts, .ntags = 1, .max_write = 8};
-    hier_chan_t *chans[HIER_DIRECT_PEERS] = {0};
     hier_net_send_t sendq[1];
-    hier_net_exec_t x = {.fab = fab, .chans = chans, .bufs = &bufs, .direct = &dw, .run[0].q = {.q = sendq, .cap = 1}};
+    void *links[HIER_DIRECT_PEERS] = {0};
+    hier_net_exec_t x = {.link = &hier_link_chan, .fab = fab, .links = links, .bufs = &bufs, .direct = &dw,
+                         .run[0].q = {.q = sendq, .cap = 1}};
     hier_status_t st = hier_net_exec_start(&x, 0, steps, 1);
     if (st == HIER_OK) st = hier_net_exec_finish(&x, 0);
     cr_assert_eq(st, HIER_ERR_INVALID_ARG);

@@ -31,7 +31,7 @@ static int boxes(int me, xchg_t *x, const char *prov)
         for (int box = 2; box >= 1; box--)
             for (uint32_t i = 0; i < 300; i++) {
                 if ((i % 3 == 0) != (box == 2)) continue;
-                hier_chan_msg_t m;
+                hier_link_msg_t m;
                 uint32_t v;
                 if (tchan_recv(fab, ch, (uint32_t)box, &m) != HIER_OK) return 20;
                 memcpy(&v, m.data, sizeof(v));
@@ -64,7 +64,7 @@ static int parked(int me, xchg_t *x, const char *prov)
     } else {
         for (uint32_t i = 0; i < 200; i += 2)
             for (int k = 1; k >= 0; k--) { /* (box 2's, i + 1, then box 1's, i) */
-                hier_chan_msg_t m;
+                hier_link_msg_t m;
                 uint32_t v, want = i + (uint32_t)k;
                 if (tchan_recv(fab, ch, (uint32_t)(1 + k), &m) != HIER_OK) return 20;
                 memcpy(&v, m.data, sizeof(v));
@@ -102,7 +102,7 @@ static int held(int me, xchg_t *x, const char *prov)
         atomic_store(&x->stage[0], 6);
         if (tchan_send(fab, ch, 1, 2, &v[2], 4, NULL) != HIER_OK) return 14; /* once m0 is released */
     } else {
-        hier_chan_msg_t m0, m1, m2;
+        hier_link_msg_t m0, m1, m2;
         if (tchan_recv(fab, ch, 1, &m0) || tchan_recv(fab, ch, 2, &m1)) return 20;
         if (hier_chan_release(ch, &m1) != HIER_OK) return 21;
         atomic_store(&x->stage[1], 5);
@@ -143,7 +143,7 @@ static int handshake(int me, xchg_t *x, const char *prov, int initiators)
         if (hier_chan_progress(fab) != HIER_OK) return 15;
     }
     for (uint32_t i = 0; i < 100; i++) {
-        hier_chan_msg_t m;
+        hier_link_msg_t m;
         uint32_t v = i * 2 + (uint32_t)me, got;
         if (tchan_send(fab, ch, 0, i, &v, sizeof(v), NULL) != HIER_OK) return 20;
         if (tchan_recv(fab, ch, 0, &m) != HIER_OK) return 21;
@@ -182,7 +182,9 @@ static int wrong_tag(int me, xchg_t *x, const char *prov)
     chans[!me] = ch;
     hier_exec_bufs_t bufs = {.rbuf = buf, .esize = 1};
     hier_net_send_t sendq[1];
-    hier_net_exec_t nx = {.fab = fab, .chans = chans, .bufs = &bufs, .run[0].q = {.q = sendq, .cap = 1}};
+    void *links[2] = {chans[0], chans[1]};
+    hier_net_exec_t nx = {.link = &hier_link_chan, .fab = fab, .links = links, .bufs = &bufs,
+                          .run[0].q = {.q = sendq, .cap = 1}};
     hier_step_t step = {.op = me == 0 ? HIER_STEP_NET_SEND : HIER_STEP_NET_RECV, .peer = (uint32_t)!me,
                         .tag = me == 0 ? 5 : 6, .len = 100, .src = {.kind = HIER_BUF_RECV},
                         .dst = {.kind = HIER_BUF_RECV}};

@@ -13,12 +13,14 @@
  * calls back to back; results against references folded here. A node whose
  * ranks leave mid-call ends every request, with no run left in flight. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/hier_params.h"
 #include "exec/hier_run.h"
 #include "net/hier_chan.h"
+#include "net/hier_pml.h"
 #include "shm/hier_shm.h"
 
 #define MAXN 4
@@ -58,8 +60,8 @@ hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint
                                              hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
 int __wrap_hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 hier_status_t __wrap_hier_chan_status(const hier_chan_t *ch);
-hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p);
-hier_status_t __wrap_hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg);
+hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p);
+hier_status_t __wrap_hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg);
 hier_status_t __wrap_hier_chan_progress(hier_fabric_t *fab);
 hier_status_t __wrap_hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every,
                                          unsigned turn, uint64_t *still_since, const char *what);
@@ -119,7 +121,7 @@ hier_status_t __wrap_hier_chan_status(const hier_chan_t *ch)
     return HIER_OK;
 }
 
-hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan_msg_t *msg, int *got_p)
+hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
 {
     fdir_t *d = ((fend_t *)ch)->in;
     *got_p = 0;
@@ -130,14 +132,14 @@ hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_chan
             m->aside = 1;
             continue;
         }
-        *msg = (hier_chan_msg_t){.data = m->data, .len = m->len, .tag = m->tag, .sig = m->sig, .held = m};
+        *msg = (hier_link_msg_t){.data = m->data, .len = m->len, .tag = m->tag, .sig = m->sig, .held = m};
         *got_p = 1;
         break;
     }
     return HIER_OK;
 }
 
-hier_status_t __wrap_hier_chan_release(hier_chan_t *ch, hier_chan_msg_t *msg)
+hier_status_t __wrap_hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg)
 {
     fdir_t *d = ((fend_t *)ch)->in;
     for (fmsg_t **pp = &d->head; *pp; pp = &(*pp)->next) {
@@ -173,6 +175,107 @@ void __wrap_hier_chan_report(const hier_chan_t *ch, const char *why)
     (void)why;
 }
 
+/* ---- Open MPI's point-to-point, in memory (the glue's ops for hier_pml.c) ----
+ * MPI's matching: a message goes to the oldest receive of the same (source,
+ * destination, box) once it has landed (after a random delay, in order per
+ * direction and box); a longer message than the receive is truncated. Sends
+ * of 1000 bytes and less complete when posted (eager), longer ones when
+ * matched (rendezvous: the sender's credit is the receiver's posting). */
+
+typedef struct pmsg {
+    struct pmsg *next;
+    size_t len;
+    unsigned due;
+    int *matched;   /* the send's request: set once taken */
+    uint8_t data[];
+} pmsg_t;
+
+typedef struct {
+    pmsg_t *head, **tail;
+    unsigned last_due;
+} pq_t;
+
+#define PML_EAGER 1000
+static pq_t pml_q[MAXN * MAXP][MAXN * MAXP][HIER_PML_BOXES]; /* [from][to][box] */
+
+typedef struct {
+    int send, rank, from, done;
+    uint32_t box;
+    uint8_t *buf;
+    size_t len;
+} preq_t;
+
+static int pml_fake_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+{
+    int me = *(const int *)arg;
+    pq_t *q = &pml_q[me][to][box];
+    preq_t *r = calloc(1, sizeof(*r));
+    pmsg_t *m = malloc(sizeof(*m) + len);
+    cr_assert(r && m);
+    unsigned due = fake_turn + (unsigned)rand_r(&fake_seed) % fake_delay;
+    *m = (pmsg_t){.len = len, .due = due > q->last_due ? due : q->last_due, .matched = &r->done};
+    memcpy(m->data, buf, len);
+    q->last_due = m->due;
+    if (!q->tail) q->tail = &q->head;
+    *q->tail = m;
+    q->tail = &m->next;
+    *r = (preq_t){.send = 1, .done = len <= PML_EAGER};
+    if (r->done) m->matched = NULL;
+    *req_p = r;
+    return 0;
+}
+
+static int pml_fake_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+{
+    preq_t *r = malloc(sizeof(*r));
+    cr_assert(r);
+    *r = (preq_t){.rank = *(const int *)arg, .from = from, .box = box, .buf = buf, .len = len};
+    *req_p = r;
+    return 0;
+}
+
+static int pml_fake_test(void *req, size_t *len_p)
+{
+    preq_t *r = req;
+    if (r->send) {
+        if (!r->done) return 0;
+        free(r);
+        return 1;
+    }
+    pq_t *q = &pml_q[r->from][r->rank][r->box];
+    pmsg_t *m = q->head;
+    if (!m || m->due > fake_turn) return 0;
+    q->head = m->next;
+    if (!q->head) q->tail = &q->head;
+    if (m->matched) *m->matched = 1;
+    int ret = m->len > r->len ? HIER_PML_TRUNCATED : 1;
+    memcpy(r->buf, m->data, m->len > r->len ? r->len : m->len);
+    *len_p = m->len > r->len ? r->len : m->len;
+    free(m);
+    free(r);
+    return ret;
+}
+
+static void pml_fake_cancel(void *req)
+{
+    free(req);
+}
+
+static void pml_fake_clear(void)
+{
+    for (int f = 0; f < MAXN * MAXP; f++)
+        for (int t = 0; t < MAXN * MAXP; t++)
+            for (int b = 0; b < HIER_PML_BOXES; b++) {
+                pq_t *q = &pml_q[f][t][b];
+                while (q->head) {
+                    pmsg_t *m = q->head;
+                    q->head = m->next;
+                    free(m);
+                }
+                *q = (pq_t){0};
+            }
+}
+
 /* ---- a bed of nodes ---- */
 
 typedef struct {
@@ -195,7 +298,10 @@ typedef struct {
     hier_net_exec_t x[MAXN][MAXP];
     fdir_t dir[MAXN][MAXN][MAXP];      /* [from][to][local] */
     fend_t end[MAXN][MAXP][MAXN];      /* [node][local][peer] */
-    hier_chan_t *chans[MAXN][MAXP][MAXN];
+    void *chans[MAXN][MAXP][MAXN];     /* the links: channels' ends, or PML links */
+    int pml;                           /* the transport: Open MPI's point-to-point (else channels) */
+    int grank[MAXN][MAXP];             /* a rank's number, for the PML's matching */
+    hier_pml_ops_t pml_ops[MAXN][MAXP];
     hier_run_t run[MAXN][MAXP];
 } bed_t;
 
@@ -225,7 +331,8 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
         cr_assert_not_null(b->scratch[n][l] = malloc(HIER_EXEC_SCRATCH_BYTES));
         hier_net_exec_t *x = &b->x[n][l];
         /* (its slot "registered": sends from it go in place, read when they land) */
-        *x = (hier_net_exec_t){.chans = b->chans[n][l], .mr = (hier_fabric_mr_t *)&b->x[n][l],
+        *x = (hier_net_exec_t){.link = b->pml ? &hier_link_pml : &hier_link_chan, .links = b->chans[n][l],
+                               .mr = (hier_fabric_mr_t *)&b->x[n][l],
                                .mr_base = b->slots[n][l][l],
                                .mr_len = (b->depth + 1) * hier_shm_parity_stride(b->pseg[n][l])};
         for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++)
@@ -239,10 +346,11 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
 
 /* The layout, its segments and channels: ranks numbered node by node; the
  * ranks of local index l < pieces talk across nodes. */
-static void bed_open(bed_t *b, const lay_t *L, unsigned depth, size_t chunk, size_t cap)
+static void bed_open(bed_t *b, const lay_t *L, unsigned depth, size_t chunk, size_t cap, int pml)
 {
     memset(b, 0, sizeof(*b));
     b->L = *L;
+    b->pml = pml;
     b->depth = depth;
     b->chunk = chunk;
     b->cap = cap;
@@ -258,17 +366,32 @@ static void bed_open(bed_t *b, const lay_t *L, unsigned depth, size_t chunk, siz
         for (int t = 0; t < L->nnodes; t++)
             for (int l = 0; l < MAXP; l++) b->dir[f][t][l].tail = &b->dir[f][t][l].head;
     for (int n = 0; n < L->nnodes; n++)
+        for (int l = 0; l < L->nlocal[n]; l++) {
+            b->grank[n][l] = (int)b->node_first[n] + l;
+            b->pml_ops[n][l] = (hier_pml_ops_t){.isend = pml_fake_isend, .irecv = pml_fake_irecv,
+                                                .test = pml_fake_test, .cancel = pml_fake_cancel,
+                                                .arg = &b->grank[n][l]};
+        }
+    for (int n = 0; n < L->nnodes; n++)
         for (int l = 0; l < b->pieces; l++)
             for (int m = 0; m < L->nnodes; m++) {
                 if (m == n) continue;
                 b->end[n][l][m] = (fend_t){.in = &b->dir[m][n][l], .out = &b->dir[n][m][l]};
-                b->chans[n][l][m] = (hier_chan_t *)&b->end[n][l][m];
+                b->chans[n][l][m] = &b->end[n][l][m];
+                if (pml) /* (segments as the channels' fake cuts them) */
+                    cr_assert_eq(hier_pml_open(&b->pml_ops[n][l], (int)b->node_first[m] + l, fake_seg,
+                                               (hier_pml_t **)&b->chans[n][l][m]), HIER_OK);
             }
     for (int n = 0; n < L->nnodes; n++) open_node(b, n, 4096);
 }
 
 static void bed_close(bed_t *b)
 {
+    for (int n = 0; n < b->L.nnodes; n++)
+        for (int l = 0; l < b->pieces && b->pml; l++)
+            for (int m = 0; m < b->L.nnodes; m++)
+                if (m != n) hier_pml_close(b->chans[n][l][m]);
+    pml_fake_clear();
     for (int n = 0; n < b->L.nnodes; n++)
         for (int l = 0; l < b->L.nlocal[n]; l++) {
             for (unsigned i = 0; i <= b->depth; i++) free(b->steps[n][l][i]);
@@ -293,6 +416,7 @@ typedef struct {
     hier_sched_kind_t kind;
     hier_net_kind_t net;
     int in_place, radix;
+    int dbl;                       /* reductions of doubles whose sum depends on the fold order (else int64) */
     size_t count;                  /* allreduce: elements; allgather: bytes per rank; reduce_scatter: all */
     size_t rcounts[MAXN * MAXP], rdispls[MAXN * MAXP];
     uint8_t *in[MAXN * MAXP], *out[MAXN * MAXP];
@@ -306,6 +430,14 @@ static int64_t val(int r, int k, size_t i)
 static uint8_t byte_of(int r, int k, size_t i)
 {
     return (uint8_t)(r * 37 + i * 11 + (size_t)k + 1);
+}
+
+/* Mixed signs, magnitudes 2^-10 .. 2^10 apart between ranks: rounding
+ * makes the sum depend on the order it is folded in. */
+static double dval(int r, int k, size_t i)
+{
+    long m = ((long)r * 7919 + (long)i * 104729 + k * 31) % 1000003 + 1;
+    return (r % 2 ? -1.0 : 1.0) * (double)m / 1000003.0 * ldexp(1.0, (int)((r * 17 + i * 3) % 21) - 10);
 }
 
 static void call_make(call_t *c, const bed_t *b, int k)
@@ -327,7 +459,9 @@ static void call_make(call_t *c, const bed_t *b, int k)
         for (size_t i = 0; ag && i < c->count; i++) src[i] = byte_of(r, k, i);
         for (size_t i = 0; !ag && i < elems; i++) {
             int64_t v = val(r, k, i);
-            memcpy(src + i * 8, &v, 8);
+            double d = dval(r, k, i);
+            if (c->dbl) memcpy(src + i * 8, &d, 8);
+            else memcpy(src + i * 8, &v, 8);
         }
     }
     if (rs) c->count = total;
@@ -355,7 +489,14 @@ static void call_check(const call_t *c, const bed_t *b, int k, const char *what)
             continue;
         }
         size_t lo = rs ? c->rdispls[r] : 0, n = rs ? c->rcounts[r] : c->count;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; c->dbl && i < n; i++) {
+            double want = 0, got;
+            for (int q = 0; q < b->g; q++) want += dval(q, k, lo + i);
+            memcpy(&got, c->out[r] + i * 8, 8);
+            cr_assert(fabs(got - want) <= 1e-12 * 1024 * b->g, "%s call %d: rank %d [%zu]: %a, want about %a", what,
+                      k, r, i, got, want);
+        }
+        for (size_t i = 0; !c->dbl && i < n; i++) {
             int64_t want = 0, got;
             for (int q = 0; q < b->g; q++) want += val(q, k, lo + i);
             memcpy(&got, c->out[r] + i * 8, 8);
@@ -373,9 +514,33 @@ static void call_free(call_t *c, int g)
     }
 }
 
-/* CALLS calls of one shape back to back over the bed, every rank advanced
- * in a random order, a rank starting its next call once its last is over. */
-static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t *shape, unsigned seed)
+/* The bytes every rank's calls left in their receive buffers, one after
+ * the other (run_calls' `keep`). */
+typedef struct {
+    uint8_t *bytes;
+    size_t len;
+} kept_t;
+
+static void keep_outputs(kept_t *keep, const call_t *calls, const bed_t *b)
+{
+    int ag = calls[0].kind == HIER_SCHED_HIER_ALLGATHER, rs = calls[0].kind == HIER_SCHED_HIER_REDUCE_SCATTER;
+    size_t at = keep->len;
+    for (int k = 0; k < CALLS; k++)
+        for (int r = 0; r < b->g; r++) {
+            size_t n = ag ? calls[k].count * (size_t)b->g : (rs ? calls[k].rcounts[r] : calls[k].count) * 8;
+            cr_assert_not_null(keep->bytes = realloc(keep->bytes, at + n + 1));
+            memcpy(keep->bytes + at, calls[k].out[r], n);
+            at += n;
+        }
+    keep->len = at;
+}
+
+/* CALLS calls of one shape back to back over the bed (its links channels,
+ * or PML links with `pml`), every rank advanced in a random order, a rank
+ * starting its next call once its last is over; their results added to
+ * `keep` (may be NULL). */
+static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t *shape, unsigned seed, int pml,
+                      kept_t *keep)
 {
     static bed_t b;
     call_t calls[CALLS];
@@ -383,14 +548,14 @@ static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t
     hier_sched_args_t args[MAXN * MAXP];
     int at[MAXN * MAXP] = {0}, started[MAXN * MAXP] = {0}, node_of[MAXN * MAXP], local_of[MAXN * MAXP];
     hier_reduce_kernel_t kernel;
-    cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &kernel), HIER_OK);
-    char what[160];
-    snprintf(what, sizeof(what), "kind %d net %d nodes %d (%d,%d,...) depth %u chunk %zu count %zu in place %d",
+    cr_assert_eq(hier_reduce_kernel_get(shape->dbl ? HIER_DT_DOUBLE : HIER_DT_INT64, HIER_OP_SUM, &kernel), HIER_OK);
+    char what[192];
+    snprintf(what, sizeof(what), "kind %d net %d nodes %d (%d,%d,...) depth %u chunk %zu count %zu in place %d%s",
              (int)shape->kind, (int)shape->net, L->nnodes, L->nlocal[0], L->nlocal[1], depth, chunk, shape->count,
-             shape->in_place);
+             shape->in_place, pml ? " over the PML" : "");
     /* the room: the most steps any rank's chunk has */
     bed_t *probe = &b;
-    bed_open(probe, L, depth, chunk, 1);
+    bed_open(probe, L, depth, chunk, 1, 0);
     size_t cap = 1;
     for (int k = 0; k < CALLS; k++) {
         calls[k] = *shape;
@@ -403,7 +568,7 @@ static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t
             cap = need > cap ? need : cap;
         }
     bed_close(probe);
-    bed_open(&b, L, depth, chunk, cap);
+    bed_open(&b, L, depth, chunk, cap, pml);
     for (int n = 0; n < L->nnodes; n++)
         for (int l = 0; l < L->nlocal[n]; l++) {
             node_of[b.node_first[n] + (uint32_t)l] = n;
@@ -432,10 +597,9 @@ static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t
         left--;
     }
     cr_assert_eq(left, 0, "%s: calls not over after %u turns (a hang)", what, TURNS_MAX);
-    for (int k = 0; k < CALLS; k++) {
-        call_check(&calls[k], &b, k, what);
-        call_free(&calls[k], b.g);
-    }
+    for (int k = 0; k < CALLS; k++) call_check(&calls[k], &b, k, what);
+    if (keep) keep_outputs(keep, calls, &b);
+    for (int k = 0; k < CALLS; k++) call_free(&calls[k], b.g);
     bed_close(&b);
 }
 
@@ -454,7 +618,7 @@ static void sweep(hier_sched_kind_t kind, const hier_net_kind_t *nets, int nnets
                     for (int ip = 0; ip < 2; ip++) {
                         call_t shape = {.kind = kind, .net = nets[ni], .in_place = ip, .count = counts[ci],
                                         .radix = ni == 2 ? 3 : 2};
-                        run_calls(&layouts[li], depth, ci % 2 ? 512 : 2048, &shape, seed++);
+                        run_calls(&layouts[li], depth, ci % 2 ? 512 : 2048, &shape, seed++, 0, NULL);
                     }
 }
 
@@ -497,7 +661,7 @@ Test(pipe, a_node_that_leaves_ends_every_request, .timeout = 60)
     hier_params_defaults(&hier_params);
     hier_params.timeout = 1;
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &kernel), HIER_OK);
-    bed_open(&b, &L, 3, 1024, 1);
+    bed_open(&b, &L, 3, 1024, 1, 0);
     call_make(&c, &b, 0);
     size_t cap = 1;
     for (int r = 0; r < 4; r++) {
@@ -506,7 +670,7 @@ Test(pipe, a_node_that_leaves_ends_every_request, .timeout = 60)
         cap = need > cap ? need : cap;
     }
     bed_close(&b);
-    bed_open(&b, &L, 3, 1024, cap);
+    bed_open(&b, &L, 3, 1024, cap, 0);
     for (int r = 0; r < 4; r++) {
         args[r] = call_args(&c, &b, r / 2, r % 2);
         hier_run_begin(&q[r], &b.run[r / 2][r % 2], &args[r], c.in[r], c.out[r], kernel);
@@ -536,4 +700,67 @@ Test(pipe, a_node_that_leaves_ends_every_request, .timeout = 60)
     call_free(&c, b.g);
     bed_close(&b);
     hier_params_defaults(&hier_params);
+}
+
+/* The same schedules over Open MPI's point-to-point (hier_pml.c, its MPI
+ * calls in memory) and over channels give the same bytes: every kind and
+ * algorithm, even and uneven layouts, one chunk and many, in place or not,
+ * reductions of doubles whose sum depends on the fold order. */
+static void same_bytes(hier_sched_kind_t kind, const hier_net_kind_t *nets, int nnets, const size_t *counts,
+                       int ncounts)
+{
+    unsigned seed = 11;
+    for (size_t li = 0; li < sizeof(layouts) / sizeof(layouts[0]); li++)
+        for (unsigned depth = 1; depth <= HIER_RUN_DEPTH_MAX; depth += 2)
+            for (int ni = 0; ni < nnets; ni++)
+                for (int ci = 0; ci < ncounts; ci++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        call_t shape = {.kind = kind, .net = nets[ni], .in_place = ip, .count = counts[ci],
+                                        .radix = ni == 2 ? 3 : 2, .dbl = kind != HIER_SCHED_HIER_ALLGATHER};
+                        kept_t chan = {0}, pml = {0};
+                        size_t chunk = ci % 2 ? 512 : 2048;
+                        run_calls(&layouts[li], depth, chunk, &shape, seed, 0, &chan);
+                        run_calls(&layouts[li], depth, chunk, &shape, seed++, 1, &pml);
+                        cr_assert_eq(chan.len, pml.len);
+                        cr_assert(!memcmp(chan.bytes, pml.bytes, chan.len),
+                                  "kind %d net %d layout %zu depth %u count %zu in place %d: the PML's result "
+                                  "differs from the channels'", (int)kind, (int)nets[ni], li, depth, counts[ci], ip);
+                        free(chan.bytes);
+                        free(pml.bytes);
+                    }
+}
+
+/* (the doubles above do depend on the order: the test can fail) */
+Test(pipe, the_doubles_depend_on_the_fold_order)
+{
+    int differ = 0;
+    for (size_t i = 0; i < 64; i++) {
+        double up = 0, down = 0;
+        for (int r = 0; r < 6; r++) up += dval(r, 0, i);
+        for (int r = 5; r >= 0; r--) down += dval(r, 0, i);
+        differ += up != down;
+    }
+    cr_assert_gt(differ, 8);
+}
+
+Test(pipe, allreduce_bitwise_the_same_over_the_pml, .timeout = 300)
+{
+    static const hier_net_kind_t nets[] = {HIER_NET_RING_ALLREDUCE, HIER_NET_RD_ALLREDUCE, HIER_NET_RH_ALLREDUCE};
+    static const size_t counts[] = {1, 301, 5000};
+    same_bytes(HIER_SCHED_HIER_ALLREDUCE, nets, 3, counts, 3);
+}
+
+Test(pipe, allgather_bitwise_the_same_over_the_pml, .timeout = 300)
+{
+    static const hier_net_kind_t nets[] = {HIER_NET_RING_ALLGATHER, HIER_NET_RD_ALLGATHER, HIER_NET_RH_ALLGATHER};
+    static const size_t counts[] = {3, 700, 9000};
+    same_bytes(HIER_SCHED_HIER_ALLGATHER, nets, 3, counts, 3);
+}
+
+Test(pipe, reduce_scatter_bitwise_the_same_over_the_pml, .timeout = 300)
+{
+    static const hier_net_kind_t nets[] = {HIER_NET_RING_REDUCE_SCATTER, HIER_NET_RD_ALLREDUCE,
+                                           HIER_NET_RH_REDUCE_SCATTER};
+    static const size_t counts[] = {5, 900, 12000};
+    same_bytes(HIER_SCHED_HIER_REDUCE_SCATTER, nets, 3, counts, 3);
 }
