@@ -30,6 +30,11 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_NET_RH] = {"net_rh", "net_rh"},
     [HIER_PATH_NET_COPY] = {"net_copy", "net_copy"},
     [HIER_PATH_NET_RS] = {"net_rs", "net_rs"},
+    [HIER_PATH_PML_RING] = {"pml_ring", "pml_ring"},
+    [HIER_PATH_PML_RD] = {"pml_rd", "pml_rd"},
+    [HIER_PATH_PML_RH] = {"pml_rh", "pml_rh"},
+    [HIER_PATH_PML_COPY] = {"pml_copy", "pml_copy"},
+    [HIER_PATH_PML_RS] = {"pml_rs", "pml_rs"},
     [HIER_PATH_NET_DIRECT] = {"net_direct", "net_direct"},
     [HIER_PATH_SETUP] = {"setup", "setup"},
     [HIER_PATH_FALLBACK_OP] = {"fallback:op", "fallback_op"},
@@ -38,11 +43,9 @@ static const char *const hier_path_names[HIER_PATH_COUNT][2] = {
     [HIER_PATH_FALLBACK_SHM] = {"fallback:shm", "fallback_shm"},
     [HIER_PATH_FALLBACK_RANKS] = {"fallback:ranks", "fallback_ranks"},
     [HIER_PATH_FALLBACK_FORCED] = {"fallback:forced", "fallback_forced"},
-    [HIER_PATH_FALLBACK_NET] = {"fallback:net", "fallback_net"},
     [HIER_PATH_FALLBACK_DEVICE] = {"fallback:device", "fallback_device"},
     [HIER_PATH_FALLBACK_PARAMS] = {"fallback:params", "fallback_params"},
     [HIER_PATH_FALLBACK_MISMATCH] = {"fallback:mismatch", "fallback_mismatch"},
-    [HIER_PATH_FALLBACK_WARMUP] = {"fallback:warmup", "fallback_warmup"},
     [HIER_PATH_FALLBACK_NONBLOCKING] = {"fallback:nonblocking", "fallback_nonblocking"},
 };
 

@@ -42,6 +42,11 @@ typedef enum {
     HIER_PATH_NET_RH,            /* several nodes: allreduce, Rabenseifner between nodes */
     HIER_PATH_NET_COPY,          /* several nodes: allgather */
     HIER_PATH_NET_RS,            /* several nodes: reduce_scatter */
+    HIER_PATH_PML_RING,          /* the same five, their steps between nodes over Open MPI's point-to-point */
+    HIER_PATH_PML_RD,            /* (until every rank's libfabric endpoint is open, or where none can be) */
+    HIER_PATH_PML_RH,
+    HIER_PATH_PML_COPY,
+    HIER_PATH_PML_RS,
     HIER_PATH_NET_DIRECT,        /* device buffers NIC to NIC (peer direct), a ring over every rank */
     HIER_PATH_SETUP,             /* a communicator's first call, small: carried by the set-up's exchange */
     HIER_PATH_FIRST_FALLBACK,
@@ -51,11 +56,9 @@ typedef enum {
     HIER_PATH_FALLBACK_SHM,      /* shared-memory segment unavailable */
     HIER_PATH_FALLBACK_RANKS,    /* the ranks disagree on who shares a node */
     HIER_PATH_FALLBACK_FORCED,   /* the user forced the fallback by parameter */
-    HIER_PATH_FALLBACK_NET,      /* several nodes, and no usable libfabric provider */
     HIER_PATH_FALLBACK_DEVICE,   /* a buffer in device memory no backend handles */
     HIER_PATH_FALLBACK_PARAMS,   /* the ranks have different coll_hier parameters */
     HIER_PATH_FALLBACK_MISMATCH, /* the ranks called different collectives on it earlier */
-    HIER_PATH_FALLBACK_WARMUP,   /* several nodes, some rank's libfabric endpoint still opening */
     HIER_PATH_FALLBACK_NONBLOCKING, /* a nonblocking call (or a persistent start) that would wait first: a collective step not taken yet */
     HIER_PATH_COUNT
 } hier_path_t;
@@ -96,6 +99,15 @@ typedef struct {
 static inline int hier_path_is_fallback(hier_path_t path)
 {
     return path >= HIER_PATH_FIRST_FALLBACK;
+}
+
+/* A path between nodes as Open MPI's point-to-point carried it (net_rd ->
+ * pml_rd); any other path as it is. */
+static inline hier_path_t hier_path_over_pml(hier_path_t path)
+{
+    return path >= HIER_PATH_NET_RING && path <= HIER_PATH_NET_RS
+               ? (hier_path_t)(path - HIER_PATH_NET_RING + HIER_PATH_PML_RING)
+               : path;
 }
 
 #endif

@@ -36,9 +36,9 @@ static const hier_param_desc_t hier_param_table[] = {
     {"progress_thread", HIER_PARAM_INT, "0",
      "1 = a thread of hier's advances the nonblocking and persistent requests while the application computes "
      "without calling MPI (it moves their data through shared memory, and between nodes through hier's own "
-     "endpoint unless libfabric was in the process before hier: the MPI library's, which its owner drives "
-     "without locks; it leaves their completion, and whatever needs Open MPI, to the application's next MPI "
-     "call); it sleeps while there is none. 2 = between nodes even then (Open MPI 4.1 with its ofi components "
+     "endpoint unless the MPI library drives libfabric itself, without locks; it leaves their completion, and "
+     "whatever needs Open MPI (calls between nodes over its point-to-point among them), to the application's "
+     "next MPI call); it sleeps while there is none. 2 = between nodes even then (Open MPI 4.1 with its ofi components "
      "loaded ran so; Open MPI 6.0 hung). Costs a core's share while requests run, and hier's transport lock",
      HIER_PARAM_OFF(progress_thread), 0, 1, 4},
     {"allreduce_algorithm", HIER_PARAM_ALGO, "auto",
@@ -119,7 +119,7 @@ static const hier_param_desc_t hier_param_table[] = {
     {"fabric_provider", HIER_PARAM_STRING, "",
      "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "
      "sockets or a full name (tcp;ofi_rxm); empty = the first of efa, tcp, sockets that works. Without one, "
-     "multi-node communicators use the previous component",
+     "calls between nodes go over Open MPI's own point-to-point (paths pml_*), still hier's algorithms",
      HIER_PARAM_OFF(fabric_provider), 0, 0, 2},
     {"fabric_iface", HIER_PARAM_STRING, "",
      "NICs to use between nodes, by libfabric domain name (network interfaces for tcp, rdmap* devices for EFA): "
@@ -143,18 +143,18 @@ static const hier_param_desc_t hier_param_table[] = {
      "rail only. Ranks must agree (both ends cut a message alike)",
      HIER_PARAM_OFF(fabric_stripe), 0, 0, 3},
     {"fabric_warmup", HIER_PARAM_INT, "1",
-     "Open libfabric once a call between nodes is worth it (fabric_open_min; loading it and finding its "
-     "providers takes 0.1-0.5 s): until every rank's endpoint is ready, calls between nodes go to the previous "
-     "component (counted as fallback:warmup). hier opens it in a thread of its own, so no call waits, unless "
-     "libfabric was in the process before hier (Open MPI's ofi components, the application): then the next "
-     "call between nodes opens it on MPI's thread, which that libfabric's user expects; 0 = the first call "
-     "between nodes opens it and waits",
+     "Open libfabric once calls between nodes make it worth it (fabric_open_min; loading it and finding its "
+     "providers takes 0.1-0.5 s): until every rank's endpoint is open, hier serves calls between nodes over "
+     "Open MPI's own point-to-point (paths pml_*), then moves to libfabric at a call every rank agrees on. hier "
+     "opens it in a thread of its own, so no call waits, unless the MPI library drives libfabric itself (an ofi "
+     "MTL or BTL in use): then the call that asks opens it on MPI's thread, which that libfabric's user "
+     "expects; 0 = the first call between nodes opens it and waits",
      HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
     {"fabric_open_min", HIER_PARAM_SIZE, "64K",
      "With fabric_warmup, libfabric starts opening at the first call between nodes of at least this many bytes "
      "(the whole vector: allreduce's, allgather's or reduce_scatter's), or at a communicator's 1024th call "
-     "between nodes; smaller calls before that go to the previous component: the opening costs 0.1-0.5 s of a "
-     "core, which a few small calls never pay back. 0 = at the first call",
+     "between nodes; smaller calls before that go over Open MPI's point-to-point: the opening costs 0.1-0.5 s "
+     "of a core, which a few small calls never pay back. 0 = at the first call",
      HIER_PARAM_OFF(fabric_open_min), 0, 1, 4},
     {"fabric_slot_size", HIER_PARAM_SIZE, "512K",
      "Bytes per message slot of an inter-node channel: larger messages are cut into slots of this size",

@@ -6,6 +6,7 @@ hier_stats_cell_t hier_stats[HIER_COLL_COUNT][HIER_PATH_COUNT];
 
 hier_stats_rail_t hier_stats_rails[HIER_STATS_RAILS];
 uint64_t hier_stats_exchanges;
+uint64_t hier_stats_pml_waiting;
 
 void hier_stats_print_rails(FILE *out, int rank, const hier_stats_rail_t rails[HIER_STATS_RAILS])
 {

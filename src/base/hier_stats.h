@@ -39,6 +39,11 @@ static inline void hier_stats_count_exchange(void)
     __atomic_fetch_add(&hier_stats_exchanges, 1, __ATOMIC_RELAXED);
 }
 
+/* Communicators of this process whose calls between nodes go over Open
+ * MPI's point-to-point while they wait for every rank's libfabric endpoint
+ * (a level: benchmarks wait for 0 before timing, contrib/hier_settle.h). */
+extern uint64_t hier_stats_pml_waiting;
+
 
 /* A call counted: locked read-modify-writes only where threads may count
  * at once (MPI_THREAD_MULTIPLE, hier's progress thread); otherwise the one

@@ -46,6 +46,7 @@ hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, h
 void hier_comm_destroy(hier_comm_t *c)
 {
     if (!c) return;
+    hier_net_waiting(c, 0);
     hier_req_orphan(c);
     hier_comm_pd_close(c);
     hier_stage_free(c->stage);
@@ -91,7 +92,7 @@ void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
                       nd->nsteps * nd->nqueues * sizeof(hier_net_send_t) +
                       (nd->scratch ? HIER_EXEC_SCRATCH_BYTES : 0);
     for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX && nd->steps[i]; i++) fp->heap_bytes += nd->nsteps * sizeof(hier_step_t);
-    if (c->net) fp->heap_bytes += sizeof(*c->net) + (size_t)c->layout.nnodes * (sizeof(void *) + sizeof(uint32_t));
+    if (c->net) fp->heap_bytes += hier_net_bytes(c);
 }
 
 /* A buffer in device memory nothing here can reach: the previous component. */
@@ -103,11 +104,16 @@ static hier_status_t hier_comm_dev_unknown(hier_path_t *path_p)
 
 const char hier_in_place_marker;
 
+void hier_comm_fabric_driven(int driven)
+{
+    hier_proc_set_fabric_driven(driven);
+}
+
 /* Whether this call may make the set-up, and so ride on it (hier_comm_ride.c):
  * asked first, so a served communicator's calls never build an offer. */
 static int hier_comm_may_ride(const hier_comm_t *c)
 {
-    return c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING;
+    return c->state == HIER_COMM_NEW;
 }
 
 /* A call the set-up's exchange served. */

@@ -85,6 +85,11 @@ void hier_comm_user_op_set(const hier_user_op_t *user);
  * at the first set-up that needs one instead of loading one; NULL: load one. */
 void hier_comm_lend_topology(void *(*get)(void));
 
+/* Whether the MPI library drives libfabric itself (an ofi MTL or BTL in
+ * use): then no thread of hier's calls it, and the endpoint opens on MPI's
+ * thread (assumed until said, before the first communicator). */
+void hier_comm_fabric_driven(int driven);
+
 /* What a communicator holds: levels made, and bytes of this process's
  * memory they use (segments mapped, and heap). For tests and benchmarks. */
 typedef struct {

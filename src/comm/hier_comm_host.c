@@ -5,33 +5,27 @@
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm_host.h"
+#include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_proc.h"
 #include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
 
-/* A communicator waiting for endpoints (HIER_COMM_WARMING): whether every
- * rank's is ready now, agreed (the same answer on every rank). Small calls
- * before the 1024th neither start the opening (fabric_open_min) nor ask.
- * The agreement is a small collective of the previous component: asked at
- * the 1st, 2nd, 4th, ... 64th call that may open, then every 64th (every
- * rank counts the same calls), so a long warm-up (a busy node) costs few. */
-#define HIER_COMM_WARM_CALLS 1024
+/* A communicator over Open MPI's point-to-point while libfabric may still
+ * open (HIER_COMM_PML): small calls before the 1024th neither start the
+ * opening (fabric_open_min) nor ask. The question, whether every rank's
+ * endpoint is open (hier_net_switch), is a small agreement: asked at the
+ * 1st, 2nd, 4th, ... 64th call that may open, then every 64th (every rank
+ * counts the same calls), so a long opening (a busy node) costs few. */
+#define HIER_COMM_PML_CALLS 1024
 
-int hier_comm_warm_due(hier_comm_t *c, size_t bytes)
+int hier_comm_switch_due(hier_comm_t *c, size_t bytes)
 {
-    if (++c->warm_calls < HIER_COMM_WARM_CALLS && bytes < hier_params.fabric_open_min) return 0;
+    if (++c->pml_calls < HIER_COMM_PML_CALLS && bytes < hier_params.fabric_open_min) return 0;
     hier_proc_fabric_warm();
-    uint64_t n = ++c->warm_asks;
+    uint64_t n = ++c->pml_asks;
     return !(n & (n - 1)) || n % 64 == 0;
-}
-
-static int hier_comm_warm(hier_comm_t *c, size_t bytes)
-{
-    if (!hier_comm_warm_due(c, bytes)) return 0;
-    int ready = hier_proc_fabric_ready();
-    return c->ops.agree(&ready, 1, c->ops.arg) == 0 && ready;
 }
 
 /* Common entry: the set-up at the first call, a forced fallback (the
@@ -47,11 +41,14 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, 
         *path_p = HIER_PATH_SELF;
         return HIER_IN_PROGRESS; /* caller copies */
     }
-    if (c->state == HIER_COMM_WARMING && hier_comm_warm(c, bytes)) c->state = HIER_COMM_NEW;
+    if (c->state == HIER_COMM_PML && hier_comm_switch_due(c, bytes) && hier_net_switch(c) == HIER_OK) {
+        hier_node_pipe_redepth(c);
+        c->state = HIER_COMM_READY;
+    }
     if (c->state == HIER_COMM_NEW) hier_comm_setup(c, ride);
-    if (c->state == HIER_COMM_WARMING && !c->warm_calls && bytes >= hier_params.fabric_open_min)
-        hier_proc_fabric_warm(); /* (the call that found it warming may start the opening too) */
-    if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
+    if (c->state == HIER_COMM_PML && !c->pml_calls && bytes >= hier_params.fabric_open_min)
+        hier_proc_fabric_warm(); /* (the call that set it up may start the opening too) */
+    if (c->state == HIER_COMM_REFUSED) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;
     }
@@ -70,6 +67,11 @@ hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
     return st;
 }
 
+
+hier_path_t hier_comm_path(const hier_comm_t *c, hier_path_t path)
+{
+    return c->net && !c->net->fabric ? hier_path_over_pml(path) : path;
+}
 
 /* A call starts on the node: its signature goes where the peers look (my
  * control line; the network's message headers). */
@@ -144,7 +146,7 @@ static hier_status_t hier_coll_begin(hier_comm_t *c, const hier_call_t *call, hi
         if (call->sbuf) memcpy(call->rbuf, call->sbuf, call->count * call->esize);
         return HIER_IN_PROGRESS;
     }
-    if (c->state == HIER_COMM_REFUSED || c->state == HIER_COMM_WARMING) {
+    if (c->state == HIER_COMM_REFUSED) {
         *path_p = c->refused;
         return HIER_ERR_NOT_SUPPORTED;
     }
@@ -237,5 +239,5 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
     st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);
     if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) st = hier_coll_ll(c, call, kernel);
     else if (st == HIER_OK) st = hier_coll_sched(c, call, &choice, kernel, &res->net_bytes);
-    return hier_coll_end(hier_comm_failed(c, st), hier_coll_ran(st, choice.path), res);
+    return hier_coll_end(hier_comm_failed(c, st), hier_comm_path(c, hier_coll_ran(st, choice.path)), res);
 }

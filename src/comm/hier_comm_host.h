@@ -21,10 +21,10 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c);
  * set-up if this call makes one (ride->done: served, HIER_OK). */
 hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_ride_t *ride,
                                 hier_path_t *path_p);
-/* A WARMING communicator's call of `bytes` (the whole vector): counted, the
+/* A PML communicator's call of `bytes` (the whole vector): counted, the
  * opening started when due, and whether it is time to ask every rank
  * whether its endpoint is open (the same answer on every rank). */
-int hier_comm_warm_due(hier_comm_t *c, size_t bytes);
+int hier_comm_switch_due(hier_comm_t *c, size_t bytes);
 
 /* What the host calls and the requests (hier_comm_req.c) share: a call
  * that failed fails the communicator (its later calls fall back), and says
@@ -32,6 +32,9 @@ int hier_comm_warm_due(hier_comm_t *c, size_t bytes);
  * peers look; the low-latency executor over the node segment; a
  * schedule's arguments for a choice. */
 hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st);
+/* A path as the communicator's transport carries it now (net_rd, or pml_rd
+ * over Open MPI's point-to-point). */
+hier_path_t hier_comm_path(const hier_comm_t *c, hier_path_t path);
 void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest);
 hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
 /* select/'s choice for a call (single copy probed when a rule first

@@ -1,11 +1,17 @@
 /* hier_comm_net.c: a communicator's network level (several nodes only).
  *
- * Channels belong to process pairs (net/hier_peers.h), not communicators:
- * a communicator only names the processes its schedules talk to (its local
- * index on the nodes hier_sched_net_peers gives) and its box, where its
- * messages land in every process: the set-up exchanges the boxes, and the
- * peers' addresses only when some rank does not know them yet (once per
- * process pair). */
+ * Its schedules talk to the rank of my local index on some nodes
+ * (hier_sched_net_peers), through one of two transports (net/hier_link.h):
+ * - Open MPI's point-to-point, from the first call: a link per such rank,
+ *   made at set-up;
+ * - libfabric, once every rank's endpoint is open: channels belong to
+ *   process pairs (net/hier_peers.h), not communicators, so the level only
+ *   names the processes it talks to and its box, where its messages land
+ *   in every process: the set-up exchanges the boxes, and the peers'
+ *   addresses only when some rank does not know them yet (once per
+ *   process pair).
+ * The move from one to the other is collective, at a call every rank
+ * agrees on (hier_net_switch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +22,8 @@
 #include "comm/hier_comm_xchg.h"
 #include "comm/hier_proc.h"
 #include "sched/hier_sched_net.h"
+
+_Static_assert(HIER_RUN_DEPTH_MAX <= HIER_PML_BOXES, "a PML link has a box for every run in flight");
 
 /* Polls of the endpoint before a waiting rank yields: each poll is a
  * system call on tcp, so a few are worth a shared-memory spin of thousands. */
@@ -35,6 +43,14 @@ static void hier_net_configure(hier_fabric_t *fab, uint64_t self)
     hier_peers_configure(self, slots, slot);
 }
 
+/* A point-to-point message's segment: a channel's slot as the parameters
+ * ask for it (the same on every rank). */
+static size_t hier_net_pml_segment(void)
+{
+    size_t seg = hier_params.fabric_slot_size < 4096 ? 4096 : hier_params.fabric_slot_size;
+    return seg & ~(size_t)63;
+}
+
 uint32_t hier_net_new_box(void)
 {
     return atomic_fetch_add(&hier_net_next_box, HIER_RUN_DEPTH_MAX); /* (a box per run in flight) */
@@ -42,11 +58,12 @@ uint32_t hier_net_new_box(void)
 
 hier_status_t hier_net_reserve(int size, hier_net_room_t *room)
 {
-    size_t n = (size_t)size; /* (nodes: at most the ranks) */
-    hier_net_room_t r = {.net = calloc(1, sizeof(*r.net)), .peers = malloc(n * sizeof(*r.peers)),
-                         .boxes = malloc(n * sizeof(*r.boxes)),
-                         .talk = malloc((size_t)hier_sched_net_max_peers_upto(size) * sizeof(*r.talk))};
-    if (!r.net || !r.peers || !r.boxes || !r.talk) {
+    size_t n = (size_t)size, most = (size_t)hier_sched_net_max_peers_upto(size); /* (nodes: at most the ranks) */
+    hier_net_room_t r = {.net = calloc(1, sizeof(*r.net)), .peers = calloc(n, sizeof(*r.peers)),
+                         .boxes = calloc(n, sizeof(*r.boxes)), .links = calloc(n, sizeof(*r.links)),
+                         .link_mem = calloc(most ? most : 1, hier_pml_size()),
+                         .talk = malloc((most ? most : 1) * sizeof(*r.talk))};
+    if (!r.net || !r.peers || !r.boxes || !r.links || !r.link_mem || !r.talk) {
         hier_net_room_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
@@ -59,6 +76,8 @@ void hier_net_room_free(hier_net_room_t *room)
     free(room->net);
     free(room->peers);
     free(room->boxes);
+    free(room->links);
+    free(room->link_mem);
     free(room->talk);
     *room = (hier_net_room_t){0};
 }
@@ -74,47 +93,73 @@ int hier_net_peers_known(const hier_comm_t *c)
     return 1;
 }
 
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, hier_net_room_t *room, int *known_p)
+/* The processes libfabric's channels go to, my schedules' peers; *known_p:
+ * whether every address is known here. HIER_ERR_NOT_SUPPORTED without an
+ * endpoint; HIER_ERR_NO_MEMORY for a peer never met before. */
+static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
+    hier_net_t *net = c->net;
     hier_fabric_t *fab = hier_proc_fabric();
     uint64_t self;
     *known_p = 1;
-    if (!fab) {
-        hier_net_room_free(room);
-        return HIER_ERR_NOT_SUPPORTED;
-    }
+    if (!fab) return HIER_ERR_NOT_SUPPORTED;
     c->ops.peer(c->rank, &self, c->ops.arg);
     hier_net_configure(fab, self);
+    for (int i = 0; i < net->ntalk; i++) {
+        uint64_t proc;
+        c->ops.peer(hier_layout_rank(l, net->talk[i], l->me), &proc, c->ops.arg);
+        if (!(net->peers[net->talk[i]] = hier_peers_get(proc))) return HIER_ERR_NO_MEMORY; /* (met for the first time) */
+        if (!hier_peer_known(net->peers[net->talk[i]])) *known_p = 0;
+    }
+    return HIER_OK;
+}
+
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int fabric, hier_net_room_t *room, int *known_p)
+{
+    const hier_layout_t *l = &c->layout;
     hier_net_t *net = room->net;
-    int *talk = room->talk;
-    net->peers = room->peers;
-    net->boxes = room->boxes;
-    memset(net->peers, 0, (size_t)l->nnodes * sizeof(*net->peers));
-    memset(net->boxes, 0, (size_t)l->nnodes * sizeof(*net->boxes));
-    net->box = box;
+    *net = (hier_net_t){.talk = room->talk, .links = room->links, .link_mem = room->link_mem, .box = box,
+                        .peers = room->peers, .boxes = room->boxes};
     c->net = net;
     *room = (hier_net_room_t){0};
+    *known_p = 1;
     /* ranks of a local index past the fewest any node has own no piece: they never talk */
-    size_t n = l->me < l->pieces ? hier_sched_net_peers(l->nnodes, l->node, hier_params.net_radix_max, talk) : 0;
-    hier_status_t st = HIER_OK;
-    for (size_t i = 0; i < n && st == HIER_OK; i++) {
-        uint64_t proc;
-        c->ops.peer(hier_layout_rank(l, talk[i], l->me), &proc, c->ops.arg);
-        if (!(net->peers[talk[i]] = hier_peers_get(proc))) st = HIER_ERR_NO_MEMORY; /* (a peer met for the first time) */
-        else if (!hier_peer_known(net->peers[talk[i]])) *known_p = 0;
+    net->ntalk = l->me < l->pieces ? (int)hier_sched_net_peers(l->nnodes, l->node, hier_params.net_radix_max,
+                                                              net->talk)
+                                   : 0;
+    for (int i = 0; i < net->ntalk; i++) {
+        hier_pml_t *link = (hier_pml_t *)(net->link_mem + (size_t)i * hier_pml_size());
+        hier_pml_init(link, &c->ops.p2p, hier_layout_rank(l, net->talk[i], l->me), hier_net_pml_segment());
+        net->links[net->talk[i]] = link;
     }
-    free(talk);
+    if (!fabric) return HIER_OK;
+    hier_status_t st = hier_net_fabric_peers(c, known_p);
+    net->fabric = st == HIER_OK;
     return st;
 }
 
 void hier_net_free(hier_comm_t *c)
 {
-    if (!c->net) return;
-    free(c->net->peers);
-    free(c->net->boxes);
-    free(c->net);
+    hier_net_t *net = c->net;
+    if (!net) return;
+    for (int i = 0; i < net->ntalk; i++) hier_pml_fini((hier_pml_t *)(net->link_mem + (size_t)i * hier_pml_size()));
+    free(net->talk);
+    free(net->links);
+    free(net->link_mem);
+    free(net->peers);
+    free(net->boxes);
+    free(net);
     c->net = NULL;
+}
+
+size_t hier_net_bytes(const hier_comm_t *c)
+{
+    const hier_net_t *net = c->net;
+    size_t n = (size_t)c->size, bytes = sizeof(*net) + n * (2 * sizeof(void *) + sizeof(uint32_t));
+    for (int i = 0; i < net->ntalk; i++)
+        bytes += sizeof(int) + hier_pml_size() + hier_pml_bytes((hier_pml_t *)(net->link_mem + (size_t)i * hier_pml_size()));
+    return bytes;
 }
 
 typedef struct {
@@ -131,7 +176,7 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
     hier_fabric_t *fab = hier_proc_fabric();
     hier_net_addr_t mine = {0}, *all = calloc((size_t)c->size, sizeof(*all));
     size_t len = sizeof(mine.addr);
-    int ok = all && hier_fabric_addr(fab, mine.addr, &len) == HIER_OK;
+    int ok = all && fab && hier_fabric_addr(fab, mine.addr, &len) == HIER_OK;
     mine.len = len;
     if (hier_xchg_allgather(c, &mine, all, sizeof(mine)) != 0) ok = 0;
     for (int n = 0; ok && n < c->layout.nnodes; n++) {
@@ -149,6 +194,55 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c)
     return ok ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
 }
 
+/* What this rank can say of libfabric (hier_net_switch's step 1). */
+enum {
+    HIER_NET_NONE,    /* no endpoint here, and none can be had */
+    HIER_NET_NOT_YET, /* still opening (in the background) */
+    HIER_NET_UNKNOWN, /* open; some peer's address unknown here */
+    HIER_NET_KNOWN,   /* open; every peer's address known */
+};
+
+static int hier_net_fabric_state(hier_comm_t *c)
+{
+    int known;
+    if (!hier_proc_fabric_ready()) return HIER_NET_NOT_YET;
+    hier_status_t st = hier_net_fabric_peers(c, &known);
+    if (st != HIER_OK) return HIER_NET_NONE;
+    return known ? HIER_NET_KNOWN : HIER_NET_UNKNOWN;
+}
+
+void hier_net_waiting(hier_comm_t *c, int on)
+{
+    if (c->pml_waiting == on) return;
+    c->pml_waiting = on;
+    if (on) __atomic_fetch_add(&hier_stats_pml_waiting, 1, __ATOMIC_RELAXED);
+    else __atomic_fetch_sub(&hier_stats_pml_waiting, 1, __ATOMIC_RELAXED);
+}
+
+/* Messages of this communicator over libfabric from this call on. */
+static void hier_net_go_fabric(hier_comm_t *c)
+{
+    c->net->fabric = 1;
+    HIER_LOG(HIER_LOG_COMM, "rank %d: every rank's libfabric endpoint is open: its calls between nodes go over "
+             "libfabric from call %llu on", c->rank, (unsigned long long)c->pml_calls);
+}
+
+hier_status_t hier_net_switch(hier_comm_t *c)
+{
+    int v = hier_net_fabric_state(c);                                                              /* 1 */
+    if (hier_xchg_agree(c, &v, 1) != 0) return HIER_IN_PROGRESS; /* (asked again: the calls say what failed) */ /* 2 */
+    if (v == HIER_NET_NOT_YET) return HIER_IN_PROGRESS;                                            /* 3 */
+    hier_net_waiting(c, 0);
+    if (v == HIER_NET_UNKNOWN && hier_net_exchange_addresses(c) == HIER_OK) v = HIER_NET_KNOWN;
+    if (v == HIER_NET_KNOWN) {
+        hier_net_go_fabric(c);
+        return HIER_OK;
+    }
+    HIER_LOG(HIER_LOG_COMM, "rank %d: libfabric cannot serve every rank: its calls between nodes stay on Open MPI's "
+             "point-to-point", c->rank);
+    return HIER_OK;
+}
+
 void hier_net_tier_release(void *mr)
 {
     hier_fabric_mr_dereg(mr);
@@ -160,6 +254,26 @@ void hier_net_tier_release(void *mr)
 hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
 {
     hier_net_t *net = c->net;
+    hier_net_exec_t *x = &net->netx;
+    x->progress = hier_proc_glue_progress();
+    x->spin = HIER_NET_SPIN;
+    x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
+    for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++) /* (a run without a queue refuses to start) */
+        x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
+                                                                .cap = c->node->nsteps}
+                                           : (hier_net_queue_t){0};
+    if (!net->fabric) { /* (Open MPI's point-to-point: a box is a tag, a run's box its index; sends are copied) */
+        x->link = &hier_link_pml;
+        x->fab = NULL;
+        x->peers = NULL;
+        x->links = net->links;
+        x->boxes = NULL;
+        x->box = 0;
+        x->mr = NULL;
+        x->mr_base = NULL;
+        x->mr_len = 0;
+        return x;
+    }
     hier_fabric_t *fab = hier_proc_fabric();
     uint8_t *mine = tier->slots[c->layout.me];
     size_t len = hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg);
@@ -167,22 +281,14 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         hier_fabric_mr_reg(fab, mine, len, &tier->mr) != HIER_OK)
         tier->mr = NULL;
     tier->mr_tried = 1;
-    hier_net_exec_t *x = &net->netx;
+    x->link = &hier_link_chan;
     x->fab = fab;
     x->peers = net->peers;
-    x->link = &hier_link_chan;
     x->links = NULL;
     x->boxes = net->boxes;
     x->box = net->box;
-    x->progress = hier_proc_glue_progress();
-    x->spin = HIER_NET_SPIN;
-    x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
     x->mr = tier->mr;
     x->mr_base = tier->mr ? mine : NULL;
     x->mr_len = tier->mr ? len : 0;
-    for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++) /* (a run without a queue refuses to start) */
-        x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
-                                                                .cap = c->node->nsteps}
-                                           : (hier_net_queue_t){0};
     return x;
 }

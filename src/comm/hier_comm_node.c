@@ -396,15 +396,33 @@ unsigned hier_node_pipe_depth(int nnodes, const char *provider)
     return d > HIER_RUN_DEPTH_MAX ? HIER_RUN_DEPTH_MAX : (unsigned)d;
 }
 
+/* The chunks in flight the communicator's transport wants: the
+ * provider's over libfabric (open: its channels carry the calls), the
+ * others' over Open MPI's point-to-point. */
+static unsigned hier_node_transport_depth(const hier_comm_t *c)
+{
+    hier_fabric_t *fab = c->net && c->net->fabric ? hier_proc_fabric() : NULL;
+    return hier_node_pipe_depth(c->layout.nnodes, fab ? hier_fabric_provider(fab) : NULL);
+}
+
 /* The pipeline segment of `chunk`: a pipeline buffer for each chunk in
  * flight and one for the chunk copied in meanwhile (hier_run.c). */
 static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
 {
-    /* (between nodes the process's fabric is open: the set-up made the endpoints) */
-    hier_fabric_t *fab = c->layout.nnodes > 1 ? hier_proc_fabric() : NULL;
-    unsigned depth = hier_node_pipe_depth(c->layout.nnodes, fab ? hier_fabric_provider(fab) : NULL);
     return (hier_shm_shape_t){.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk,
-                              .parities = depth + 1};
+                              .parities = hier_node_transport_depth(c) + 1};
+}
+
+void hier_node_pipe_redepth(hier_comm_t *c)
+{
+    hier_node_t *nd = c->node;
+    if (nd->pipe_state == HIER_PIPE_NONE) return;
+    if (nd->pipe_state == HIER_PIPE_READY && hier_shm_parities(nd->pipe.seg) == hier_node_transport_depth(c) + 1)
+        return;
+    if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, c->layout.nranks, nd->small.seg);
+    free(nd->pipe.slots);
+    nd->pipe = (hier_tier_t){0};
+    nd->pipe_state = HIER_PIPE_NONE;
 }
 
 /* The largest chunk up to what the parameters ask for (at least `least`)

@@ -55,6 +55,11 @@ void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 void hier_node_free(hier_comm_t *c);
 /* The pipeline segment, made collectively (fibered: by a fiber, hier_comm_xchg.c's exchanges). */
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
+/* The communicator's transport changed (every rank at the same call): its
+ * pipeline segment goes, to be made again at its next use, when its
+ * depth is not the new transport's (a segment too small for its chunks is
+ * asked for again too). */
+void hier_node_pipe_redepth(hier_comm_t *c);
 /* Whether a run of this shape wants the pipeline segment, not made yet
  * (the small slots do not carry it in one chunk). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);

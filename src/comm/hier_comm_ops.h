@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/hier_wait.h"
+#include "net/hier_pml.h"
 
 typedef struct {
     /* Gather len bytes from every rank into rbuf, by rank, on every rank (Open MPI's base
@@ -30,6 +31,9 @@ typedef struct {
     /* Whether the runtime says processes outnumber cores (Open MPI's
      * yield_when_idle, known only once MPI_Init is done); may be NULL. */
     int (*oversubscribed)(void);
+    /* Point-to-point on the communicator, a box a tag of hier's own (net/hier_pml.h):
+     * the network level's transport until libfabric is open on every rank. */
+    hier_pml_ops_t p2p;
     void *arg;
 } hier_comm_ops_t;
 

@@ -62,6 +62,7 @@ struct hier_req {
     int planned;                 /* choice, args and llc made (persistent: once) */
     int decided;                 /* what it is decided (a busy communicator's request: when it is first) */
     int started;                 /* begun (2): the first in its queue at some point */
+    int ask;                     /* asks first whether to move to libfabric (hier_comm_switch_due) */
     int decide;                  /* made while the communicator was busy: decided when it begins */
     int handback;                /* refused when made (busy): handed back when it begins */
     hier_path_t path;            /* what serves it, or why it is handed back */
@@ -126,7 +127,7 @@ static hier_status_t hier_req_servable(hier_comm_t *c, hier_coll_t coll, hier_pa
     if (hier_req_enabled(c, coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     if (c->size == 1) return HIER_OK;
     if (c->state == HIER_COMM_REFUSED) return hier_req_refuse(c->refused, "", path_p);
-    if (c->state != HIER_COMM_READY)
+    if (c->state != HIER_COMM_READY && c->state != HIER_COMM_PML)
         return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "the communicator is not set up yet", path_p);
     return HIER_OK; /* (device buffers are staged by each rank alone: hier_req_stage.c) */
 }
@@ -139,12 +140,13 @@ static int hier_req_sets_up(const hier_comm_t *c)
 
 static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k);
 
-/* A call on a communicator waiting for endpoints (WARMING) may ask, as
- * its blocking calls do, and set it up then: without waiting too. */
-static int hier_req_warm_due(hier_comm_t *c, const hier_req_call_t *k)
+/* A call on a communicator over the point-to-point (PML) asks, as its
+ * blocking calls do, whether every endpoint is open, and moves to
+ * libfabric then: without waiting too, when it begins (hier_req_begin). */
+static int hier_req_switch_due(hier_comm_t *c, const hier_req_call_t *k)
 {
-    return c->size > 1 && c->state == HIER_COMM_WARMING && hier_params.nonblocking_setup && c->ops.sendrecv &&
-           hier_comm_warm_due(c, hier_req_bytes(c, k));
+    return c->size > 1 && c->state == HIER_COMM_PML && hier_params.nonblocking_setup && c->ops.sendrecv &&
+           hier_comm_switch_due(c, hier_req_bytes(c, k));
 }
 
 hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
@@ -209,7 +211,7 @@ static hier_req_t *hier_req_alloc(const hier_comm_t *c, const hier_req_call_t *k
     q->notify = *notify;
     q->st = HIER_IN_PROGRESS;
     q->freed = 0;
-    q->planned = q->decided = q->started = q->decide = q->handback = q->finished = 0;
+    q->planned = q->decided = q->started = q->decide = q->handback = q->finished = q->ask = 0;
     q->path = HIER_PATH_SELF;
     q->net_bytes = 0;
     if (k->coll != HIER_COLL_REDUCE_SCATTER) return q;
@@ -253,14 +255,20 @@ static hier_status_t hier_req_decide(hier_req_t *q)
     return hier_req_replan(q, &q->path);
 }
 
-/* 2: begins, the first in its queue: decided (made while the communicator
- * was busy); where its run wants the pipeline segment and there is none
- * yet, the segment is made first, without waiting (0: not begun, the
- * communicator is SETTING); then signed and posted (1). */
+/* 2: begins, the first in its queue: the move to libfabric asked first
+ * when the call is due to ask (0: not begun, the communicator is
+ * SETTING); decided (made while the communicator was busy); where its run
+ * wants the pipeline segment and there is none yet, the segment is made
+ * first, without waiting (0 again); then signed and posted (1). */
 static int hier_req_begin(hier_req_t *q, int in_thread)
 {
     hier_comm_t *c = q->c;
     const hier_req_call_t *k = &q->call;
+    if (q->ask && in_thread) return 0; /* (its messages are Open MPI's: MPI's thread) */
+    if (q->ask) {
+        q->ask = 0;
+        if (hier_comm_switch_begin(c) && c->state == HIER_COMM_SETTING) return 0;
+    }
     if (!q->decided) {
         q->decided = 1;
         q->begun = q->decide ? hier_req_decide(q) : HIER_OK;
@@ -276,6 +284,7 @@ static int hier_req_begin(hier_req_t *q, int in_thread)
         hier_exec_ll_t ll = hier_comm_ll(c);
         hier_exec_ll_post(&ll, &q->llc, &q->llq);
     } else if ((q->begun = hier_node_prep(c, &q->args, 1, &q->plan)) == HIER_OK) {
+        q->path = hier_comm_path(c, q->choice.path); /* (the transport it runs over from here) */
         hier_run_begin(&q->run, &q->plan, &q->args, k->sbuf, k->rbuf, q->kernel);
     } else if (q->begun != HIER_ERR_NO_MEMORY) {
         q->begun = HIER_ERR_INTERNAL; /* (its fit was decided before, and nothing changed it since) */
@@ -410,7 +419,8 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
     hier_path_t path = HIER_PATH_SELF;
     if (hier_params.progress_thread) hier_req_thread_start();
     hier_req_lock(); /* (the plan reads what a request ahead may change: failing) */
-    if (hier_req_sets_up(c) || hier_req_warm_due(c, call)) hier_comm_setup_begin(c);
+    int ask = hier_req_switch_due(c, call);
+    if (hier_req_sets_up(c)) hier_comm_setup_begin(c);
     int busy = hier_req_busy(c);
     hier_req_t *q = NULL;
     if (!busy) st = hier_req_servable(c, call->coll, &path);
@@ -428,7 +438,8 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
         return st;
     }
     q->decide = busy;
-    q->path = busy || c->size == 1 ? path : q->choice.path;
+    q->ask = ask;
+    q->path = busy || c->size == 1 ? path : hier_comm_path(c, q->choice.path);
     *req_p = q;
     *path_p = q->path;
     hier_req_queue(c, q);
@@ -473,8 +484,7 @@ static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k)
 }
 
 /* 1, persistent: the set-up (its first call) and the plan's collective
- * steps, every rank alike; a communicator still warming (endpoints
- * opening) is planned at the first start that can. */
+ * steps, every rank alike. */
 hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
                             hier_path_t *path_p, hier_req_t **req_p)
 {
@@ -484,18 +494,17 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
     if (hier_params.progress_thread) hier_req_thread_start();
     if (c->size > 1) {
         hier_req_drain(c); /* (the steps below are collective: the requests ahead first) */
-        if (c->state == HIER_COMM_NEW || c->state == HIER_COMM_WARMING) /* (its verdict: c->state) */
+        if (c->state == HIER_COMM_NEW) /* (its verdict: c->state) */
             (void)hier_comm_prepare(c, call->coll, hier_req_bytes(c, call), NULL, &path);
     }
-    int warming = c->state == HIER_COMM_WARMING;
-    if (!warming && (st = hier_req_servable(c, call->coll, path_p)) != HIER_OK) return st;
+    if ((st = hier_req_servable(c, call->coll, path_p)) != HIER_OK) return st;
     hier_req_lock();
     hier_req_t *q = hier_req_alloc(c, call, notify);
     if (q) st = hier_req_kernel(q, &path);
     hier_req_unlock();
     if (!q) return HIER_ERR_NO_MEMORY;
     q->st = HIER_OK; /* (not running) */
-    if (st == HIER_OK && c->size > 1 && !warming) {
+    if (st == HIER_OK && c->size > 1) {
         st = hier_comm_failed(c, hier_req_plan(q, 0, &path));
         q->planned = st == HIER_OK;
     }
@@ -504,7 +513,7 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
         if (st == HIER_ERR_NOT_SUPPORTED) *path_p = path;
         return st;
     }
-    q->path = q->planned ? q->choice.path : warming ? HIER_PATH_FALLBACK_WARMUP : HIER_PATH_SELF;
+    q->path = q->planned ? hier_comm_path(c, q->choice.path) : HIER_PATH_SELF;
     *path_p = q->path;
     *req_p = q;
     return HIER_OK;
@@ -584,6 +593,7 @@ static void hier_req_thread_step(hier_comm_t *c)
      * threads, unless the parameter says 2: Open MPI 6.0 with its ofi
      * components hung with it so, on 2 x 2 fake nodes) */
     if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_proc_fabric_shared()) return;
+    if (c->net && !c->net->fabric) return; /* (over Open MPI's point-to-point: MPI's thread) */
     if (!q->started && !hier_req_begin(q, 1)) return;
     hier_status_t st = hier_req_step(q);
     if (st == HIER_IN_PROGRESS) return;

@@ -14,21 +14,24 @@
  * 2. allgather one record per rank: node name, NUMA domain (and where its
  *    NICs should be: its accelerator's, or the same), parameter digest,
  *    box, whether a device backend is here, whether this rank sees its
- *    node crowded, whether it is sure, (leaders) the segment offered, (the
- *    others) the segments set aside, and the call that brought the
- *    set-up about when it is small enough to ride (hier_comm_ride.c);
+ *    node crowded, whether its libfabric endpoint is open (or can never
+ *    be), whether it is sure, (leaders) the segment offered, (the others)
+ *    the segments set aside, and the call that brought the set-up about
+ *    when it is small enough to ride (hier_comm_ride.c);
  * 3. every rank has every record, so all reach the same verdict on the
  *    digests and the node names; each makes the layout, takes its leader's
  *    segment (recycled: set aside, or from its own pool; fresh: attached),
- *    makes its node level and, several nodes, its network level (are the
- *    addresses of the peers it talks to known?). When every rank is sure and
+ *    makes its node level and, several nodes, its network level: over
+ *    libfabric when every rank's endpoint is open (are the addresses of
+ *    the peers it talks to known?), else over Open MPI's point-to-point
+ *    (for good where some rank can have no endpoint). When every rank is sure and
  *    every leader's segment is recycled and set aside by each of its node's
  *    ranks, all say so alike and the set-up is done: nothing can have failed;
  * 4. else agree on the least status: a failure falls back for good; a
  *    recycled segment missing somewhere: everyone gives back what it took
  *    and goes again from 1 with fresh segments; addresses unknown
  *    somewhere: they are exchanged (once per process pair in the process's
- *    life);
+ *    life); libfabric failing somewhere: the point-to-point for good;
  * 5. leaders unlink fresh segments' names (every rank has them mapped).
  * A set-up that ends well after 3 or 4 serves the call that rode on it,
  * when every record carries the same one (the same verdict everywhere).
@@ -38,11 +41,11 @@
  * step 3, a peer may start the first call first, and must not take the
  * past communicator's signatures for another call.
  *
- * A communicator that spans nodes while some rank's endpoint is still
- * opening in the background (fabric_warmup; its record says so) is set up
- * later: every rank sees that in step 3 alike, takes nothing, and the
- * communicator is WARMING (hier_comm_host.c starts the opening at a large
- * enough call and asks whether every rank is ready). */
+ * A communicator that spans nodes while some rank's endpoint is not open
+ * yet (fabric_warmup: it opens in the background once the calls make it
+ * worth it) is served over the point-to-point, HIER_COMM_PML: its calls
+ * count toward asking every rank, and it moves to libfabric at the call
+ * where every endpoint is open (hier_comm_net.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,18 +59,19 @@
 #include "comm/hier_proc.h"
 
 enum { /* statuses, least first: the agreement takes the least */
-    HIER_SETUP_NO_MEMORY = -3,
-    HIER_SETUP_SHM = -2,     /* no segment: fallback:shm */
-    HIER_SETUP_NET = -1,     /* no endpoint: fallback:net */
+    HIER_SETUP_NO_MEMORY = -2,
+    HIER_SETUP_SHM = -1,     /* no segment: fallback:shm */
     HIER_SETUP_MISSING = 0,  /* a recycled segment is not in every pool: again, fresh */
-    HIER_SETUP_ADDRESSES = 1,
-    HIER_SETUP_OK = 2,
+    HIER_SETUP_NET = 1,      /* served, libfabric failing or unavailable somewhere: the point-to-point for good */
+    HIER_SETUP_ADDRESSES = 2,
+    HIER_SETUP_OK = 3,
 };
 
 #define HIER_SETUP_DEVICE 1u   /* a device backend is here */
 #define HIER_SETUP_RECYCLED 2u /* the offered segment is recycled */
 #define HIER_SETUP_CROWDED 4u  /* more ranks on my node than cores, as I see it */
-#define HIER_SETUP_COLD 8u     /* my endpoint is still opening in the background */
+#define HIER_SETUP_FABRIC 8u   /* my endpoint is open */
+#define HIER_SETUP_NO_FABRIC 64u /* ... and can never be (no usable provider) */
 #define HIER_SETUP_SURE 16u    /* nothing I do after the exchange can fail */
 #define HIER_SETUP_SHORT 32u   /* no memory for what I do after it */
 
@@ -181,8 +185,6 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
         if (c->rank == 0) HIER_ERROR("ranks disagree whether the communicator spans nodes: not served");
         return HIER_PATH_FALLBACK_RANKS;
     }
-    for (int r = 0; several && r < c->size; r++)
-        if (all[r].flags & HIER_SETUP_COLD) return HIER_PATH_FALLBACK_WARMUP; /* (not yet: set up later) */
     for (int r = 0; r < c->size; r++)
         if (all[r].flags & HIER_SETUP_SHORT) {
             if (c->rank == 0) HIER_ERROR("rank %d has no memory to set a communicator up: not served", r);
@@ -225,6 +227,17 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
     return hier_node_make(c, offer, numa, crowded, &room->node);
 }
 
+/* Where my endpoint stands: open (or opened now with fabric_warmup 0: the
+ * first call between nodes pays it), or never to be had; neither while it
+ * is not open yet (it opens in the background once calls make it worth
+ * it, hier_comm_host.c). */
+static uint32_t hier_setup_fabric_flags(void)
+{
+    hier_fabric_t *fab = hier_params.fabric_warmup ? hier_proc_fabric_open() : hier_proc_fabric();
+    if (fab) return HIER_SETUP_FABRIC;
+    return hier_proc_fabric_failed() ? HIER_SETUP_NO_FABRIC : 0;
+}
+
 /* Step 1 for this rank: its record, its offer (leaders) or the segments it
  * sets aside (the others). */
 static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
@@ -237,9 +250,9 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
                                .box = box,
                                .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
                                         (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
-                                        (loc->node >= 0 && !hier_proc_fabric_ready() ? HIER_SETUP_COLD : 0) |
                                         (short_of ? HIER_SETUP_SHORT : 0)};
-    int sure = !short_of && !(mine->flags & HIER_SETUP_COLD) && (loc->node < 0 || hier_net_peers_known(c));
+    if (loc->node >= 0) mine->flags |= hier_setup_fabric_flags();
+    int sure = !short_of && (!(mine->flags & HIER_SETUP_FABRIC) || hier_net_peers_known(c));
     if (loc->leader && !short_of && hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
         const char *name = hier_shm_name(offer->seg);
         memcpy(mine->seg, name, strnlen(name, sizeof(mine->seg) - 1)); /* (the record is zeroed: terminated) */
@@ -252,6 +265,23 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
     for (int k = 0; k < room->ncand; k++) mine->cand[k] = hier_shm_id(room->cand[k].seg);
     mine->flags |= sure ? HIER_SETUP_SURE : 0;
     hier_ride_pack(ride, &mine->ride);
+}
+
+/* Step 3's transport between nodes, the same on every rank: libfabric
+ * when every rank's endpoint is open (1), else Open MPI's point-to-point. */
+static int hier_setup_fabric(const hier_comm_t *c, const hier_setup_rec_t *all)
+{
+    for (int r = 0; r < c->size; r++)
+        if (!(all[r].flags & HIER_SETUP_FABRIC)) return 0;
+    return 1;
+}
+
+/* ... and whether libfabric can never serve it: some rank can have no endpoint. */
+static int hier_setup_fabric_never(const hier_comm_t *c, const hier_setup_rec_t *all)
+{
+    for (int r = 0; r < c->size; r++)
+        if (all[r].flags & HIER_SETUP_NO_FABRIC) return 1;
+    return 0;
 }
 
 /* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
@@ -278,11 +308,15 @@ static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, 
         return missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
     if (hier_setup_node(c, offer, all, room) != HIER_OK) return HIER_SETUP_NO_MEMORY;
     if (c->layout.nnodes > 1) {
-        hier_status_t st = hier_net_make(c, box, &room->net, &known);
-        status = st == HIER_OK ? (known ? HIER_SETUP_OK : HIER_SETUP_ADDRESSES)
-                               : st == HIER_ERR_NO_MEMORY ? HIER_SETUP_NO_MEMORY : HIER_SETUP_NET;
-        for (int n = 0; c->net && n < c->layout.nnodes; n++) /* every peer's box */
-            if (c->net->peers[n]) c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
+        int fabric = hier_setup_fabric(c, all);
+        hier_status_t st = hier_net_make(c, box, fabric, &room->net, &known);
+        status = st != HIER_OK || (!fabric && hier_setup_fabric_never(c, all)) ? HIER_SETUP_NET
+                 : known                                                        ? HIER_SETUP_OK
+                                                                                : HIER_SETUP_ADDRESSES;
+        for (int i = 0; i < c->net->ntalk; i++) { /* every peer's box */
+            int n = c->net->talk[i];
+            c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
+        }
     }
     return status;
 }
@@ -319,7 +353,8 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
         status = hier_setup_levels(c, loc, sure, box, all, &room, offer);
     }
     if (!sure && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
-    if (all && status == HIER_SETUP_OK && hier_ride_agreed(c, ride, &all[0].ride, sizeof(*all)))
+    if (all && (status == HIER_SETUP_OK || status == HIER_SETUP_NET) &&
+        hier_ride_agreed(c, ride, &all[0].ride, sizeof(*all)))
         hier_ride_serve(c, ride, &all[0].ride, sizeof(*all));
     hier_setup_room_free(&room, loc);
     return status;
@@ -337,9 +372,21 @@ static void hier_setup_undo(hier_comm_t *c, hier_setup_local_t *loc, hier_node_o
     c->dev_possible = 0;
 }
 
-static hier_path_t hier_setup_refusal(int status)
+/* The set-up ended well: which transport carries the calls between nodes
+ * (libfabric; the point-to-point until every endpoint is open, PML; or
+ * for good), and what the log says. */
+static const char *hier_setup_transport(hier_comm_t *c, int status)
 {
-    return status == HIER_SETUP_NET ? HIER_PATH_FALLBACK_NET : HIER_PATH_FALLBACK_SHM;
+    c->state = HIER_COMM_READY;
+    if (!c->net) return "";
+    if (status == HIER_SETUP_NET) {
+        c->net->fabric = 0;
+        return ", Open MPI's point-to-point between nodes (libfabric cannot serve every rank)";
+    }
+    if (c->net->fabric) return ", libfabric between nodes";
+    c->state = HIER_COMM_PML;
+    hier_net_waiting(c, 1);
+    return ", Open MPI's point-to-point between nodes until every rank's libfabric endpoint is open";
 }
 
 hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
@@ -357,46 +404,34 @@ hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
         if (status != HIER_SETUP_MISSING) break;
         hier_setup_undo(c, &loc, &offer); /* a recycled segment missing somewhere: again, fresh */
     }
-    if (status == HIER_SETUP_OK) {
+    if (status == HIER_SETUP_OK || status == HIER_SETUP_NET) {
         if (loc.leader && offer.fresh) hier_shm_unlink(c->node->small.seg);                        /* 5 */
         c->node->procs = loc.procs;
-        c->state = HIER_COMM_READY;
-        HIER_LOG(HIER_LOG_COMM, "rank %d: served by hier: %d node(s), %d local rank(s), segment %s", c->rank,
-                 c->layout.nnodes, c->layout.nranks, offer.fresh ? "new" : "recycled");
+        const char *transport = hier_setup_transport(c, status);
+        HIER_LOG(HIER_LOG_COMM, "rank %d: served by hier: %d node(s), %d local rank(s), segment %s%s", c->rank,
+                 c->layout.nnodes, c->layout.nranks, offer.fresh ? "new" : "recycled", transport);
         return HIER_OK;
     }
     if (status >= HIER_SETUP_NO_MEMORY) {
         hier_setup_undo(c, &loc, &offer);
-        c->refused = hier_setup_refusal(status);
-        HIER_LOG(HIER_LOG_COMM, "%s: using the previous component on this communicator",
-                 status == HIER_SETUP_NET ? "no usable libfabric provider on some rank"
-                                          : "shared-memory segment unavailable on some rank");
+        c->refused = HIER_PATH_FALLBACK_SHM;
+        HIER_LOG(HIER_LOG_COMM, "shared-memory segment unavailable on some rank: using the previous component on this "
+                 "communicator");
     }
     free(loc.procs);
     hier_comm_refuse(c, c->refused);
-    if (c->state == HIER_COMM_WARMING)
-        HIER_LOG_ONCE(HIER_LOG_COMM, "libfabric is not open yet: calls between nodes use the previous component until "
-                      "every rank's endpoint is ready (fallback:warmup)");
     return HIER_ERR_NOT_SUPPORTED;
 }
 
 /* ---- the set-up without waiting (a first call that is nonblocking) ------------ */
 
-/* The fiber: 0. from WARMING, whether every rank's endpoint is open now,
- * agreed (no: WARMING still); 1. the set-up; 2. on one node, single copy
- * probed too (a nonblocking call cannot probe it: two agreements, the first
- * so that every rank's control line is written when the others read it);
- * the communicator stays SETTING until they are over. */
+/* The fiber: 1. the set-up; 2. on one node, single copy probed too (a
+ * nonblocking call cannot probe it: two agreements, the first so that
+ * every rank's control line is written when the others read it); the
+ * communicator stays SETTING until they are over. */
 static void hier_setup_fiber(void *arg)
 {
     hier_comm_t *c = arg;
-    if (c->setting_from == HIER_COMM_WARMING) {                                                        /* 0 */
-        int ready = hier_proc_fabric_ready();
-        if (hier_xchg_agree(c, &ready, 1) != 0 || !ready) {
-            c->state = HIER_COMM_WARMING;
-            return;
-        }
-    }
     hier_comm_setup(c, NULL);                                                                          /* 1 */
     hier_comm_state_t verdict = c->state;
     if (verdict != HIER_COMM_READY || c->layout.nnodes > 1 || c->layout.nranks < 2 || c->node->cma >= 0) return;
@@ -416,6 +451,18 @@ static void hier_setup_pipe_fiber(void *arg)
     if (hier_node_pipe_setup(c, 1) != HIER_OK)
         HIER_LOG(HIER_LOG_COMM, "rank %d: no pipeline segment made without waiting: the small slots serve", c->rank);
     if (c->node->pipe_state == HIER_PIPE_NONE) c->node->pipe_state = HIER_PIPE_SMALL; /* (not again) */
+    c->state = c->setting_from;
+}
+
+/* The move to libfabric, for a nonblocking call due to ask. */
+static void hier_setup_switch_fiber(void *arg)
+{
+    hier_comm_t *c = arg;
+    if (hier_net_switch(c) == HIER_IN_PROGRESS) {
+        c->state = HIER_COMM_PML;
+        return;
+    }
+    hier_node_pipe_redepth(c);
     c->state = HIER_COMM_READY;
 }
 
@@ -436,7 +483,12 @@ int hier_comm_setup_begin(hier_comm_t *c)
 
 int hier_comm_pipe_begin(hier_comm_t *c)
 {
-    return c->state == HIER_COMM_READY && hier_setup_fiber_begin(c, hier_setup_pipe_fiber);
+    return (c->state == HIER_COMM_READY || c->state == HIER_COMM_PML) && hier_setup_fiber_begin(c, hier_setup_pipe_fiber);
+}
+
+int hier_comm_switch_begin(hier_comm_t *c)
+{
+    return c->state == HIER_COMM_PML && hier_setup_fiber_begin(c, hier_setup_switch_fiber);
 }
 
 int hier_comm_setup_step(hier_comm_t *c)
@@ -445,17 +497,17 @@ int hier_comm_setup_step(hier_comm_t *c)
     if (!hier_fiber_resume(c->setting)) return 0;
     hier_fiber_free(c->setting);
     c->setting = NULL;
-    if (c->setting_from != HIER_COMM_READY)
+    if (c->setting_from == HIER_COMM_NEW)
         HIER_LOG(HIER_LOG_COMM, "rank %d: a set-up made without waiting (its first call was nonblocking) is over: %s",
-                 c->rank, c->state == HIER_COMM_READY ? "served" : "not served");
+                 c->rank, c->state != HIER_COMM_REFUSED ? "served" : "not served");
     return 1;
 }
 
 /* The one way a communicator stops being served: every call from now on
- * goes to the previous component, counted under `why`; a warmup only until
- * every rank's endpoint is open (hier_comm_warm_due). */
+ * goes to the previous component, counted under `why`. */
 void hier_comm_refuse(hier_comm_t *c, hier_path_t why)
 {
+    hier_net_waiting(c, 0);
     c->refused = why;
-    c->state = why == HIER_PATH_FALLBACK_WARMUP ? HIER_COMM_WARMING : HIER_COMM_REFUSED;
+    c->state = HIER_COMM_REFUSED;
 }

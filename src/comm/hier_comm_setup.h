@@ -33,21 +33,23 @@ typedef struct {
  * call's own algorithm gives (ride->done). */
 hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride);
 /* The one way a communicator stops being served (hier_comm_setup.c): every
- * call from now on goes to the previous component, counted under `why`
- * (HIER_PATH_FALLBACK_WARMUP: until every rank's endpoint is open). */
+ * call from now on goes to the previous component, counted under `why`. */
 void hier_comm_refuse(hier_comm_t *c, hier_path_t why);
 
 /* The set-up started as a fiber (state HIER_COMM_SETTING), its exchanges
  * posted and tested where they would wait: whether it started (the glue
  * has no exchanges without waiting, or no memory: it did not; every rank
  * alike but for memory). Called where every rank meets the same
- * communicator NEW (its first call, nonblocking), or WARMING at the same
- * call (hier_comm_warm_due). */
+ * communicator NEW (its first call, nonblocking). */
 int hier_comm_setup_begin(hier_comm_t *c);
 /* The pipeline segment the same way, for a nonblocking call that wants it
- * on a READY communicator without one (every rank at the same call: the
+ * on a served communicator without one (every rank at the same call: the
  * segment's state is the communicator's); whether it started. */
 int hier_comm_pipe_begin(hier_comm_t *c);
+/* The move to libfabric the same way (hier_net_switch), for a nonblocking
+ * call due to ask on a PML communicator (hier_comm_switch_due: every rank
+ * at the same call); whether it started. */
+int hier_comm_switch_begin(hier_comm_t *c);
 /* On, as far as it goes without waiting: 1 when it is over (c->state its
  * verdict), 0 not yet. */
 int hier_comm_setup_step(hier_comm_t *c);

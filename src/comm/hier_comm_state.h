@@ -7,8 +7,10 @@
  *                        low-latency areas, small slots) and, at the first
  *                        call too large for the small slots, the pipeline
  *                        segment (hier_comm_node.c)
- *   hier_net_t           several nodes only: this communicator's box and the
- *                        peers (processes) its schedules talk to (hier_comm_net.c)
+ *   hier_net_t           several nodes only: the ranks its schedules talk to,
+ *                        over Open MPI's point-to-point (links) or, once every
+ *                        rank's endpoint is open, libfabric (its box and the
+ *                        peers' processes) (hier_comm_net.c)
  *   hier_pd, hier_stage  device buffers only (hier_comm_pd.c, exec/hier_stage.c) */
 #ifndef HIER_COMM_STATE_H
 #define HIER_COMM_STATE_H
@@ -63,21 +65,29 @@ typedef struct {
 } hier_node_t;
 
 typedef struct {
-    uint32_t box;                /* where this communicator's messages land here */
+    int fabric;                  /* the transport now: libfabric (1) or Open MPI's point-to-point (0) */
+    int *talk, ntalk;            /* the nodes whose rank of my local index my schedules talk to */
+    void **links;                /* by node: the link to that rank over the point-to-point (hier_pml_t) */
+    uint8_t *link_mem;           /* (the links, ntalk of them) */
+    uint32_t box;                /* libfabric: where this communicator's messages land here */
     hier_peer_t **peers;         /* by node: the process of my local index there (the ones I talk to) */
     uint32_t *boxes;             /* by node: that process's box for this communicator */
     hier_net_exec_t netx;
 } hier_net_t;
 
-/* WARMING: spans nodes and some rank's endpoint was still opening at the
- * set-up; each call asks all whether they are ready, and sets up again then.
+/* PML: served, spans nodes, its network steps over Open MPI's
+ * point-to-point while libfabric may still open on some rank: its calls
+ * count toward asking every rank whether its endpoint is open, and it
+ * moves to libfabric at the call where all say so (hier_comm_net.c);
+ * READY then, or for good over the point-to-point when some rank has no
+ * usable provider.
  * SETTING: the set-up runs as a fiber (its first call was nonblocking), its
  * exchanges in flight; its end is the verdict (hier_comm_xchg.c). */
 typedef enum {
     HIER_COMM_NEW,
     HIER_COMM_READY,
     HIER_COMM_REFUSED,
-    HIER_COMM_WARMING,
+    HIER_COMM_PML,
     HIER_COMM_SETTING
 } hier_comm_state_t;
 
@@ -91,7 +101,8 @@ struct hier_comm {
     hier_comm_state_t state;
     hier_path_t refused;         /* why, when not served */
     unsigned served_colls;       /* bit coll: not forced to the previous component (coll_hier_<coll>_algorithm) */
-    uint64_t warm_calls, warm_asks; /* calls while WARMING; those that asked whether every rank is ready */
+    uint64_t pml_calls, pml_asks; /* calls while PML; those that asked whether every rank's endpoint is open */
+    int pml_waiting;             /* counted in hier_stats_pml_waiting (hier_net_waiting) */
     hier_layout_t layout;
     hier_node_t *node;
     hier_net_t *net;
@@ -109,7 +120,7 @@ struct hier_comm {
     struct hier_req *req_head, *req_tail;
     struct hier_comm *req_prev, *req_next;
     struct hier_fiber *setting;  /* SETTING: the set-up, run as a fiber */
-    hier_comm_state_t setting_from; /* NEW, or WARMING: ask first whether every endpoint is open */
+    hier_comm_state_t setting_from; /* NEW; READY (a pipeline segment); PML (the move to libfabric) */
 };
 
 #endif

@@ -29,6 +29,7 @@ enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED, HIER
 static pthread_t hier_proc_warm_thread;
 static _Atomic int hier_proc_warm_state;
 static int hier_proc_place_n, hier_proc_place_me;
+static int hier_proc_fab_driven = 1; /* the MPI library drives a libfabric it loaded (the glue says; unknown: yes) */
 
 static void hier_proc_topo_load(void);
 /* Open MPI's progress; set by every communicator created (always the same
@@ -93,9 +94,14 @@ static void hier_proc_warm_join(void)
     atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_JOINED, memory_order_relaxed);
 }
 
+void hier_proc_set_fabric_driven(int driven)
+{
+    hier_proc_fab_driven = driven;
+}
+
 int hier_proc_fabric_shared(void)
 {
-    return hier_fi_load() == HIER_OK && hier_fi_shared();
+    return hier_proc_fab_driven && hier_fi_load() == HIER_OK && hier_fi_shared();
 }
 
 void hier_proc_fabric_warm(void)
@@ -105,10 +111,10 @@ void hier_proc_fabric_warm(void)
         atomic_load_explicit(&hier_proc_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
         /* (a libfabric someone else uses is called from MPI's threads only:
          * hier_fi_shared) */
-        const char *why = hier_fi_load() != HIER_OK ? "libfabric cannot be loaded"
-                          : hier_fi_shared()         ? "libfabric was loaded before hier (by the MPI library or "
-                                                       "the application)"
-                                                     : NULL;
+        const char *why = hier_fi_load() != HIER_OK   ? "libfabric cannot be loaded"
+                          : hier_proc_fabric_shared() ? "the MPI library drives libfabric itself (an ofi BTL or "
+                                                        "MTL)"
+                                                      : NULL;
         int ret = why ? 0 : pthread_create(&hier_proc_warm_thread, NULL, hier_proc_warm_main, NULL);
         if (!why && ret == 0) {
             atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
@@ -157,6 +163,19 @@ void hier_proc_fabric_place(const int32_t *numa, int nlocal, int me)
         hier_proc_place_me = me;
     }
     hier_lock_drop();
+}
+
+hier_fabric_t *hier_proc_fabric_open(void)
+{
+    return atomic_load_explicit(&hier_proc_fab, memory_order_acquire);
+}
+
+int hier_proc_fabric_failed(void)
+{
+    hier_lock_take();
+    int failed = hier_proc_fab_tried && !hier_proc_fab;
+    hier_lock_drop();
+    return failed;
 }
 
 hier_fabric_t *hier_proc_fabric(void)

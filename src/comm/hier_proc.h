@@ -13,6 +13,10 @@ void hier_proc_set_progress(hier_progress_fn_t progress);
 hier_progress_fn_t hier_proc_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_proc_fabric(void);
+/* The endpoint if it is open (never opens it). */
+hier_fabric_t *hier_proc_fabric_open(void);
+/* Whether opening it was tried and failed (no usable provider). */
+int hier_proc_fabric_failed(void);
 /* fabric_warmup: start opening the endpoint in the background (once; a
  * communicator spanning nodes does at its first call large enough,
  * fabric_open_min). Ready: opened in the background, or open, or
@@ -21,10 +25,17 @@ hier_fabric_t *hier_proc_fabric(void);
  * (the same). */
 void hier_proc_fabric_warm(void);
 int hier_proc_fabric_ready(void);
-/* Whether libfabric was in the process before hier (net/hier_fi.h): its
- * owner calls it from MPI's threads without locks, so hier's own threads
- * leave it alone. */
+/* Whether libfabric was in the process before hier (net/hier_fi.h) and
+ * the MPI library drives it (an ofi MTL or BTL, hier_proc_set_fabric_driven):
+ * its owner calls it from MPI's threads without locks, so hier's own
+ * threads leave it alone (fi_getinfo in a thread of hier's while Open MPI
+ * 5.0's ofi MTL progressed hung). Loaded but idle (its components
+ * declined, as with tcp and shm providers on Open MPI 4.1), hier's thread
+ * may open it. */
 int hier_proc_fabric_shared(void);
+/* What the glue knows of the MPI library: it drives libfabric (1, assumed
+ * until said) or not. */
+void hier_proc_set_fabric_driven(int driven);
 /* Where the node's ranks run (NUMA domains, local order; mine is [me]), to
  * give each its nearest NICs when the endpoint opens: the first
  * communicator spanning nodes says, before its first hier_proc_fabric. */

@@ -88,27 +88,26 @@ void hier_pml_finalize(void)
 
 /* ---- a link ---- */
 
-hier_status_t hier_pml_open(const hier_pml_ops_t *ops, int peer, size_t seg, hier_pml_t **link_p)
+size_t hier_pml_size(void)
 {
-    hier_pml_t *link = calloc(1, sizeof(*link));
-    if (!link) return HIER_ERR_NO_MEMORY;
-    if (hier_pml_lefts) hier_pml_reap(0);
-    link->ops = ops;
-    link->peer = peer;
-    link->seg = seg;
-    *link_p = link;
-    return HIER_OK;
+    return sizeof(hier_pml_t);
 }
 
-void hier_pml_close(hier_pml_t *link)
+void hier_pml_init(hier_pml_t *link, const hier_pml_ops_t *ops, int peer, size_t seg)
 {
-    if (!link) return;
+    if (hier_pml_lefts) hier_pml_reap(0);
+    *link = (hier_pml_t){.ops = ops, .peer = peer, .seg = seg};
+}
+
+void hier_pml_fini(hier_pml_t *link)
+{
+    if (!link || !link->ops) return;
     for (unsigned b = 0; b < HIER_PML_BOXES; b++) {
         if (link->recv[b].req) link->ops->cancel(link->recv[b].req);
         free(link->recv[b].buf);
     }
     for (unsigned k = 0; k < HIER_PML_SENDS; k++) hier_pml_leave(link, &link->send[k]);
-    free(link);
+    *link = (hier_pml_t){0};
     if (hier_pml_lefts) hier_pml_reap(0);
 }
 

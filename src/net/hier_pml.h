@@ -46,13 +46,17 @@ typedef struct {
 
 typedef struct hier_pml hier_pml_t;
 
+/* The bytes of a link (its owner allocates them: a communicator's set-up
+ * makes its memory before anything can fail, comm/hier_comm_setup.c). */
+size_t hier_pml_size(void);
 /* A link to communicator rank `peer`, segments of `seg` bytes at most
- * (whole elements of every type: a multiple of 64); ops stay the caller's. */
-hier_status_t hier_pml_open(const hier_pml_ops_t *ops, int peer, size_t seg, hier_pml_t **link_p);
+ * (whole elements of every type: a multiple of 64); ops stay the caller's.
+ * Its buffers are made when first used. */
+void hier_pml_init(hier_pml_t *link, const hier_pml_ops_t *ops, int peer, size_t seg);
 /* Receives still posted are cancelled; sends still in flight keep their
- * buffers until the PML is done with them (freed by a later open or close,
+ * buffers until the PML is done with them (freed by a later init or fini,
  * or at hier_pml_finalize). */
-void hier_pml_close(hier_pml_t *link);
+void hier_pml_fini(hier_pml_t *link);
 /* The process ends: what closed links left in flight is let go. */
 void hier_pml_finalize(void);
 /* Bytes of buffers the link holds. */

@@ -17,7 +17,7 @@ typedef struct {
     unsigned long net_bytes[NCOLL]; /* put on the fabric, all served paths */
     unsigned long staged[NCOLL];    /* served calls on device buffers, staged through host memory */
     unsigned long fallback[NCOLL];
-    unsigned long path_calls[NCOLL][20]; /* by index into check_served_paths */
+    unsigned long path_calls[NCOLL][24]; /* by index into check_served_paths */
     unsigned long reason_calls[NCOLL][20]; /* by index into check_fallback_paths */
     unsigned long exchanges; /* hier's own collective exchanges (set-up, agreements) */
 } check_counters_t;
@@ -43,11 +43,13 @@ extern const char *const check_pc_colls[NCOLL];
 void check_pc_read(check_nb_counters_t *c);
 int check_nb_reason_index(const char *reason);
 
-/* 128 KiB allreduces on comm until hier serves one (coll_hier_fabric_warmup:
- * calls between nodes fall back while libfabric opens in the background);
- * every one before must be fallback:warmup and right. The calls that fell
- * back, or -1 (a failure is counted) after max_calls or another verdict. */
-long check_warm_up(MPI_Comm comm, long max_calls);
+/* 128 KiB allreduces on comm until one goes over libfabric (net_*:
+ * coll_hier_fabric_warmup: calls between nodes go over Open MPI's
+ * point-to-point while libfabric opens in the background); every one
+ * before must be served over the point-to-point (pml_*) and right. The
+ * calls over the point-to-point, or -1 (a failure is counted) after
+ * max_calls or another path. */
+long check_moved(MPI_Comm comm, long max_calls);
 
 int check_coll_index(const char *coll);
 int check_path_index(const char *path);   /* served path ident -> index, -1 if unknown */

@@ -17,10 +17,11 @@ TIMEOUT=${HIER_TEST_TIMEOUT:-300}
 LOG=$(mktemp -d /tmp/hier-mpi-tests.XXXXXX)
 passed=0 failed=0 skipped=0
 
-# coll_hier_fabric_warmup 0 (WARMUP=1 for the default): every call between
-# nodes is served from the first, so the cases can require it of each call;
-# the *_warmup cases run the default, where the first calls fall back while
-# libfabric opens in the background.
+# coll_hier_fabric_warmup 0 (WARMUP=1 for the default): libfabric opens at
+# the first call between nodes, which every call then uses, so the cases can
+# require it of each call; the *_default and *_warmup cases run the default,
+# where calls between nodes go over Open MPI's point-to-point (pml_*) while
+# libfabric opens in the background, then over libfabric.
 # The component path goes in the environment (-x), not --mca: Open MPI 5's
 # mpirun hands an --mca component path to PMIx as well, which then prints a
 # complaint for every file in it. (-x applies to one MPMD context in 5.0.)
@@ -118,9 +119,18 @@ has_stats_lines() {
 has_net_stats_only() { has_net_stats "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
 has_old_libfabric() { grep -q "libfabric 1.12 (API 1.10 asked" "$1"; }
 loaded_fi() { [ "$(grep -c "$FI_WANT" "$1")" -eq 4 ]; } # every rank loaded the libfabric FI_WANT names
-# fabric_warmup: every rank opened libfabric on MPI's own thread where the
-# process had it before hier (4 ranks), in a thread of hier's where not
-warm_on_mpi_thread() { [ "$(grep -c "libfabric was loaded before hier" "$1")" -eq 4 ] && ! grep -q "thread of hier's, in" "$1"; }
+# fabric_warmup: every rank opened libfabric in a thread of hier's where the
+# MPI library does not drive it (Open MPI 4.1 over tcp: its ofi components
+# load it and decline), on MPI's own thread where it does (4 ranks alike)
+warm_where_allowed() {
+    [ "$(grep -c "libfabric opens in a thread of hier's" "$1")" -eq 4 ] ||
+        { [ "$(grep -c "the MPI library drives libfabric itself" "$1")" -eq 4 ] && ! grep -q "thread of hier's, in" "$1"; }
+}
+# served between nodes from the first call: over Open MPI's point-to-point
+# (pml_*) before libfabric, nothing handed to the previous component
+served_from_the_first() { grep -q "^coll:hier:stats .*path=pml_" "$1" && ! grep -q "^coll:hier:stats .*path=fallback" "$1"; }
+# ...and for good: no libfabric (no net_* path)
+pml_paths_only() { served_from_the_first "$1" && ! grep -q "^coll:hier:stats .*path=net_" "$1"; }
 # hier_bench --interleave: each size's blocking, nonblocking and persistent
 # rows, results checked (ok), and every kind served by hier's low-latency path
 interleaved_rows() {
@@ -640,8 +650,6 @@ np72_virtual_nodes_shm              | 72 | local | - | has_net_stats_only  | - |
     --mca coll_hier_fabric_provider shm --mca coll_hier_stats 1 | $B/contrib/hier_bench -b 8 -e 1M -f 16 -n 3 -w 1 -d double
 # ...and real ones: fake nodes (FAKE above)
 nodes2x2_tcp                        | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $TC $NET
-# the default: libfabric opens in the background; calls fall back (fallback:warmup) until it is open
-# everywhere, then everything is served (the sweep on world, a dup, splits, interleaved)
 nodes2x2_split_use_free_tcp         | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_churn
 nodes2x2_depth_default_tcp          | 4 | 2x2 | - | in_flight_2            | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 5 \
     | $B/contrib/hier_bench -c allreduce -b 4M -e 4M -n 2 -w 1 -d double
@@ -653,9 +661,26 @@ nodes2x2_persistent_tcp             | 4 | 2x2 | - | -                      | - |
 nodes2x2_nonblocking_device_tcp     | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp | $T/test_nonblocking --quick --device
 nodes2x2_nonblocking_progress_thread_tcp | 4 | 2x2 | - | -                 | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_progress_thread 1 \
     | $T/test_nonblocking --quick
-# Open MPI's ofi components load libfabric (5.0 and 6.0 link it): hier then calls it only on MPI's
-# thread (fi_getinfo from hier's own thread while Open MPI progressed hung 3-7 runs in 20 on 5.0)
-nodes2x2_tcp_warmup                 | 4 | 2x2 | - | warm_on_mpi_thread     | WARMUP=1 | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
+# The default parameters: served between nodes from the first call, over Open MPI's point-to-point until
+# every rank's libfabric endpoint is open, then over libfabric: the sweep's every type and op (the
+# unsigned 8-bit sums Open MPI 4.1's op/avx saturates among them), a dup, splits, interleaved
+nodes2x2_default_tcp                | 4 | 2x2 | - | served_from_the_first  | WARMUP=1 | --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_stats 1 | $TC $NET
+nodes2x1_default_tcp                | 2 | 2x1 | - | served_from_the_first  | WARMUP=1 | --mca coll_hier_stats 1 | $TC $NET
+nodes2x2_default_shm                | 4 | 2x2 | - | served_from_the_first  | WARMUP=1 | --mca coll_hier_fabric_provider shm \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes3x2_default_tcp                | 6 | 3x2 | - | served_from_the_first  | WARMUP=1 | \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes4x2_default_tcp                | 8 | 4x2 | - | served_from_the_first  | WARMUP=1 | \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes2x2_nonblocking_default        | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_nonblocking
+nodes2x2_persistent_default         | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_persistent --quick
+nodes2x2_mismatch_default           | 4 | 2x2 | - | -                      | WARMUP=1 | --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --limit 12
+# Where the MPI library does not drive the libfabric its ofi components loaded (4.1 over tcp), hier's
+# thread opens it; where it drives it, MPI's thread (fi_getinfo from hier's own thread while Open MPI
+# 5.0's ofi MTL progressed hung 3-7 runs in 20)
+nodes2x2_tcp_warmup                 | 4 | 2x2 | - | warm_where_allowed     | WARMUP=1 | --mca coll_hier_fabric_provider tcp --mca coll_hier_verbose 1 \
     | $TC --quick $NET --warm
 # and where nothing had loaded libfabric (Open MPI without its ofi components, as a UCX-only build):
 # hier's own thread opens it
@@ -725,10 +750,18 @@ nodes2x2_ddp_hier_nonblocking       | 4 | 2x2 | torch | ddp_nb_served_by_hier | 
 mpi4py_suite_np2                    | 2 | local | mpi4py | -                 | - | | @mpi4py --np 2
 mpi4py_suite_np3                    | 3 | local | mpi4py | -                 | - | | @mpi4py --np 3
 mpi4py_suite_fakenodes2x2           | 4 | 2x2 | mpi4py | -                   | - | | @mpi4py --fake-nodes 2x2
-# (without han: on 5.0 and 6.0 the previous component's first call builds sub-communicators that
-# hier serves too, and their calls would join the process-wide counters this case counts exactly)
-nodes2x2_no_provider                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent --mca coll ^han \
-    | $TC --quick --world-only --skip-ompi-bugs --expect fallback:net
+# No usable libfabric provider: served between nodes over Open MPI's point-to-point for good, every
+# kind of call (the first fails to open it, with fabric_warmup 0; the default asks in the background)
+nodes2x2_no_provider                | 4 | 2x2 | - | pml_paths_only         | - | --mca coll_hier_fabric_provider nonexistent \
+    --mca coll_hier_stats 1 | $TC $NET
+nodes4x2_no_provider                | 8 | 4x2 | - | pml_paths_only         | - | --mca coll_hier_fabric_provider nonexistent \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes3_uneven_no_provider_default   | 4 | 2,1,1 | - | pml_paths_only       | WARMUP=1 | $UNEVEN --mca coll_hier_fabric_provider nonexistent \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes2x2_no_provider_nonblocking    | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent | $T/test_nonblocking
+nodes2x2_no_provider_persistent     | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent | $T/test_persistent --quick
+nodes2x2_no_provider_mismatch       | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --limit 12
 netns_2x2_rails3_default_nics       | 4 | netns:2:2:3 | - | rails_share    | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 2 \
     --mca coll_hier_verbose 1 --mca mpi_yield_when_idle 1 | $B/contrib/hier_bench -c allreduce,allgather -b 16M -e 16M -n 5
 netns_2x2_rails2                    | 4 | netns:2:2:2 | - | rails_agree    | - | $NETNS_TCP | $TC --world-only

@@ -6,7 +6,8 @@
  *   test_colls [--expect served|fallback:<reason>] [--allreduce-path NAME] [--allgather-path NAME]
  *              [--net] [--quick]
  *              [--direct-min BYTES]   (device allgathers with blocks of BYTES or more go peer direct)
- *              [--warm]   (first: allreduces until hier serves one, each before fallback:warmup)
+ *              [--warm]   (first: allreduces until one goes over libfabric, each before over Open MPI's
+ *                          point-to-point)
  *
  * With HIER_TEST_DEVICE=1 in the environment every buffer handed to MPI is
  * "device memory" of the test backend (tests/common/test_dev_backend.c: the
@@ -609,12 +610,12 @@ int main(int argc, char **argv)
     MPI_Comm dup, split, half;
 
     /* 0. --warm: libfabric opening in the background, the first calls between
-     * nodes fall back (fallback:warmup) until every rank's endpoint is ready */
+     * nodes go over Open MPI's point-to-point until every rank's endpoint is open */
     if (warm) {
         double t = MPI_Wtime();
-        long fell = check_warm_up(MPI_COMM_WORLD, 1000000);
-        if (rank == 0 && fell >= 0)
-            printf("warm-up: %ld allreduce(s) fell back (fallback:warmup) in %.0f ms, then hier served\n", fell,
+        long pml = check_moved(MPI_COMM_WORLD, 1000000);
+        if (rank == 0 && pml >= 0)
+            printf("warm-up: %ld allreduce(s) over Open MPI's point-to-point in %.0f ms, then over libfabric\n", pml,
                    (MPI_Wtime() - t) * 1e3);
     }
 

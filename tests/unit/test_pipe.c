@@ -378,9 +378,10 @@ static void bed_open(bed_t *b, const lay_t *L, unsigned depth, size_t chunk, siz
                 if (m == n) continue;
                 b->end[n][l][m] = (fend_t){.in = &b->dir[m][n][l], .out = &b->dir[n][m][l]};
                 b->chans[n][l][m] = &b->end[n][l][m];
-                if (pml) /* (segments as the channels' fake cuts them) */
-                    cr_assert_eq(hier_pml_open(&b->pml_ops[n][l], (int)b->node_first[m] + l, fake_seg,
-                                               (hier_pml_t **)&b->chans[n][l][m]), HIER_OK);
+                if (!pml) continue;
+                cr_assert_not_null(b->chans[n][l][m] = malloc(hier_pml_size()));
+                /* (segments as the channels' fake cuts them) */
+                hier_pml_init(b->chans[n][l][m], &b->pml_ops[n][l], (int)b->node_first[m] + l, fake_seg);
             }
     for (int n = 0; n < L->nnodes; n++) open_node(b, n, 4096);
 }
@@ -390,7 +391,10 @@ static void bed_close(bed_t *b)
     for (int n = 0; n < b->L.nnodes; n++)
         for (int l = 0; l < b->pieces && b->pml; l++)
             for (int m = 0; m < b->L.nnodes; m++)
-                if (m != n) hier_pml_close(b->chans[n][l][m]);
+                if (m != n) {
+                    hier_pml_fini(b->chans[n][l][m]);
+                    free(b->chans[n][l][m]);
+                }
     pml_fake_clear();
     for (int n = 0; n < b->L.nnodes; n++)
         for (int l = 0; l < b->L.nlocal[n]; l++) {

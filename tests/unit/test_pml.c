@@ -103,6 +103,20 @@ static hier_sig_t sig_of(uint64_t n)
     return hier_sig_make(HIER_COLL_ALLREDUCE, n, HIER_DT_INT32, HIER_OP_SUM, 0, 1);
 }
 
+static hier_pml_t *pml_open(int peer, size_t seg)
+{
+    hier_pml_t *link = malloc(hier_pml_size());
+    cr_assert_not_null(link);
+    hier_pml_init(link, &ops, peer, seg);
+    return link;
+}
+
+static void pml_close(hier_pml_t *link)
+{
+    hier_pml_fini(link);
+    free(link);
+}
+
 static void send1(void *link, uint32_t box, uint32_t tag, const void *data, size_t len)
 {
     int sent = 0;
@@ -124,7 +138,7 @@ Test(pml, messages_of_a_box_in_order_and_boxes_apart)
     hier_pml_t *link;
     hier_link_msg_t m;
     reset();
-    cr_assert_eq(hier_pml_open(&ops, 1, 4096, &link), HIER_OK);
+    link = pml_open(1, 4096);
     cr_assert_eq(hier_link_pml.segment(link, 1 << 20), 4096);
     send1(link, 1, 7, "box one", 8);
     cr_assert(!recv1(link, 0, 6, &m), "box 0 took box 1's message");
@@ -139,8 +153,8 @@ Test(pml, messages_of_a_box_in_order_and_boxes_apart)
     int got;
     cr_assert_eq(hier_link_pml.try_recv(link, 0, 7, &again, &got), HIER_ERR_INVALID_ARG,
                  "a second message taken while the first is held");
-    hier_pml_close(link);
-    cr_assert_eq(hier_pml_open(&ops, 1, 4096, &link), HIER_OK);
+    pml_close(link);
+    link = pml_open(1, 4096);
     send1(link, 0, 4, "second", 7); /* (a fresh link: its box is free) */
     cr_assert(recv1(link, 0, 7, &m));
     cr_assert_str_eq(m.data, "second");
@@ -152,7 +166,7 @@ Test(pml, messages_of_a_box_in_order_and_boxes_apart)
     cr_assert(recv1(link, 0, 7, &m)); /* the first link's "second", still queued */
     hier_link_pml.release(link, &m);
     cr_assert(!recv1(link, 0, 16, &m));
-    hier_pml_close(link); /* (its posted receive cancelled) */
+    pml_close(link); /* (its posted receive cancelled) */
     hier_pml_finalize();
     cr_assert_eq(live, 0, "%d requests left", live);
 }
@@ -163,7 +177,7 @@ Test(pml, a_longer_message_than_awaited_is_a_mismatch)
     hier_link_msg_t m;
     int got;
     reset();
-    cr_assert_eq(hier_pml_open(&ops, 1, 4096, &link), HIER_OK);
+    link = pml_open(1, 4096);
     send1(link, 0, 1, "twelve bytes", 13);
     cr_assert_eq(hier_link_pml.try_recv(link, 0, 8, &m, &got), HIER_ERR_MISMATCH);
     cr_assert(!got);
@@ -172,7 +186,7 @@ Test(pml, a_longer_message_than_awaited_is_a_mismatch)
     uint64_t msg;
     int sent;
     cr_assert_eq(hier_link_pml.try_send(link, 0, 2, "x", 1, NULL, sig_of(1), &sent, &msg), HIER_ERR_MISMATCH);
-    hier_pml_close(link);
+    pml_close(link);
     hier_pml_finalize();
     cr_assert_eq(live, 0);
 }
@@ -186,7 +200,7 @@ Test(pml, sends_in_flight_are_bounded_and_outlive_their_link)
     char data[64] = "payload";
     reset();
     hold_sends = 1;
-    cr_assert_eq(hier_pml_open(&ops, 1, 4096, &link), HIER_OK);
+    link = pml_open(1, 4096);
     for (int k = 0; k < HIER_PML_SENDS; k++) send1(link, 0, (uint32_t)k, data, sizeof(data));
     cr_assert_eq(hier_link_pml.try_send(link, 0, 99, data, sizeof(data), NULL, sig_of(1), &sent, &msg), HIER_OK);
     cr_assert(!sent, "a send past %d in flight", HIER_PML_SENDS);
@@ -194,16 +208,16 @@ Test(pml, sends_in_flight_are_bounded_and_outlive_their_link)
     hier_link_pml.release(link, &m);
     send1(link, 0, 99, data, sizeof(data));
     cr_assert_gt(hier_pml_bytes(link), HIER_PML_SENDS * sizeof(data));
-    hier_pml_close(link); /* eight sends still in flight: their buffers stay */
+    pml_close(link); /* eight sends still in flight: their buffers stay */
     cr_assert_eq(live, HIER_PML_SENDS);
     hold_sends = 0;
     hier_pml_t *other;
-    cr_assert_eq(hier_pml_open(&ops, 2, 4096, &other), HIER_OK);
+    other = pml_open(2, 4096);
     for (int k = 0; k < HIER_PML_SENDS; k++) {
         cr_assert(recv1(other, 0, sizeof(data), &m));
         hier_link_pml.release(other, &m);
     }
-    hier_pml_close(other); /* reaps the first link's sends, matched now */
+    pml_close(other); /* reaps the first link's sends, matched now */
     cr_assert_eq(live, 0, "%d requests left", live);
     hier_pml_finalize();
 }
@@ -215,15 +229,15 @@ Test(pml, a_failed_send_ends_the_link)
     uint64_t msg;
     reset();
     fail_next = 1;
-    cr_assert_eq(hier_pml_open(&ops, 1, 64, &link), HIER_OK);
+    link = pml_open(1, 64);
     for (int k = 0; k < HIER_PML_SENDS; k++) send1(link, 0, (uint32_t)k, "x", 1);
     cr_assert_eq(hier_link_pml.try_send(link, 0, 9, "x", 1, NULL, sig_of(1), &sent, &msg), HIER_ERR_INTERNAL);
     cr_assert_eq(hier_link_pml.try_send(link, 0, 9, "y", 100, NULL, sig_of(1), &sent, &msg), HIER_ERR_INTERNAL);
-    hier_pml_close(link);
-    cr_assert_eq(hier_pml_open(&ops, 1, 64, &link), HIER_OK);
+    pml_close(link);
+    link = pml_open(1, 64);
     cr_assert_eq(hier_link_pml.try_send(link, 0, 9, "y", 100, NULL, sig_of(1), &sent, &msg), HIER_ERR_INVALID_ARG,
                  "a message longer than a segment");
-    hier_pml_close(link);
+    pml_close(link);
     reset();
     hier_pml_finalize();
 }

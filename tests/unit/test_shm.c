@@ -665,7 +665,8 @@ Test(shm, device_buffers_are_staged_never_touched)
     hier_accel_reset();
 }
 
-/* One rank cannot open the fabric: every rank falls back, and keeps doing so. */
+/* One rank cannot open the fabric: every rank is served over Open MPI's
+ * point-to-point (pml_*), from the first call and for good. */
 static int one_without_provider(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     int64_t x = me, y;
@@ -675,14 +676,14 @@ static int one_without_provider(hier_comm_t *comm, int me, int n, fork_world_t *
      * fallback:params): libfabric reads FI_PROVIDER at its first call */
     if (me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
     for (int i = 0; i < 3; i++) {
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED)
-            return 1;
-        if (res.path != HIER_PATH_FALLBACK_NET) return 2;
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 1;
+        if (y != (int64_t)n * (n - 1) / 2) return 2;
+        if (res.path != HIER_PATH_PML_RD && (i || res.path != HIER_PATH_SETUP)) return 3;
     }
     return 0;
 }
 
-Test(shm, a_rank_without_provider_makes_all_fall_back)
+Test(shm, a_rank_without_provider_is_served_over_the_point_to_point)
 {
     int st[64];
     nodes_setup("tcp");
@@ -690,51 +691,54 @@ Test(shm, a_rank_without_provider_makes_all_fall_back)
     fork_ranks_per_node = 0;
 }
 
-/* fabric_warmup: small calls between nodes fall back and open nothing;
- * the first large one (fabric_open_min) starts libfabric opening in a
- * thread; until every rank's endpoint is ready calls fall back
- * (fallback:warmup, every rank alike), then every call is served, right,
- * between the nodes. With a rank missing the provider, the warm-up ends in
- * fallback:net. */
+/* fabric_warmup: small calls between nodes are served over Open MPI's
+ * point-to-point from the first (pml_*) and open nothing; the first large
+ * one (fabric_open_min) starts libfabric opening in a thread; calls stay
+ * on the point-to-point until every rank's endpoint is open, then move to
+ * libfabric at the same call on every rank, right throughout. With a rank
+ * missing the provider, they stay on the point-to-point for good. */
 #define WARM_BIG 16384 /* int64: 128 KiB, past fabric_open_min */
 static int warm_up(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     static int64_t xs[WARM_BIG], ys[WARM_BIG];
     int64_t x = me + 1, y = 0;
     hier_result_t res = {.path = HIER_PATH_COUNT};
-    long fell = 0;
-    int missing = getenv("HIER_TEST_NO_PROVIDER") != NULL;
-    (void)w;
+    int missing = getenv("HIER_TEST_NO_PROVIDER") != NULL, moved = -1, calls = 0;
     if (missing && me == n - 1) setenv("FI_PROVIDER", "no-such-provider", 1);
-    for (int i = 0; i < 50; i++) { /* small calls start nothing: they keep falling back */
+    for (int i = 0; i < 50; i++, calls++) { /* small calls start nothing: over the point-to-point */
         usleep(100);
-        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_ERR_NOT_SUPPORTED ||
-            res.path != HIER_PATH_FALLBACK_WARMUP)
+        if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK ||
+            y != (int64_t)n * (n + 1) / 2 || (res.path != HIER_PATH_PML_RD && (i || res.path != HIER_PATH_SETUP)))
             return 9;
     }
+    hier_comm_footprint_t fp;
+    hier_comm_footprint(comm, &fp);
+    if (!fp.net) return 10;
     for (int k = 0; k < WARM_BIG; k++) xs[k] = me + k;
-    for (;; fell++) { /* a large one starts the opening */
-        if (fell > 100000) return 1;
+    for (int big = 0; moved < 0 && big < 100000; big++, calls++) { /* a large one starts the opening */
         usleep(100); /* (work between calls, as an application has: 4 ranks spin on 2 cores here) */
-        hier_status_t st = hier_comm_allreduce(comm, xs, ys, WARM_BIG, HIER_DT_INT64, HIER_OP_SUM, &res);
-        if (st == HIER_OK) break;
-        if (st != HIER_ERR_NOT_SUPPORTED) return 2;
-        if (res.path == HIER_PATH_FALLBACK_NET && missing) return fell > 0 ? 0 : 3;
-        if (res.path != HIER_PATH_FALLBACK_WARMUP) return 4;
+        if (hier_comm_allreduce(comm, xs, ys, WARM_BIG, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 2;
+        for (int k = 0; k < WARM_BIG; k++)
+            if (ys[k] != (int64_t)n * (n - 1) / 2 + (int64_t)n * k) return 6;
+        if (res.path >= HIER_PATH_NET_RING && res.path <= HIER_PATH_NET_RS) moved = calls;
+        else if (res.path < HIER_PATH_PML_RING || res.path > HIER_PATH_PML_RS) return 4;
+        if (missing && big == 2000) break; /* (it never moves) */
     }
-    if (missing) return 5;
-    for (int k = 0; k < WARM_BIG; k++)
-        if (ys[k] != (int64_t)n * (n - 1) / 2 + (int64_t)n * k) return 6;
-    if (res.path < HIER_PATH_NET_RING || res.path > HIER_PATH_NET_RS) return 6;
-    if (fell == 0) return 7; /* (the first large call opened nothing: it cannot have been ready) */
-    for (int i = 0; i < 5; i++) /* served from now on */
+    if (missing) return moved < 0 ? 0 : 5;
+    if (moved < 0) return 1;
+    if (moved == 50) return 7; /* (the first large call opened nothing: it cannot have been ready) */
+    w->values[me][0] = moved; /* every rank moved at the same call */
+    fork_barrier(w);
+    for (int r = 0; r < n; r++)
+        if (w->values[r][0] != moved) return 11;
+    for (int i = 0; i < 5; i++) /* over libfabric from now on */
         if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK ||
             res.path != HIER_PATH_NET_RD)
             return 8;
     return 0;
 }
 
-Test(shm, warm_up_falls_back_until_every_endpoint_is_ready)
+Test(shm, warm_up_serves_over_the_point_to_point_until_every_endpoint_is_open)
 {
     int st[64];
     for (int missing = 0; missing < 2; missing++) {

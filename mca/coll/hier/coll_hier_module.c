@@ -3,8 +3,11 @@
 #include "coll_hier.h"
 
 #include "ompi/group/group.h"
+#include "ompi/mca/mtl/base/base.h"
+#include "ompi/mca/pml/base/base.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/mca/coll/base/base.h"
+#include "opal/mca/btl/base/base.h"
 #include "ompi/mca/coll/base/coll_base_functions.h"
 #include "ompi/proc/proc.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
@@ -138,8 +141,11 @@ static int mca_coll_hier_core_agree(int *values, int n, void *arg)
  * receive on a tag of hier's own, so that no collective's messages match
  * them: the far end of the tags Open MPI gives collectives (4.1 and 5.0:
  * hcoll's last, which it counts down to from its base; 6.0 ends them at
- * MCA_COLL_BASE_TAG_NEIGHBOR_END, far above). */
+ * MCA_COLL_BASE_TAG_NEIGHBOR_END, far above); the network level's boxes
+ * over the point-to-point (net/hier_pml.h) next to it. */
 #define MCA_COLL_HIER_TAG_SETUP (-INT_MAX + 1)
+#define MCA_COLL_HIER_TAG_BOX(box) (-INT_MAX + 2 + (int)(box))
+_Static_assert(HIER_PML_BOXES <= 8, "hier's tags stay at the far end of the collectives' range");
 
 typedef struct {
     ompi_request_t *reqs[2];
@@ -177,6 +183,63 @@ static int mca_coll_hier_core_sendrecv_test(void *pending, void *arg)
     ompi_request_free(&p->reqs[1]);
     free(p);
     return ok ? 1 : -1;
+}
+
+/* ---- the network level over Open MPI's point-to-point (net/hier_pml.h) ---- */
+
+static int mca_coll_hier_p2p_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+{
+    mca_coll_hier_module_t *hm = arg;
+    ompi_request_t *req;
+    if (MCA_PML_CALL(isend(buf, len, MPI_BYTE, to, MCA_COLL_HIER_TAG_BOX(box), MCA_PML_BASE_SEND_STANDARD, hm->comm,
+                           &req)) != OMPI_SUCCESS)
+        return -1;
+    *req_p = req;
+    return 0;
+}
+
+static int mca_coll_hier_p2p_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+{
+    mca_coll_hier_module_t *hm = arg;
+    ompi_request_t *req;
+    if (MCA_PML_CALL(irecv(buf, len, MPI_BYTE, from, MCA_COLL_HIER_TAG_BOX(box), hm->comm, &req)) != OMPI_SUCCESS)
+        return -1;
+    *req_p = req;
+    return 0;
+}
+
+/* (no progress here: the executor's waits run Open MPI's) */
+static int mca_coll_hier_p2p_test(void *req, size_t *len_p)
+{
+    ompi_request_t *r = req;
+    if (!REQUEST_COMPLETE(r)) return 0;
+    int err = r->req_status.MPI_ERROR;
+    *len_p = r->req_status._ucount;
+    ompi_request_free(&r);
+    return err == MPI_SUCCESS ? 1 : err == MPI_ERR_TRUNCATE ? HIER_PML_TRUNCATED : -1;
+}
+
+static void mca_coll_hier_p2p_cancel(void *req)
+{
+    ompi_request_t *r = req;
+    ompi_request_cancel(r);
+    ompi_request_free(&r);
+}
+
+/* Whether the MPI library drives libfabric itself: cm over the ofi MTL, or
+ * an ofi or usnic BTL in use (what keeps hier's own thread from opening
+ * libfabric: hier_comm_fabric_driven). */
+static int mca_coll_hier_mpi_drives_libfabric(void)
+{
+    mca_btl_base_selected_module_t *m;
+    if (!strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "cm"))
+        return !ompi_mtl_base_selected_component ||
+               !strcmp(ompi_mtl_base_selected_component->mtl_version.mca_component_name, "ofi");
+    OPAL_LIST_FOREACH (m, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t) {
+        const char *name = m->btl_component->btl_version.mca_component_name;
+        if (!strcmp(name, "ofi") || !strcmp(name, "usnic")) return 1;
+    }
+    return 0;
 }
 
 /* Whether communicator rank r shares this process's node (Open MPI's
@@ -298,12 +361,21 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
 
     hm->comm = comm;
     hm->comm_fallback = mca_coll_hier_comm_verdict(comm, &why);
+    static int told; /* (the MPI library's transports are chosen before any communicator) */
+    if (!told) {
+        told = 1;
+        hier_comm_fabric_driven(mca_coll_hier_mpi_drives_libfabric());
+    }
     if (hm->comm_fallback == MCA_COLL_HIER_SERVED) {
         hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
                                .sendrecv = mca_coll_hier_core_sendrecv,
                                .sendrecv_test = mca_coll_hier_core_sendrecv_test,
                                .peer = mca_coll_hier_core_peer, .progress = mca_coll_hier_core_progress,
-                               .oversubscribed = mca_coll_hier_core_oversubscribed, .arg = hm};
+                               .oversubscribed = mca_coll_hier_core_oversubscribed,
+                               .p2p = {.isend = mca_coll_hier_p2p_isend, .irecv = mca_coll_hier_p2p_irecv,
+                                       .test = mca_coll_hier_p2p_test, .cancel = mca_coll_hier_p2p_cancel,
+                                       .arg = hm},
+                               .arg = hm};
         hier_status_t st = hier_comm_create(ompi_comm_size(comm), ompi_comm_rank(comm), &ops, &hm->core);
         if (st != HIER_OK) return OMPI_ERR_OUT_OF_RESOURCE;
         HIER_LOG(HIER_LOG_COMM, "comm %s (cid %u, %d ranks): hier serves it from its first collective on",

@@ -57,6 +57,15 @@ int mca_coll_hier_register_pvars(void)
                                     NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
                                     MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
                                     &hier_stats_exchanges);
+    if (rc < 0) return rc;
+    rc = mca_base_pvar_register("ompi", "coll", "hier", "pml_waiting",
+                                "communicators of this process served between nodes over Open MPI's point-to-point "
+                                "while they wait for every rank's libfabric endpoint to open (0: every one moved, "
+                                "or stays there for good)",
+                                OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_LEVEL, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                MCA_BASE_VAR_BIND_NO_OBJECT,
+                                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+                                &hier_stats_pml_waiting);
     return rc < 0 ? rc : OMPI_SUCCESS;
 }
 
