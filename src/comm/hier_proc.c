@@ -115,9 +115,11 @@ void hier_proc_fabric_warm(void)
                           : hier_proc_fabric_shared() ? "the MPI library drives libfabric itself (an ofi BTL or "
                                                         "MTL)"
                                                       : NULL;
+        /* (running before the thread starts: a thread that ends at once, libfabric already
+         * initialised by the MPI library's components, must not have its DONE overwritten) */
+        atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
         int ret = why ? 0 : pthread_create(&hier_proc_warm_thread, NULL, hier_proc_warm_main, NULL);
         if (!why && ret == 0) {
-            atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
             HIER_LOG(HIER_LOG_COMM, "libfabric opens in a thread of hier's, in the background");
         } else {
             atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);

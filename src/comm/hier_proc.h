@@ -28,10 +28,9 @@ int hier_proc_fabric_ready(void);
 /* Whether libfabric was in the process before hier (net/hier_fi.h) and
  * the MPI library drives it (an ofi MTL or BTL, hier_proc_set_fabric_driven):
  * its owner calls it from MPI's threads without locks, so hier's own
- * threads leave it alone (fi_getinfo in a thread of hier's while Open MPI
- * 5.0's ofi MTL progressed hung). Loaded but idle (its components
- * declined, as with tcp and shm providers on Open MPI 4.1), hier's thread
- * may open it. */
+ * threads leave it alone. Loaded but idle (its components declined, as
+ * with tcp and shm providers on Open MPI 4.1 and 5.0), hier's thread may
+ * open it. */
 int hier_proc_fabric_shared(void);
 /* What the glue knows of the MPI library: it drives libfabric (1, assumed
  * until said) or not. */
