@@ -101,7 +101,7 @@ void hier_proc_set_fabric_driven(int driven)
 
 int hier_proc_fabric_shared(void)
 {
-    return hier_proc_fab_driven && hier_fi_load() == HIER_OK && hier_fi_shared();
+    return hier_proc_fab_driven && hier_fi_shared();
 }
 
 void hier_proc_fabric_warm(void)
@@ -109,12 +109,10 @@ void hier_proc_fabric_warm(void)
     hier_lock_take();
     if (hier_params.fabric_warmup && !hier_proc_fab && !hier_proc_fab_tried &&
         atomic_load_explicit(&hier_proc_warm_state, memory_order_relaxed) == HIER_WARM_IDLE) {
-        /* (a libfabric someone else uses is called from MPI's threads only:
-         * hier_fi_shared) */
-        const char *why = hier_fi_load() != HIER_OK   ? "libfabric cannot be loaded"
-                          : hier_proc_fabric_shared() ? "the MPI library drives libfabric itself (an ofi BTL or "
-                                                        "MTL)"
-                                                      : NULL;
+        /* (a libfabric someone else drives is called from MPI's threads only;
+         * one not loaded yet is loaded by the thread: hier_fi_shared) */
+        const char *why = hier_proc_fabric_shared() ? "the MPI library drives libfabric itself (an ofi BTL or MTL)"
+                                                    : NULL;
         /* (running before the thread starts: a thread that ends at once, libfabric already
          * initialised by the MPI library's components, must not have its DONE overwritten) */
         atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
@@ -141,6 +139,7 @@ static hier_fabric_t *hier_proc_fabric_locked(void)
     hier_fabric_t *fab = NULL;
     if (hier_proc_fab || hier_proc_fab_tried) return hier_proc_fab;
     hier_proc_fab_tried = 1;
+    uint64_t t0 = hier_wait_now_ms();
     pthread_once(&hier_proc_topo_once, hier_proc_topo_load);
     hier_proc_warm_join(); /* (its answer is step 1 of the open) */
     hier_fabric_config_t cfg = hier_proc_fabric_config();
@@ -149,6 +148,8 @@ static hier_fabric_t *hier_proc_fabric_locked(void)
     cfg.nlocal = hier_proc_place_n;
     cfg.me = hier_proc_place_me;
     if (hier_fabric_open(&cfg, &fab) != HIER_OK) fab = NULL;
+    HIER_LOG(HIER_LOG_DEBUG, "libfabric endpoint %s on this thread in %llu ms", fab ? "opened" : "not opened",
+             (unsigned long long)(hier_wait_now_ms() - t0));
     free(hier_proc_place);
     hier_proc_place = NULL;
     atomic_store_explicit(&hier_proc_fab, fab, memory_order_release);

@@ -11,10 +11,19 @@ hier_fi_t hier_fi;
 static hier_status_t hier_fi_status = HIER_ERR_NOT_SUPPORTED;
 static pthread_once_t hier_fi_once = PTHREAD_ONCE_INIT;
 static int hier_fi_was_loaded; /* (hier_fi_shared) */
+static int hier_fi_loaded_once; /* hier_fi_open ran: hier_fi_was_loaded says */
 
 #define HIER_FI_SYM(lib, field, name) ((*(void **)&hier_fi.field = dlsym(lib, name)) != NULL)
 
+static void hier_fi_open_once(void);
+
 static void hier_fi_open(void)
+{
+    hier_fi_open_once();
+    __atomic_store_n(&hier_fi_loaded_once, 1, __ATOMIC_RELEASE);
+}
+
+static void hier_fi_open_once(void)
 {
     void *before = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     hier_fi_was_loaded = before != NULL;
@@ -55,7 +64,10 @@ static void hier_fi_open(void)
 
 int hier_fi_shared(void)
 {
-    return hier_fi_load() == HIER_OK && hier_fi_was_loaded;
+    if (__atomic_load_n(&hier_fi_loaded_once, __ATOMIC_ACQUIRE)) return hier_fi_status == HIER_OK && hier_fi_was_loaded;
+    void *present = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (present) dlclose(present);
+    return present != NULL;
 }
 
 uint32_t hier_fi_runtime_version(void)

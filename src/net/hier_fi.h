@@ -39,13 +39,12 @@ extern hier_fi_t hier_fi;
 /* Load libfabric.so.1 (and libibverbs.so.1 when present), once; HIER_ERR_NOT_SUPPORTED
  * without libfabric, said once. */
 hier_status_t hier_fi_load(void);
-/* Whether libfabric was in the process before hier loaded it: the MPI
- * library's own (Open MPI 5.0 and later link it; their ofi components
- * initialise it at MPI_Init) or the application's. That libfabric is
- * called by its owner from the threads that call MPI, without locks: hier
- * then calls it only from those threads too, never from a thread of its own
- * (with Open MPI 5.0/6.0's ofi components loaded, fi_getinfo from a second
- * thread while the first was in Open MPI's progress hung 3-7 runs in 20). */
+/* Whether libfabric was in the process before hier loaded it (or, before
+ * hier_fi_load, is in it now): the MPI library's own (Open MPI 5.0 and
+ * later link it; their ofi components initialise it at MPI_Init) or the
+ * application's. Loads nothing: loading it runs its providers' libraries'
+ * constructors (Debian's psm calibrates the CPU's speed by sleeping, 0.2 s),
+ * which a thread of hier's, not MPI's, should pay. */
 int hier_fi_shared(void);
 /* The loaded libfabric's version (fi_version()); 0 before it is loaded. */
 uint32_t hier_fi_runtime_version(void);

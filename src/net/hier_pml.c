@@ -69,9 +69,12 @@ static void hier_pml_leave(hier_pml_t *link, hier_pml_buf_t *b)
 {
     size_t len;
     hier_pml_left_t *l;
-    if (!b->req || link->ops->test(b->req, &len) != 0 || !(l = malloc(sizeof(*l)))) {
-        if (b->req) HIER_LOG(HIER_LOG_DEBUG, "pml: a send to rank %d left in flight, its buffer with it", link->peer);
-        else free(b->buf);
+    if (!b->req || link->ops->test(b->req, &len) != 0) { /* (over: the request is freed) */
+        free(b->buf);
+        return;
+    }
+    if (!(l = malloc(sizeof(*l)))) {
+        HIER_LOG(HIER_LOG_DEBUG, "pml: a send to rank %d left in flight, its buffer with it", link->peer);
         return;
     }
     *l = (hier_pml_left_t){.req = b->req, .buf = b->buf, .test = link->ops->test};

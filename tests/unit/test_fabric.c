@@ -585,6 +585,15 @@ Test(fabric, libfabric_loaded_before_hier_is_shared)
     cr_assert(hier_fi_shared(), "a libfabric the process had before hier is another user's");
 }
 
+/* Asking loads nothing: loading runs its providers' constructors (0.2 s
+ * with Debian's psm), which hier's thread pays, not MPI's. */
+Test(fabric, asking_whether_shared_loads_nothing)
+{
+    cr_assert(!hier_fi_shared(), "nothing had libfabric: nobody else calls it");
+    void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    cr_assert_null(lib, "asking loaded libfabric");
+}
+
 Test(fabric, libfabric_loaded_by_hier_alone_is_its_own)
 {
     cr_assert_eq(hier_fi_load(), HIER_OK);
