@@ -1,10 +1,13 @@
 /* hier_proc.c: what the process has once, whatever its communicators: the
  * machine's topology, the libfabric endpoint, Open MPI's progress, and the
  * order things are released in at the end. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/hier_lock.h"
@@ -74,12 +77,24 @@ static hier_fabric_config_t hier_proc_fabric_config(void)
                                   .max_rails = hier_params.fabric_rails_max, .stripe = hier_params.fabric_stripe};
 }
 
-/* (At the process's own priority: a lower one starved it where ranks spin
- * on every core, and the providers' start-up calibrations then never end.) */
+/* Niceness the opening thread adds to the process's: loading libfabric
+ * and finding its providers is 0.15 s of CPU here (reading /proc/kallsyms),
+ * which, where ranks outnumber cores, slowed the calls running meanwhile
+ * (the slowest call of a mixed run on 2 x 2 fake nodes, 2 cores: 16-24 ms at
+ * the process's priority, 10-12 at +10, docs/performance.md). Not idle: a
+ * thread of SCHED_IDLE, or nice 19 where ranks spin on every core, waits
+ * for seconds, and the providers' start-up calibrations then take that long. */
+#define HIER_PROC_WARM_NICE 10
+
 static void *hier_proc_warm_main(void *arg)
 {
     hier_fabric_config_t cfg = hier_proc_fabric_config();
     (void)arg;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) /* (this thread alone: Linux applies it to the calling thread's id) */
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+                          nice + HIER_PROC_WARM_NICE > 19 ? 19 : nice + HIER_PROC_WARM_NICE);
     hier_fabric_prefetch(&cfg);
     atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_DONE, memory_order_release);
     return NULL;
