@@ -152,7 +152,7 @@ static const hier_param_desc_t hier_param_table[] = {
      HIER_PARAM_OFF(fabric_warmup), 0, 1, 3},
     {"fabric_open_min", HIER_PARAM_SIZE, "64K",
      "With fabric_warmup, libfabric starts opening at the first call between nodes of at least this many bytes "
-     "(the whole vector: allreduce's, allgather's or reduce_scatter's), or at a communicator's 1024th call "
+     "(the whole vector: allreduce's, allgather's or reduce_scatter's), or at a communicator's 65,536th call "
      "between nodes; smaller calls before that go over Open MPI's point-to-point: the opening costs 0.1-0.5 s "
      "of a core, which a few small calls never pay back. 0 = at the first call",
      HIER_PARAM_OFF(fabric_open_min), 0, 1, 4},

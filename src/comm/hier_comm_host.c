@@ -13,12 +13,15 @@
 #include "select/hier_select.h"
 
 /* A communicator over Open MPI's point-to-point while libfabric may still
- * open (HIER_COMM_PML): small calls before the 1024th neither start the
- * opening (fabric_open_min) nor ask. The question, whether every rank's
+ * open (HIER_COMM_PML): small calls before the 65,536th neither start the
+ * opening (fabric_open_min) nor ask: over the point-to-point they cost
+ * within 0.1-0.6 us of libfabric's up to 4 KiB, which the opening's 0.15 s
+ * of CPU repays only after some 500,000 of them (docs/performance.md,
+ * *Between nodes from the first call*). The question, whether every rank's
  * endpoint is open (hier_net_switch), is a small agreement: asked at the
  * 1st, 2nd, 4th, ... 64th call that may open, then every 64th (every rank
  * counts the same calls), so a long opening (a busy node) costs few. */
-#define HIER_COMM_PML_CALLS 1024
+#define HIER_COMM_PML_CALLS 65536
 
 int hier_comm_switch_due(hier_comm_t *c, size_t bytes)
 {
