@@ -673,6 +673,10 @@ nodes3x2_default_tcp                | 6 | 3x2 | - | served_from_the_first  | WAR
     --mca coll_hier_stats 1 | $TC --quick $NET
 nodes4x2_default_tcp                | 8 | 4x2 | - | served_from_the_first  | WARMUP=1 | \
     --mca coll_hier_stats 1 | $TC --quick $NET
+nodes3x2_default_shm                | 6 | 3x2 | - | served_from_the_first  | WARMUP=1 | --mca coll_hier_fabric_provider shm \
+    --mca coll_hier_stats 1 | $TC --quick $NET
+nodes4x2_default_shm                | 8 | 4x2 | - | served_from_the_first  | WARMUP=1 | --mca coll_hier_fabric_provider shm \
+    --mca coll_hier_stats 1 | $TC --quick $NET
 nodes2x2_nonblocking_default        | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_nonblocking
 nodes2x2_persistent_default         | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_persistent --quick
 nodes2x2_mismatch_default           | 4 | 2x2 | - | -                      | WARMUP=1 | --mca coll_hier_timeout 5 \
