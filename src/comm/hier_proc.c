@@ -16,6 +16,7 @@
 #include "comm/hier_proc.h"
 #include "net/hier_dev_mr.h"
 #include "net/hier_fi.h"
+#include "net/hier_pml.h"
 #include "shm/hier_shm_pool.h"
 
 static hier_topo_t *hier_proc_topo;
@@ -291,6 +292,7 @@ void hier_proc_release(void)
     hier_dev_mr_flush();
     hier_shm_pool_trim(0);
     hier_peers_clear();
+    hier_pml_finalize(); /* (sends closed links left in flight: their buffers) */
     hier_lock_take();
     hier_proc_warm_join();
     atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_IDLE, memory_order_relaxed);
