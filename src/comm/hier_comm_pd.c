@@ -316,6 +316,9 @@ int hier_comm_pd_allgather(hier_comm_t *c, const hier_accel_pair_t *d, const hie
     void *rbuf = call->rbuf;
     size_t block = call->count;
     hier_pd_regs_t regs = {.recv = {.mr = NULL}};
+    /* (over the point-to-point until libfabric is open everywhere: the vote
+     * waits for it, rather than open it on MPI's thread; staged meanwhile) */
+    if (!c->pd && c->state == HIER_COMM_PML) return 0;
     if (!c->pd && !hier_pd_vote(c, d, sbuf, rbuf, block, &regs)) return 0;
     if (c->pd->state == HIER_PD_ON && regs.recv.mr == NULL &&
         !hier_pd_register(hier_proc_fabric(), d, sbuf, rbuf, block, (size_t)c->size, &regs)) {
