@@ -264,8 +264,7 @@ static int hier_req_begin(hier_req_t *q, int in_thread)
 {
     hier_comm_t *c = q->c;
     const hier_req_call_t *k = &q->call;
-    if (q->ask && in_thread) return 0; /* (its messages are Open MPI's: MPI's thread) */
-    if (q->ask) {
+    if (q->ask) { /* (never in the progress thread: a communicator over the point-to-point is MPI's thread's) */
         q->ask = 0;
         if (hier_comm_switch_begin(c) && c->state == HIER_COMM_SETTING) return 0;
     }

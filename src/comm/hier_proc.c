@@ -137,7 +137,7 @@ void hier_proc_fabric_warm(void)
             HIER_LOG(HIER_LOG_COMM, "libfabric opens in a thread of hier's, in the background");
         } else {
             atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_NO_THREAD, memory_order_relaxed);
-            HIER_LOG(HIER_LOG_COMM, "%s%s: the next call between nodes opens it, not a thread of hier's",
+            HIER_LOG(HIER_LOG_COMM, "%s%s: the call that asks whether every endpoint is open opens it, not a thread of hier's",
                      why ? why : "no thread to open libfabric in the background: ", why ? "" : strerror(ret));
         }
     }

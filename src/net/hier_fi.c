@@ -31,24 +31,24 @@ static void hier_fi_open_once(void)
     /* (loaded for the life of the process: endpoints outlive communicators) */
     void *lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        HIER_LOG(HIER_LOG_COMM, "libfabric.so.1 cannot be loaded (%s): communicators that span nodes use the "
-                 "previous component", dlerror());
+        HIER_LOG(HIER_LOG_COMM, "libfabric.so.1 cannot be loaded (%s): calls between nodes go over "
+                 "Open MPI's point-to-point", dlerror());
         return;
     }
     if (!(HIER_FI_SYM(lib, version, "fi_version") && HIER_FI_SYM(lib, getinfo, "fi_getinfo") &&
           HIER_FI_SYM(lib, freeinfo, "fi_freeinfo") && HIER_FI_SYM(lib, dupinfo, "fi_dupinfo") &&
           HIER_FI_SYM(lib, fabric, "fi_fabric") && HIER_FI_SYM(lib, strerror, "fi_strerror") &&
           HIER_FI_SYM(lib, tostr, "fi_tostr"))) {
-        HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): communicators that span nodes use the "
-                   "previous component", dlerror());
+        HIER_ERROR("libfabric.so.1 lacks a function coll/hier needs (%s): calls between nodes go over "
+                   "Open MPI's point-to-point", dlerror());
         memset(&hier_fi, 0, sizeof(hier_fi));
         dlclose(lib);
         return;
     }
     uint32_t version = hier_fi.version();
     if (FI_VERSION_LT(version, HIER_FI_API_VERSION)) {
-        HIER_ERROR("libfabric %u.%u is older than coll/hier needs (%u.%u): communicators that span nodes use the "
-                   "previous component", FI_MAJOR(version), FI_MINOR(version), FI_MAJOR(HIER_FI_API_VERSION),
+        HIER_ERROR("libfabric %u.%u is older than coll/hier needs (%u.%u): calls between nodes go over "
+                   "Open MPI's point-to-point", FI_MAJOR(version), FI_MINOR(version), FI_MAJOR(HIER_FI_API_VERSION),
                    FI_MINOR(HIER_FI_API_VERSION));
         memset(&hier_fi, 0, sizeof(hier_fi));
         dlclose(lib);
