@@ -277,7 +277,7 @@ static size_t hier_sched_net_cap(size_t segs, size_t smax, size_t parts)
  * virtual ranks, twice as many participants at most) goes out but for my
  * part, and my part (w) comes in f - 1 times; twice (reduce-scatter and
  * allgather), plus the folds (everything each way). */
-size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int radix_max)
+static size_t hier_sched_net_max_steps_of(int nparts, size_t segs, size_t smax, int radix_max)
 {
     hier_radix_t x = hier_radix(nparts, radix_max);
     size_t ring = 4 * segs + 4 * (size_t)nparts + 4 * (size_t)hier_rd(nparts).rounds + 8, rh = 4 * segs + 8;
@@ -286,6 +286,21 @@ size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int ra
         rh += 2 * (hier_sched_net_cap(segs, smax, 2 * f * w) + (f - 1) * hier_sched_net_cap(segs, smax, 2 * w));
     }
     return ring > rh ? ring : rh;
+}
+
+/* The last answer is kept: a communicator asks the same every call, and
+ * the radices cost more than the call's own schedule at small counts. */
+size_t hier_sched_net_max_steps_for(int nparts, size_t segs, size_t smax, int radix_max)
+{
+    static _Thread_local struct {
+        int nparts, radix_max;
+        size_t segs, smax, steps;
+    } last;
+    if (last.steps && last.nparts == nparts && last.segs == segs && last.smax == smax && last.radix_max == radix_max)
+        return last.steps;
+    size_t steps = hier_sched_net_max_steps_of(nparts, segs, smax, radix_max);
+    last.nparts = nparts, last.segs = segs, last.smax = smax, last.radix_max = radix_max, last.steps = steps;
+    return steps;
 }
 
 size_t hier_sched_net_max_steps(const hier_net_args_t *a)
