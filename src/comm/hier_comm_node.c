@@ -783,11 +783,10 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     return HIER_OK;
 }
 
-hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st)
+hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st)
 {
-    /* after its last barrier every peer has signed this call; a call of no
-     * data has none (nothing moves, nothing to check: a peer may not be there yet) */
-    if (st != HIER_OK || !hier_sched_nchunks(args)) return st;
+    /* after its last barrier (a call of no data has one) every peer has signed this call */
+    if (st != HIER_OK) return st;
     return hier_shm_check_peers(c->node->small.seg, &c->node->wait);
 }
 
@@ -800,5 +799,5 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     if (st != HIER_OK) return st;
     st = hier_run(&run, args, sbuf, rbuf, kernel, &sent);
     *net_bytes_p += sent; /* (a staged call's chunks add up) */
-    return hier_node_ran(c, args, st);
+    return hier_node_ran(c, st);
 }

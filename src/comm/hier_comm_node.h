@@ -104,7 +104,7 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
  * grows is the one the communicator's running request uses. */
 hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args);
 /* A run's end: the status it ended with, checked against the peers' signatures. */
-hier_status_t hier_node_ran(hier_comm_t *c, const hier_sched_args_t *args, hier_status_t st);
+hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st);
 /* Run a schedule over the node (and the network, several nodes); what this
  * rank put on the fabric is added to *net_bytes_p. */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,

@@ -62,7 +62,7 @@ struct hier_req {
     int planned;                 /* choice, args and llc made (persistent: once) */
     int decided;                 /* what it is decided (a busy communicator's request: when it is first) */
     int started;                 /* begun (2): the first in its queue at some point */
-    int ask;                     /* asks first whether to move to libfabric (hier_comm_switch_due) */
+    int ask;                     /* asks, when it begins, whether to move to libfabric (hier_comm_switch_due) */
     int decide;                  /* made while the communicator was busy: decided when it begins */
     int handback;                /* refused when made (busy): handed back when it begins */
     hier_path_t path;            /* what serves it, or why it is handed back */
@@ -266,7 +266,7 @@ static int hier_req_begin(hier_req_t *q, int in_thread)
     const hier_req_call_t *k = &q->call;
     if (q->ask) { /* (never in the progress thread: a communicator over the point-to-point is MPI's thread's) */
         q->ask = 0;
-        if (hier_comm_switch_begin(c) && c->state == HIER_COMM_SETTING) return 0;
+        if (hier_req_switch_due(c, k) && hier_comm_switch_begin(c) && c->state == HIER_COMM_SETTING) return 0;
     }
     if (!q->decided) {
         q->decided = 1;
@@ -314,7 +314,7 @@ static hier_status_t hier_req_step(hier_req_t *q)
         st = hier_exec_ll_test(&ll, &q->llc, &q->llq);
     } else {
         st = hier_run_advance(&q->run, 0, &q->net_bytes);
-        if (st != HIER_IN_PROGRESS) st = hier_node_ran(c, &q->args, st);
+        if (st != HIER_IN_PROGRESS) st = hier_node_ran(c, st);
     }
     if (q->call.op == HIER_OP_USER) hier_reduce_user_restore(&saved);
     return st;
@@ -352,14 +352,19 @@ static void hier_req_pop(hier_comm_t *c, hier_status_t st)
 }
 
 /* 4: the first request is over (handed back: over for hier), and the next
- * begins; one that failed failed the communicator, and every request
- * behind it with its status (they never begin: the peers' fail alike). */
+ * begins. One that failed failed the communicator: hier refuses it from
+ * now on, and the requests behind it, which never began on any rank (the
+ * peers' fail at the same one), are handed back with its later calls, to
+ * run and complete under the previous component. */
 static void hier_req_over(hier_comm_t *c, hier_status_t st)
 {
     hier_req_pop(c, st);
     if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return;
     hier_comm_failed(c, st);
-    while (c->req_head) hier_req_pop(c, st);
+    while (c->req_head) {
+        c->req_head->path = c->refused;
+        hier_req_pop(c, HIER_ERR_NOT_SUPPORTED);
+    }
 }
 
 /* The communicator's set-up and requests, as far as they go (the lock
@@ -418,7 +423,6 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
     hier_path_t path = HIER_PATH_SELF;
     if (hier_params.progress_thread) hier_req_thread_start();
     hier_req_lock(); /* (the plan reads what a request ahead may change: failing) */
-    int ask = hier_req_switch_due(c, call);
     if (hier_req_sets_up(c)) hier_comm_setup_begin(c);
     int busy = hier_req_busy(c);
     hier_req_t *q = NULL;
@@ -437,7 +441,7 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
         return st;
     }
     q->decide = busy;
-    q->ask = ask;
+    q->ask = 1; /* (when it begins: the communicator's state then is every rank's, not when it is made) */
     q->path = busy || c->size == 1 ? path : hier_comm_path(c, q->choice.path);
     *req_p = q;
     *path_p = q->path;
@@ -669,6 +673,34 @@ int hier_req_progress(void)
     atomic_store_explicit(&hier_req_progressing, 0, memory_order_relaxed);
     hier_req_unlock();
     return ended;
+}
+
+/* One request's account (the lock held). */
+static void hier_req_describe(const hier_req_t *q, int i)
+{
+    char sig[128];
+    hier_sig_describe(hier_sig_make(q->call.sig_coll, q->call.count, q->call.dt, q->call.op, 0, 0), sig, sizeof(sig));
+    HIER_ERROR("  request %d: %s: %s%s, path %s", i, sig, !q->started ? "not begun (waits for the ones ahead)"
+               : q->begun != HIER_OK ? "ended when it began: " : "running",
+               q->started && q->begun != HIER_OK ? hier_status_str(q->begun) : "", hier_path_name(q->path));
+    if (q->started && q->begun == HIER_OK && q->choice.path != HIER_PATH_SHM_LL && q->c->size > 1)
+        hier_run_describe(&q->run);
+}
+
+void hier_req_report(void)
+{
+    if (!hier_req_trylock()) { /* (a thread holds it, maybe the one asking: say so rather than wait) */
+        HIER_ERROR("requests: the lock is held (a request is advancing); no report");
+        return;
+    }
+    if (!hier_req_comms) HIER_ERROR("requests: none in flight");
+    for (const hier_comm_t *c = hier_req_comms; c; c = c->req_next) {
+        HIER_ERROR("requests of rank %d of a communicator of %d ranks (%d nodes), state %d, %llu calls signed:",
+                   c->rank, c->size, c->layout.nnodes, (int)c->state, (unsigned long long)c->calls);
+        int i = 0;
+        for (const hier_req_t *q = c->req_head; q; q = q->next) hier_req_describe(q, i++);
+    }
+    hier_req_unlock();
 }
 
 uint64_t hier_req_net_bytes(const hier_req_t *q)

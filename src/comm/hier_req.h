@@ -46,6 +46,10 @@ hier_status_t hier_req_test(hier_req_t *req);
 /* Advance every communicator's requests (Open MPI's progress loop), unless
  * another thread is at it; how many came to their end. */
 int hier_req_progress(void);
+/* Every communicator's requests not over, and where each stands in its
+ * plan (its run's step, chunk and barrier, its network runs), logged: a
+ * watchdog's question (mca_coll_hier_report); nothing changes. */
+void hier_req_report(void);
 /* What the request put on the fabric (once over). */
 uint64_t hier_req_net_bytes(const hier_req_t *req);
 /* Whether its buffers went through host mirrors (device memory). */

@@ -2,6 +2,8 @@
  * (net/hier_link.h: whichever transport x->link names). */
 #include "exec/hier_net_exec.h"
 
+#include <stdio.h>
+
 #include <string.h>
 #include <time.h>
 
@@ -372,22 +374,41 @@ static const char *hier_net_waiting(const hier_net_run_t *run)
     return run->receiving ? "receiving" : "sending (no credit from the peer)";
 }
 
-/* Where a run that stands still stood. */
-static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t *run)
+/* Where a run that stands still stood; why: what its end saw ("timed out"). */
+static void hier_net_exec_report(const hier_net_exec_t *x, const hier_net_run_t *run, const char *why)
 {
+    char what[64];
     if (run->next < run->n && run->steps[run->next].op == HIER_STEP_NET_WRITES_WAIT && x->direct) {
         const hier_step_t *s = &run->steps[run->next];
         HIER_ERROR("direct writes tagged %u from participant %u: %u pieces landed, %zu bytes awaited", s->tag, s->peer,
                    s->tag < x->direct->ntags ? hier_chan_direct_count(x->direct->counts, s->tag) : 0, s->len);
     }
-    if (run->wrote) hier_chan_report(run->wrote, "direct writes timed out");
-    if (run->receiving && run->r.link) x->link->report(run->r.link, "receive timed out");
-    else if (run->receiving) HIER_ERROR("receive from participant %u timed out: it never connected", run->r.from);
+    if (run->wrote) {
+        snprintf(what, sizeof(what), "direct writes %s", why);
+        hier_chan_report(run->wrote, what);
+    }
+    snprintf(what, sizeof(what), "receive %s", why);
+    if (run->receiving && run->r.link) x->link->report(run->r.link, what);
+    else if (run->receiving) HIER_ERROR("receive from participant %u %s: it never connected", run->r.from, why);
+    snprintf(what, sizeof(what), "send %s", why);
     for (size_t i = 0; i < run->q.n; i++) {
         const hier_net_send_t *s = hier_net_queued(&run->q, i);
         if (s->over) continue;
-        if (s->link) x->link->report(s->link, "send timed out");
-        else HIER_ERROR("send to participant %u timed out: its channel never connected", s->to);
+        if (s->link) x->link->report(s->link, what);
+        else HIER_ERROR("send to participant %u %s: its channel never connected", s->to, why);
+    }
+}
+
+void hier_net_exec_describe(const hier_net_exec_t *x)
+{
+    for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) {
+        const hier_net_run_t *run = &x->run[d];
+        if (!run->active) continue;
+        const hier_step_t *s = run->next < run->n ? &run->steps[run->next] : NULL;
+        HIER_ERROR("network run %u (over %s): step %zu of %zu, participant %d, tag %u: %s; %zu sends queued", d,
+                   x->link->name, run->next, run->n, s ? (int)s->peer : -1, s ? s->tag : 0, hier_net_waiting(run),
+                   run->q.n);
+        hier_net_exec_report(x, run, "not over");
     }
 }
 
@@ -419,7 +440,7 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d)
         st = x->link->wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
                                 hier_net_waiting(run));
         if (st != HIER_OK) {
-            if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x, run);
+            if (st == HIER_ERR_TIMEOUT) hier_net_exec_report(x, run, "timed out");
             hier_net_stop(run, st);
             break;
         }
@@ -442,7 +463,7 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d)
         } else if (hier_wait_expired(x->still_since)) {
             HIER_ERROR("inter-node transfer: no progress for %d s while %s", hier_wait_timeout_s(),
                        hier_net_waiting(run));
-            hier_net_exec_report(x, run);
+            hier_net_exec_report(x, run, "timed out");
             hier_net_stop(run, HIER_ERR_TIMEOUT);
         }
         if (run->active) return HIER_IN_PROGRESS;

@@ -149,5 +149,7 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d);
 int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d);
 /* Abandon every run (a dead or stuck peer): none is in flight after. */
 void hier_net_exec_abandon(hier_net_exec_t *x);
+/* Where every run in flight stands, logged (a watchdog's question: nothing changes). */
+void hier_net_exec_describe(const hier_net_exec_t *x);
 
 #endif

@@ -7,6 +7,7 @@
 #include "exec/hier_run.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "base/hier_log.h"
 
@@ -19,6 +20,7 @@ enum {
     HIER_RUN_FINISH,     /* 3 */
     HIER_RUN_COPY_OUT,
     HIER_RUN_NEXT_LOCAL, /* 4 */
+    HIER_RUN_MEET,       /* 0 */
     HIER_RUN_DONE
 };
 
@@ -71,6 +73,19 @@ static hier_status_t hier_run_net_poll(hier_run_req_t *q)
     return hier_run_fatal(q->failed);
 }
 
+/* A barrier, entered at the first look; HIER_IN_PROGRESS until passed
+ * (block 0). */
+static hier_status_t hier_run_barrier(hier_run_req_t *q, int block)
+{
+    if (!q->target) {
+        q->target = hier_shm_barrier_arrive(q->r.node, q->r.wait);
+        q->probe = (hier_shm_probe_t){0};
+    }
+    hier_status_t st = hier_shm_barrier_pass(q->r.node, q->r.wait, q->target, &q->probe, block);
+    if (st != HIER_IN_PROGRESS) q->target = 0;
+    return st;
+}
+
 static void hier_run_range(hier_run_req_t *q, size_t from, size_t to)
 {
     q->pos = from;
@@ -85,20 +100,14 @@ static void hier_run_range(hier_run_req_t *q, size_t from, size_t to)
  * (see hier_run). HIER_IN_PROGRESS: stopped at a barrier (block 0). */
 static hier_status_t hier_run_local(hier_run_req_t *q, const hier_run_chunk_t *ch, int block)
 {
-    hier_run_t *r = &q->r;
     for (; q->pos < q->to; q->pos++) {
         const hier_step_t *s = &ch->steps[q->pos];
         if (s->op == HIER_STEP_BARRIER) {
-            if (!q->target) {
-                q->target = hier_shm_barrier_arrive(r->node, r->wait);
-                q->probe = (hier_shm_probe_t){0};
-            }
-            hier_status_t st = hier_shm_barrier_pass(r->node, r->wait, q->target, &q->probe, block);
+            hier_status_t st = hier_run_barrier(q, block);
             if (st == HIER_IN_PROGRESS) {
                 hier_status_t fatal = hier_run_net_poll(q);
                 return fatal != HIER_OK ? fatal : st;
             }
-            q->target = 0;
             if (st != HIER_OK) return st; /* every rank finds out */
         } else if (q->failed == HIER_OK) {
             q->failed = hier_exec_step(&q->bufs, s);
@@ -181,6 +190,10 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
  * the error together. Up to depth (D) chunks' network runs are in flight
  * while the next chunk copies its input in; barriers keep their order
  * (every rank, owner or not, alike):
+ * 0. a call of no data (no chunks) only meets its node at one barrier: a
+ *    rank that waited for no one could run on to the call after next and
+ *    sign it over this call's signature (its parity) before a peer has
+ *    checked it (hier_node_ran);
  * 1. chunks 0 .. D - 1 (as many as there are) up to their network runs,
  *    which start;
  * 2. for each chunk k: chunk k + D's copy in (polling the runs in flight);
@@ -200,7 +213,10 @@ static hier_status_t hier_run_go(hier_run_req_t *q, int block)
         int more = q->started < q->nchunks;
         switch (q->at) {
         case HIER_RUN_FILL:                                                                           /* 1 */
-            if (!q->nchunks) return HIER_OK;
+            if (!q->nchunks) {
+                q->at = HIER_RUN_MEET;
+                break;
+            }
             if (!more || q->started == q->r.depth) {
                 q->at = HIER_RUN_CHUNK;
                 break;
@@ -247,6 +263,7 @@ static hier_status_t hier_run_go(hier_run_req_t *q, int block)
             q->k++;
             q->at = HIER_RUN_CHUNK;
             break;
+        case HIER_RUN_MEET: return hier_run_barrier(q, block);                                     /* 0 */
         default: return HIER_OK;
         }
     }
@@ -265,6 +282,22 @@ hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes
     q->at = HIER_RUN_DONE;
     *net_bytes_p = q->net_bytes;
     return st != HIER_OK ? st : hier_run_verdict(&q->r, &q->args, q->failed);
+}
+
+void hier_run_describe(const hier_run_req_t *q)
+{
+    static const char *const at[] = {"1 (fill)", "1 (fill, local steps)", "2 (next chunk)", "2 (copy in)",
+                                     "3 (network run's end)", "3 (copy out)", "4 (next chunk's local steps)",
+                                     "0 (a call of no data meets its node)", "over"};
+    char phases[160];
+    int n = 0;
+    for (int r = 0; r < q->r.wait->nranks && n < (int)sizeof(phases) - 24; r++)
+        n += snprintf(phases + n, sizeof(phases) - (size_t)n, " %llu",
+                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(q->r.node, r)->phase,
+                                                               memory_order_relaxed));
+    HIER_ERROR("run at step %s: chunk %zu of %zu, %zu started, steps [%zu, %zu) of the chunk left; barrier awaited: phase %llu "
+               "(0: none); barrier phases by local rank:%s", at[q->at], q->k, q->nchunks, q->started, q->pos, q->to, (unsigned long long)q->target, phases);
+    if (q->r.netx) hier_net_exec_describe(q->r.netx);
 }
 
 hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf,

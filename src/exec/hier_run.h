@@ -71,5 +71,7 @@ hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void 
 void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
                     void *rbuf, hier_reduce_kernel_t kernel);
 hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes_p);
+/* Where a run stands, logged: its step, chunk and barrier, and its network runs (nothing changes). */
+void hier_run_describe(const hier_run_req_t *q);
 
 #endif

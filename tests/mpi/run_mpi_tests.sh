@@ -567,6 +567,17 @@ np3_userop                          | 3 | local | - | -                    | - |
 # in every order, a blocking call among them, a user operation, a strided receive type; and switched off
 np2_nonblocking                     | 2 | local | - | -                    | - | | $T/test_nonblocking
 np4_nonblocking                     | 4 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_nonblocking --quick
+# many requests outstanding at once on several communicators (a dup, a split with keys reversed, halves, world
+# less one, a fresh dup every 5 rounds), started in order or interleaved across communicators differently on each
+# rank, completed in every order (Wait in and out of order, Waitany, Waitall, Test loops); counts 0, 1, odd and
+# large, in place, uneven, zero and all-to-one recvcounts, 8-bit sums that wrap; a rank whose round stands still
+# prints its requests and hier's account of where each stands in its plan
+np4_requests                        | 4 | local | - | -                    | - | --mca mpi_yield_when_idle 1 | $T/test_requests --rounds 300
+np2_requests_persistent             | 2 | local | - | -                    | - | | $T/test_requests --rounds 200 --persistent
+# a mismatched call among them (iallreduce on even ranks, iallgather on odd): an error on every rank, and every
+# call after it completes, right (the communicator's, queued behind it too, go to the previous component)
+np4_requests_mismatch               | 4 | local | - | has_mismatch_message | - | --mca mpi_yield_when_idle 1 \
+    | $T/test_requests --rounds 30 --mismatch 4 --ops 20
 np3_nonblocking_setup_off           | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking_setup 0 \
     | $T/test_nonblocking --quick --first-falls-back
 np3_nonblocking_off                 | 3 | local | - | -                    | - | --mca mpi_yield_when_idle 1 --mca coll_hier_nonblocking 0 \
@@ -679,6 +690,21 @@ nodes4x2_default_shm                | 8 | 4x2 | - | served_from_the_first  | WAR
     --mca coll_hier_stats 1 | $TC --quick $NET
 nodes2x2_nonblocking_default        | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_nonblocking
 nodes2x2_persistent_default         | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_persistent --quick
+# the same between nodes: with the defaults (over the point-to-point, then libfabric once open), libfabric at
+# the first call, Open MPI's point-to-point for good (no provider); persistent; uneven and larger layouts
+nodes2x1_requests_default           | 2 | 2x1 | - | -                      | WARMUP=1 | | $T/test_requests --rounds 400 --seed 2
+nodes2x2_requests_default           | 4 | 2x2 | - | -                      | WARMUP=1 | | $T/test_requests --rounds 2000 --seed 3
+nodes2x2_requests_tcp               | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp \
+    | $T/test_requests --rounds 1000 --seed 4
+nodes2x2_requests_no_provider       | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider nonexistent \
+    | $T/test_requests --rounds 1000 --seed 5
+nodes2x2_requests_persistent_default | 4 | 2x2 | - | -                     | WARMUP=1 | | $T/test_requests --rounds 1000 --seed 6 --persistent
+nodes2x2_requests_mismatch_default  | 4 | 2x2 | - | has_mismatch_message   | WARMUP=1 | --mca coll_hier_timeout 10 \
+    | $T/test_requests --rounds 30 --mismatch 4 --ops 20 --seed 10
+nodes3x2_requests_shm               | 6 | 3x2 | - | -                      | - | --mca coll_hier_fabric_provider shm \
+    | $T/test_requests --rounds 200 --seed 7
+nodes4x2_requests_default           | 8 | 4x2 | - | -                      | WARMUP=1 | | $T/test_requests --rounds 150 --seed 8
+nodes3_uneven_requests_default      | 5 | 2,1,2 | - | -                    | WARMUP=1 | $UNEVEN | $T/test_requests --rounds 200 --seed 9
 nodes2x2_mismatch_default           | 4 | 2x2 | - | -                      | WARMUP=1 | --mca coll_hier_timeout 5 \
     | $T/test_faults mismatch --limit 12
 # Where the MPI library does not drive the libfabric its ofi components loaded (4.1 and 5.0 over tcp),

@@ -201,6 +201,65 @@ Test(run, requests_in_random_order_every_kind)
                     for (int ip = 0; ip < 2; ip++) sweep_one(kinds[ki], n, counts[ci], chunks[hi], ip, seed++);
 }
 
+/* A call of no data waits for its node's ranks at one barrier: without
+ * it, a rank ran on to the call after next and signed it over the
+ * signature (same parity) a late peer had yet to check after the call
+ * before: a mismatch reported where there was none. Rank 1 finishes call
+ * 1's run but has not checked it; rank 0 checks, signs call 2 (no data)
+ * and must wait there; rank 1's check of call 1 still sees call 1. */
+static void sign(node_t *nd, int r, size_t count, uint16_t call)
+{
+    hier_shm_sign(nd->seg[r], &nd->wait[r], hier_sig_make(HIER_COLL_ALLREDUCE, count, HIER_DT_DOUBLE, HIER_OP_SUM, 0, call));
+}
+
+static hier_status_t advance_to_end(hier_run_req_t *q)
+{
+    uint64_t net;
+    hier_status_t st = HIER_IN_PROGRESS;
+    for (unsigned turn = 0; st == HIER_IN_PROGRESS && turn < 1000; turn++) st = hier_run_advance(q, 0, &net);
+    return st;
+}
+
+Test(run, a_call_of_no_data_meets_its_node)
+{
+    enum { N = 2 };
+    node_t nd;
+    call_t one, none;
+    hier_run_req_t q[N];
+    hier_sched_args_t args[N], empty[N];
+    hier_reduce_kernel_t kernel;
+    uint64_t net;
+    cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &kernel), HIER_OK);
+    call_make(&one, &(node_t){.n = N}, HIER_SCHED_ALLREDUCE_FLAT, 64, 0, 0);
+    call_make(&none, &(node_t){.n = N}, HIER_SCHED_ALLREDUCE_FLAT, 0, 0, 1);
+    args[0] = call_args(&one, &(node_t){.n = N, .chunk = 1024}, 0);
+    node_open(&nd, N, 1024, hier_sched_max_steps(&args[0]) + 1);
+    for (int r = 0; r < N; r++) { /* call 1, run by both */
+        args[r] = call_args(&one, &nd, r);
+        empty[r] = call_args(&none, &nd, r);
+        sign(&nd, r, one.count, 1);
+        hier_run_begin(&q[r], &nd.run[r], &args[r], one.in[r], one.out[r], kernel);
+    }
+    for (unsigned turn = 0; turn < 1000; turn++)
+        for (int r = 0; r < N; r++) (void)hier_run_advance(&q[r], 0, &net);
+    cr_assert_eq(advance_to_end(&q[0]), HIER_OK);
+    cr_assert_eq(advance_to_end(&q[1]), HIER_OK);
+    call_check(&one, &nd, 0);
+    cr_assert_eq(hier_shm_check_peers(nd.seg[0], &nd.wait[0]), HIER_OK);
+    sign(&nd, 0, 0, 2); /* rank 0: call 2, no data: it waits for rank 1 */
+    hier_run_begin(&q[0], &nd.run[0], &empty[0], NULL, none.out[0], kernel);
+    cr_assert_eq(advance_to_end(&q[0]), HIER_IN_PROGRESS, "a call of no data returned before its peer came");
+    cr_assert_eq(hier_shm_check_peers(nd.seg[1], &nd.wait[1]), HIER_OK, "rank 1's check of call 1");
+    sign(&nd, 1, 0, 2);
+    hier_run_begin(&q[1], &nd.run[1], &empty[1], NULL, none.out[1], kernel);
+    cr_assert_eq(advance_to_end(&q[1]), HIER_OK);
+    cr_assert_eq(advance_to_end(&q[0]), HIER_OK);
+    for (int r = 0; r < N; r++) cr_assert_eq(hier_shm_check_peers(nd.seg[r], &nd.wait[r]), HIER_OK);
+    call_free(&one, N);
+    call_free(&none, N);
+    node_close(&nd);
+}
+
 /* The blocking call is the same executor advanced with waits: it and
  * requests on the other ranks meet at the same barriers. Rank 0 blocks in
  * a thread while the others are advanced here. */
