@@ -33,8 +33,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "its queue (served once it is set up); 0 = those calls go to the previous component until a blocking "
      "collective sets the communicator up (fallback:nonblocking)",
      HIER_PARAM_OFF(nonblocking_setup), 0, 0, 4},
-    {"progress_thread", HIER_PARAM_INT, "0",
-     "1 = a thread of hier's advances the nonblocking and persistent requests while the application computes "
+    {"progress_thread", HIER_PARAM_INT, "-1",
+     "-1 = 1 where a CPU is free for the thread (this process may run on more than one CPU, and the node's "
+     "ranks are fewer than its CPUs), else 0. 1 = a thread of hier's advances the nonblocking and persistent requests while the application computes "
      "without calling MPI (it moves their data through shared memory, and between nodes through hier's own "
      "endpoint unless the MPI library drives libfabric itself, without locks; it leaves their completion, and "
      "whatever needs Open MPI (calls between nodes over its point-to-point among them), to the application's "

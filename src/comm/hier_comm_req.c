@@ -28,12 +28,14 @@
  *
  * One lock over every queue: requests are advanced by whichever thread
  * tests one or runs Open MPI's progress; progress only tries it. */
+#define _GNU_SOURCE /* (sched_getaffinity) */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
@@ -632,6 +634,18 @@ static void hier_req_thread_start(void)
         HIER_ERROR("no progress thread could be started: requests advance in MPI calls only");
         atomic_store(&hier_req_thread_state, 0);
     }
+}
+
+int hier_req_thread_choose(int local_ranks)
+{
+    cpu_set_t mine;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int allowed = sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 1;
+    int on = allowed > 1 && cpus > local_ranks;
+    HIER_LOG(HIER_LOG_COMM, "progress thread %s: %d rank(s) on this node, %ld CPU(s), %d this process may run on%s",
+             on ? "on" : "off", local_ranks, cpus, allowed,
+             on ? "" : allowed > 1 ? " (no CPU free for it)" : " (bound to one: it would take the rank's)");
+    return on;
 }
 
 void hier_req_thread_stop(void)

@@ -54,6 +54,10 @@ void hier_req_report(void);
 uint64_t hier_req_net_bytes(const hier_req_t *req);
 /* Whether its buffers went through host mirrors (device memory). */
 int hier_req_staged_through_host(const hier_req_t *req);
+/* coll_hier_progress_thread -1 (auto): whether to run the thread, 1 or 0:
+ * where a CPU is free for it, this process may run on more than one CPU
+ * and the node's local_ranks leave one of its CPUs free (logged). */
+int hier_req_thread_choose(int local_ranks);
 /* The progress thread (coll_hier_progress_thread) ends, if it runs: at finalize. */
 void hier_req_thread_stop(void);
 /* Give the request back: at once when it is over (a persistent one: not

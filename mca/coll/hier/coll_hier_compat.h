@@ -30,6 +30,13 @@
 #include <limits.h>
 #include <stdint.h>
 
+/* (ompi_process_info: 4.1's is ORTE's, 5.0's and 6.0's OPAL's; num_local_peers in each) */
+#if OMPI_MAJOR_VERSION == 4
+#include "ompi/mca/rte/rte.h"
+#else
+#include "ompi/runtime/ompi_rte.h"
+#endif
+
 #if OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION >= 1
 #define MCA_COLL_HIER_COMPONENT_T mca_coll_base_component_2_0_0_t
 #define MCA_COLL_HIER_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
