@@ -295,8 +295,8 @@ void hier_proc_release(void)
     hier_pml_finalize(); /* (sends closed links left in flight: their buffers) */
     hier_lock_take();
     hier_proc_warm_join();
-    /* (no thread again: one started by a call after this, in the MPI library's finalize, would still be in
-     * fi_getinfo when libfabric's destructor frees its providers at exit: a segfault, once in 100 runs) */
+    /* (no thread again: one started by a call after this, in the MPI library's finalize, could still be in
+     * fi_getinfo when libfabric's destructor frees its providers at exit; one segfault so in 500 runs) */
     atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_JOINED, memory_order_relaxed);
     hier_fabric_close(hier_proc_fab);
     atomic_store_explicit(&hier_proc_fab, NULL, memory_order_release);

@@ -3,7 +3,6 @@
 #include "exec/hier_net_exec.h"
 
 #include <stdio.h>
-
 #include <string.h>
 #include <time.h>
 
