@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
@@ -630,6 +629,7 @@ static void hier_req_thread_start(void)
     if (!hier_params.progress_thread || !hier_lock_threaded() ||
         !atomic_compare_exchange_strong(&hier_req_thread_state, &none, 1))
         return;
+    hier_proc_threads_guard();
     if (pthread_create(&hier_req_thread, NULL, hier_req_thread_main, NULL) != 0) {
         HIER_ERROR("no progress thread could be started: requests advance in MPI calls only");
         atomic_store(&hier_req_thread_state, 0);
@@ -639,7 +639,7 @@ static void hier_req_thread_start(void)
 int hier_req_thread_choose(int local_ranks)
 {
     cpu_set_t mine;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = hier_proc_cpus();
     int allowed = sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 1;
     int on = allowed > 1 && cpus > local_ranks;
     HIER_LOG(HIER_LOG_COMM, "progress thread %s: %d rank(s) on this node, %ld CPU(s), %d this process may run on%s",

@@ -54,6 +54,9 @@ long hier_proc_cpus(void);
 /* The segment budget: bytes of segments this process keeps mapped at most. */
 size_t hier_proc_shm_budget(void);
 
+/* Before hier starts a thread: at exit, hier's threads are stopped and
+ * joined first (registered once). */
+void hier_proc_threads_guard(void);
 /* Release everything the process holds (pools, channels, the endpoint, the topology). */
 void hier_proc_release(void);
 
