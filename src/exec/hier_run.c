@@ -7,7 +7,6 @@
 #include "exec/hier_run.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 
 #include "base/hier_log.h"
 
@@ -289,14 +288,12 @@ void hier_run_describe(const hier_run_req_t *q)
     static const char *const at[] = {"1 (fill)", "1 (fill, local steps)", "2 (next chunk)", "2 (copy in)",
                                      "3 (network run's end)", "3 (copy out)", "4 (next chunk's local steps)",
                                      "0 (a call of no data meets its node)", "over"};
+    _Static_assert(sizeof(at) / sizeof(at[0]) == HIER_RUN_DONE + 1, "a name for every step of the plan");
     char phases[160];
-    int n = 0;
-    for (int r = 0; r < q->r.wait->nranks && n < (int)sizeof(phases) - 24; r++)
-        n += snprintf(phases + n, sizeof(phases) - (size_t)n, " %llu",
-                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(q->r.node, r)->phase,
-                                                               memory_order_relaxed));
-    HIER_ERROR("run at step %s: chunk %zu of %zu, %zu started, steps [%zu, %zu) of the chunk left; barrier awaited: phase %llu "
-               "(0: none); barrier phases by local rank:%s", at[q->at], q->k, q->nchunks, q->started, q->pos, q->to, (unsigned long long)q->target, phases);
+    hier_shm_phases(q->r.node, q->r.wait->nranks, phases, sizeof(phases));
+    HIER_ERROR("run at step %s: chunk %zu of %zu, %zu started, steps [%zu, %zu) of the chunk left; barrier "
+               "awaited: phase %llu (0: none); barrier phases by local rank:%s",
+               at[q->at], q->k, q->nchunks, q->started, q->pos, q->to, (unsigned long long)q->target, phases);
     if (q->r.netx) hier_net_exec_describe(q->r.netx);
 }
 

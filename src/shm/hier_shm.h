@@ -201,6 +201,8 @@ void hier_shm_leave(hier_shm_t *shm, const hier_shm_wait_t *w, hier_status_t why
 /* At a call's end, after a barrier every rank entered in it: every peer ran
  * the same call (HIER_ERR_MISMATCH, logged, if not). */
 hier_status_t hier_shm_check_peers(hier_shm_t *shm, const hier_shm_wait_t *w);
+/* The barrier phase of each of the node's nranks ranks, as " 12 12 11" into line (for reports). */
+void hier_shm_phases(hier_shm_t *shm, int nranks, char *line, size_t len);
 /* An agreement inside a call: I am at one (on) or past it; whether every
  * peer is at one in my call too (after a barrier they all entered). */
 void hier_shm_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w, int on);

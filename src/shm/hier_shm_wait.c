@@ -161,14 +161,20 @@ static hier_status_t hier_shm_same_call(hier_shm_t *shm, int rank, const hier_sh
     return hier_shm_sig_compare(w, rank, theirs);
 }
 
+void hier_shm_phases(hier_shm_t *shm, int nranks, char *line, size_t len)
+{
+    int n = 0;
+    line[0] = '\0';
+    for (int r = 0; r < nranks && n < (int)len - 24; r++)
+        n += snprintf(line + n, len - (size_t)n, " %llu",
+                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
+}
+
 /* Where everyone is, for a wait that timed out. */
 static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
 {
     char line[256], call[128];
-    int n = 0;
-    for (int r = 0; r < w->nranks && n < (int)sizeof(line) - 24; r++)
-        n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu",
-                      (unsigned long long)atomic_load_explicit(&hier_shm_ctl(shm, r)->phase, memory_order_relaxed));
+    hier_shm_phases(shm, w->nranks, line, sizeof(line));
     hier_sig_describe(w->sig, call, sizeof(call));
     HIER_ERROR("rank %d has waited %d s for rank %d (same node) in its %s; barrier phases by local rank:%s",
                hier_shm_rank(w, w->me), hier_wait_timeout_s(), hier_shm_rank(w, rank), call, line);
