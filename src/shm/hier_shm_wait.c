@@ -181,21 +181,28 @@ static void hier_shm_report(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
 }
 
 /* The checks 1-4 of the file's comment; *since_ms: when the wait began to stand still. */
-static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, uint64_t *since_ms)
+static hier_status_t hier_shm_left(hier_shm_t *shm, int rank, const hier_shm_wait_t *w)
 {
     int32_t left = atomic_load_explicit(&hier_shm_ctl(shm, rank)->left, memory_order_acquire);
-    if (left) {                                                                                        /* 1 */
+    if (left)
         HIER_ERROR("rank %d: rank %d (same node) left the call: %s", hier_shm_rank(w, w->me),
                    hier_shm_rank(w, rank), hier_status_str((hier_status_t)-left));
-        return (hier_status_t)-left;
-    }
+    return (hier_status_t)-left;
+}
+
+static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, uint64_t *since_ms)
+{
+    hier_status_t st = hier_shm_left(shm, rank, w);                                                    /* 1 */
+    if (st != HIER_OK) return st;
     if (!hier_shm_peer_alive(shm, rank)) {                                                             /* 2 */
+        /* (it may have left, then exited, since 1: its reason is the call's) */
+        if ((st = hier_shm_left(shm, rank, w)) != HIER_OK) return st;
         HIER_ERROR("rank %d: rank %d (same node, pid %d) exited during a collective", hier_shm_rank(w, w->me),
                    hier_shm_rank(w, rank), (int)hier_shm_ctl(shm, rank)->pid);
         return HIER_ERR_PEER_DEAD;
     }
     int late;
-    hier_status_t st = hier_shm_same_call(shm, rank, w, &late);                                         /* 3 */
+    st = hier_shm_same_call(shm, rank, w, &late);                                                      /* 3 */
     if (st != HIER_OK) return st;
     if (late) { /* a rank that has not reached the collective is late, not stuck: MPI waits for it */
         *since_ms = 0;
