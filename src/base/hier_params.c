@@ -108,14 +108,15 @@ static const hier_param_desc_t hier_param_table[] = {
      "MPI_COMM_WORLD ranks (experiments and simulation of multi-node runs)",
      HIER_PARAM_OFF(ranks_per_node), 0, 0, 9},
     {"allgather_cma_min", HIER_PARAM_SIZE, "32K",
-     "Under auto, allgathers with blocks (bytes per rank) from this size up to allgather_cma_max use single copy "
-     "(process_vm_readv: each rank reads the others' blocks, one copy instead of two through the segment) when "
-     "every local rank has a core of its own and the kernel allows it (probed once per communicator)",
+     "Under auto, allgathers with blocks (bytes per rank) from this size up to the single-copy window's top use "
+     "single copy (process_vm_readv: each rank reads the others' blocks, one copy instead of two through the "
+     "segment) when every local rank has a core of its own and the kernel allows it (probed once per communicator)",
      HIER_PARAM_OFF(allgather_cma_min), 0, 0, 5},
     {"allgather_cma_max", HIER_PARAM_SIZE, "0",
-     "The largest such block; 0 = never single copy under auto (the default: timed with a barrier before every "
-     "call, as OSU and IMB do, the segment's path was 2-3x faster at every block size on np 2 with a core each; "
-     "single copy only looked faster back to back, one call's copies overlapping the next)",
+     "The single-copy window's top; 0 = measured on the node: at the first allgather that would use single copy, "
+     "the node's ranks time both paths on blocks of 64K, 1M and 8M (milliseconds, once per process and local "
+     "rank count) and single copy serves the blocks up to where it stops winning (which path wins depends on "
+     "the CPU and kernel; coll_hier_verbose 1 logs the times)",
      HIER_PARAM_OFF(allgather_cma_max), 0, 0, 5},
     {"fabric_provider", HIER_PARAM_STRING, "",
      "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "

@@ -18,6 +18,12 @@ hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier
     return (hier_sig_t){.count = count, .word = w};
 }
 
+hier_sig_t hier_sig_renumber(hier_sig_t s, uint64_t call)
+{
+    s.word = (s.word & ~(uint64_t)0xffff) | (call & 0xffff);
+    return s;
+}
+
 /* One multiply per count (every reduce_scatter computes it: thousands of
  * counts at scale), position-dependent, folded to 31 bits. */
 uint32_t hier_sig_digest(const size_t *counts, int n)

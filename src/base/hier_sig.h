@@ -25,6 +25,8 @@ typedef struct {
  * digest: hier_sig_digest of reduce_scatter's counts, else 0. */
 hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest,
                          uint64_t call);
+/* s with another call number (a call that ran others inside it signs again). */
+hier_sig_t hier_sig_renumber(hier_sig_t s, uint64_t call);
 /* A digest of every rank's count (31 bits). */
 uint32_t hier_sig_digest(const size_t *counts, int n);
 /* The whole signature in 30 bits, for an agreement of ints (non-negative). */

@@ -7,6 +7,7 @@
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_probe.h"
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_proc.h"
 #include "exec/hier_exec_ll.h"
@@ -104,25 +105,31 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
         s.numa_groups = (uint32_t)c->node->groups.ngroups;
         s.crowded = c->node->crowded;
         s.cma = c->node->cma;
+        s.cma_max = c->node->cma_max;
     }
     return s;
 }
 
-/* The choice for a call; single copy is probed (collectively: every rank
- * reaches the same choice) the first time a rule wants it; with no_wait,
- * not probed: HIER_IN_PROGRESS (the same answer on every rank). */
+/* The choice for a call; single copy is probed, and its allgather window
+ * measured (collectively: every rank reaches the same choice), the first
+ * time a rule wants it; with no_wait, not probed: HIER_IN_PROGRESS (the
+ * same answer on every rank). */
 hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
                                     hier_select_t *choice_p)
 {
     hier_select_shape_t *shape = &c->shape;
     if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only single copy changes, probed since) */
-    if (c->layout.nnodes == 1) shape->cma = c->node->cma;
+    if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_max = c->node->cma_max;
     hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape->cma < 0) {
         if (no_wait) return HIER_IN_PROGRESS;
         int cma = hier_node_cma(c);
         if (cma < 0) return (hier_status_t)cma;
-        shape->cma = cma;
+        if (cma && !hier_params.allgather_cma_max) {
+            hier_status_t st = hier_probe_cma_window(c, &c->node->cma_max);
+            if (st != HIER_OK) return st;
+        }
+        shape->cma = cma, shape->cma_max = c->node->cma_max;
         hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     }
     return HIER_OK;

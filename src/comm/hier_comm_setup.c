@@ -55,6 +55,7 @@
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
+#include "comm/hier_comm_probe.h"
 #include "comm/hier_comm_xchg.h"
 #include "comm/hier_proc.h"
 
@@ -439,7 +440,9 @@ static void hier_setup_fiber(void *arg)
     int v = 1;
     if (hier_xchg_agree(c, &v, 1) == 0) {
         v = hier_node_cma_reads(c);
-        if (hier_xchg_agree(c, &v, 1) == 0) c->node->cma = v;
+        if (hier_xchg_agree(c, &v, 1) == 0 && (v == 0 || hier_params.allgather_cma_max ||
+                                                 hier_probe_cma_window_kept(c, &c->node->cma_max) == 0))
+            c->node->cma = v;
     }
     c->state = verdict;
 }

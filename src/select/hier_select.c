@@ -3,6 +3,8 @@
  * says why); a rule points at the one it uses. */
 #include "select/hier_select.h"
 
+#include <math.h>
+
 #include "base/hier_params.h"
 #include "sched/hier_sched_pattern.h"
 
@@ -17,6 +19,7 @@ enum {
     HIER_SEL_LL_FITS = 1u << 5,     /* the low-latency area holds the call */
     HIER_SEL_CMA = 1u << 6,         /* single copy available, or not probed yet */
     HIER_SEL_OWN_CORES = 1u << 7,   /* every local rank has a core of its own */
+    HIER_SEL_CMA_PAYS = 1u << 9,    /* the block is within the window where single copy wins (hier_select_cma_top) */
     HIER_SEL_FORCED_ONLY = 1u << 30 /* never holds: a rule only forcing reaches */
 };
 
@@ -50,13 +53,13 @@ static const hier_select_rule_t hier_select_allreduce[] = {
     {HIER_ALGO_RSAG, 0, 0, NULL, NULL, HIER_PATH_SHM_RSAG, HIER_SCHED_ALLREDUCE_RSAG, 0},
 };
 
-/* Allgather: low latency, then single copy for middle-sized blocks when
- * every rank has its own core (there one kernel copy beats two through the
- * segment; crowded, the page pinning costs more than it saves), then the
- * segment. */
+/* Allgather: low latency, then single copy when every rank has its own
+ * core (crowded, the page pinning costs more than it saves) and the block
+ * is within the window where the node measured it faster than the
+ * segment's two copies (hier_select_cma_window), then the segment. */
 static const hier_select_rule_t hier_select_allgather[] = {
     {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(allgather_ll_max), HIER_PATH_SHM_LL, 0, 0},
-    {HIER_ALGO_CMA, HIER_SEL_OWN_CORES, HIER_SEL_CMA, HIER_P(allgather_cma_min), HIER_P(allgather_cma_max),
+    {HIER_ALGO_CMA, HIER_SEL_OWN_CORES | HIER_SEL_CMA_PAYS, HIER_SEL_CMA, HIER_P(allgather_cma_min), NULL,
      HIER_PATH_CMA_COPY, HIER_SCHED_CMA_ALLGATHER, 0},
     {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_COPY, HIER_SCHED_ALLGATHER, 0},
 };
@@ -165,6 +168,26 @@ int hier_select_algorithm(hier_coll_t coll)
     return *hier_select_node_tables[coll].forced;
 }
 
+/* The largest block single copy serves under auto: the parameter, else
+ * the node's measured window; before the probe, unbounded (the rule then
+ * asks for the probe, which measures it). */
+static size_t hier_select_cma_top(const hier_select_shape_t *s)
+{
+    if (hier_params.allgather_cma_max) return hier_params.allgather_cma_max;
+    return s->cma < 0 ? SIZE_MAX : s->cma_max;
+}
+
+size_t hier_select_cma_window(const hier_select_probe_t *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        if (p->t_cma[i] < p->t_shm[i]) continue;
+        if (i == 0) return 0;
+        double mid = sqrt((double)p->block[i - 1] * (double)p->block[i]); /* (the crossover, on a log scale) */
+        return (size_t)mid;
+    }
+    return SIZE_MAX;
+}
+
 static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
 {
     unsigned f = 0;
@@ -177,6 +200,7 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     if (s->numa_groups > 1 && s->local_ranks >= hier_params.allreduce_numa_min_ranks) f |= HIER_SEL_NUMA;
     if (bytes <= s->ll_capacity) f |= HIER_SEL_LL_FITS;
     if (s->cma != 0) f |= HIER_SEL_CMA;
+    if (bytes <= hier_select_cma_top(s)) f |= HIER_SEL_CMA_PAYS;
     if (!s->crowded) f |= HIER_SEL_OWN_CORES;
     return f;
 }

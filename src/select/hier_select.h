@@ -24,6 +24,7 @@ typedef struct {
     uint32_t numa_groups; /* one node: NUMA domains among its ranks */
     int crowded;          /* one node: more ranks than cores (any rank of it says so) */
     int cma;              /* one node, single copy: -1 not probed yet, 0 unavailable, 1 available */
+    size_t cma_max;       /* one node, probed: the largest allgather block single copy wins at (SIZE_MAX: any) */
     size_t ll_capacity;   /* the most bytes the low-latency area holds */
 } hier_select_shape_t;
 
@@ -44,6 +45,19 @@ typedef struct {
  * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
  * rank gets here alike) and selects again with the answer. */
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
+/* A node's measurement of the allgather's two paths (hier_comm_probe.c):
+ * n block sizes, ascending, and the slowest rank's time of a call through
+ * the segment and by single copy at each, the same on every rank. */
+#define HIER_SELECT_PROBES 4
+typedef struct {
+    int n;
+    size_t block[HIER_SELECT_PROBES];
+    uint64_t t_shm[HIER_SELECT_PROBES], t_cma[HIER_SELECT_PROBES];
+} hier_select_probe_t;
+/* The window's top: single copy serves the blocks up to where it stops
+ * winning (between two probes: their geometric mean), SIZE_MAX when it
+ * wins at every probe, 0 when at none (pure: every rank draws the same). */
+size_t hier_select_cma_window(const hier_select_probe_t *p);
 /* How a call's data travels, besides the algorithm: decided from what every
  * rank knows alike, so every rank takes the same steps whatever its own
  * buffers (a rank's host or device memory changes only how it stages what

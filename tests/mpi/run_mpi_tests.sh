@@ -155,6 +155,13 @@ has_churn_net_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=net_rd calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
 }
 has_cma_stats() { grep -Eq "^coll:hier:stats coll=allgather path=cma_copy calls=[1-9]" "$1"; }
+# the window measured once per process (each rank logs its times once) and the allgathers served by
+# hier's segment or single copy, none handed over
+cma_window_measured() {
+    [ "$(grep -c "allgather single copy: .*(segment / single copy: 64 KiB: [0-9.]* / [0-9.]* us" "$1")" = 2 ] &&
+        grep -Eq "^coll:hier:stats coll=allgather path=(cma_copy|shm_copy) calls=[1-9]" "$1" &&
+        ! grep -Eq "^coll:hier:stats coll=allgather path=fallback" "$1"
+}
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
     local c
@@ -616,6 +623,10 @@ np3_cma                             | 3 | local | cma | -                  | - |
 # auto's single-copy window, widened: served by it (rank 0's counters) and correct
 np2_auto_cma_window                 | 2 | local | cma,cpus2 | has_cma_stats | - | --mca coll_hier_stats 1 --mca coll_hier_allgather_cma_min 1 \
     --mca coll_hier_allgather_cma_max 1G --mca coll_hier_allgather_ll_max 64 --mca coll_hier_allreduce_flat_max 512 | $TC
+# auto's single-copy window measured on this node (both paths timed once per process): served by hier
+# (one of its two paths, rank 0's counters), correct, and the times logged
+np2_auto_cma_measured               | 2 | local | cma,cpus2 | cma_window_measured | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
+    --mca coll_hier_allgather_cma_min 1 --mca coll_hier_allgather_ll_max 64 | $TC
 np8_auto_numa3                      | 8 | local | - | -                    | - | --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
     --mca coll_hier_allreduce_flat_max 8K | $TC
 np3_derived                         | 3 | local | - | -                    | - | --mca mpi_param_check 0 | $TC --quick --derived

@@ -78,18 +78,25 @@ Test(select, allreduce_forced)
     EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8193, HIER_PATH_SHM_RSAG); /* does not: auto's choice */
 }
 
-/* The window is closed by default (the segment wins with a barrier before
- * every call); opened, it holds between its bounds. */
+/* Auto: before the probe single copy is chosen from allgather_cma_min up
+ * (the caller probes, and measures the window); probed, the node's window
+ * holds; the parameter, when set, is the window's top. */
 Test(select, allgather_single_copy_window)
 {
     hier_select_shape_t s = one_node(2);
-    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_cma_min, HIER_PATH_SHM_COPY);
-    hier_params.allgather_cma_max = 128 << 10;
-    size_t lo = hier_params.allgather_cma_min, hi = hier_params.allgather_cma_max;
-    cr_assert(hier_params.allgather_ll_max < lo && lo <= hi);
+    size_t lo = hier_params.allgather_cma_min, hi = 128 << 10;
+    cr_assert(hier_params.allgather_ll_max < lo && lo <= hi && hier_params.allgather_cma_max == 0);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_ll_max, HIER_PATH_SHM_LL);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo - 1, HIER_PATH_SHM_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY); /* not probed yet: the caller probes */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_CMA_COPY);
+    s.cma = 1, s.cma_max = hi; /* probed: the window measured */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi, HIER_PATH_CMA_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi + 1, HIER_PATH_SHM_COPY);
+    s.cma_max = 0; /* the segment won at every block */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
+    hier_params.allgather_cma_max = hi; /* the parameter rules over the measurement */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi + 1, HIER_PATH_SHM_COPY);
     s.cma = 0; /* probed: unavailable */
@@ -97,15 +104,28 @@ Test(select, allgather_single_copy_window)
     s.cma = 1;
     s.crowded = 1; /* ranks share cores: pinning pages costs more than the copy saves */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
-    hier_params.allgather_algorithm = HIER_ALGO_CMA; /* forced: any size, crowded or not */
+    hier_params.allgather_algorithm = HIER_ALGO_CMA; /* forced: any size, crowded or not, past the window */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, 0, HIER_PATH_CMA_COPY);
     s.cma = 0; /* but not without the kernel's permission */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_SHM_COPY);
-    hier_params.allgather_algorithm = HIER_ALGO_AUTO;
-    hier_params.allgather_cma_max = 0; /* the window closed */
-    s = one_node(2);
-    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
+}
+
+/* The measured window: up to the crossover between the last probe single
+ * copy won and the first it lost (their geometric mean), all or none. */
+Test(select, allgather_single_copy_window_from_times)
+{
+    hier_select_probe_t p = {.n = 3, .block = {64 << 10, 1 << 20, 8 << 20}, .t_shm = {70, 800, 9000},
+                             .t_cma = {50, 600, 7000}};
+    cr_expect_eq(hier_select_cma_window(&p), SIZE_MAX, "single copy won at every block");
+    p.t_cma[2] = 9500;
+    cr_expect_eq(hier_select_cma_window(&p), (size_t)(2896.309 * 1024), "between 1 MiB and 8 MiB");
+    p.t_cma[1] = 800; /* a tie is the segment's */
+    cr_expect_eq(hier_select_cma_window(&p), 256 << 10, "between 64 KiB and 1 MiB");
+    p.t_cma[0] = 71;
+    cr_expect_eq(hier_select_cma_window(&p), 0, "the segment won at the smallest block");
+    p.n = 0;
+    cr_expect_eq(hier_select_cma_window(&p), SIZE_MAX, "nothing timed: the rule's bounds alone");
 }
 
 Test(select, reduce_scatter_one_node)
