@@ -154,15 +154,7 @@ int main(int argc, char **argv)
             if (st != HIER_OK) return 2;
             break;
         }
-        case 'p': {
-            char *eq = strchr(optarg, '=');
-            if (eq) *eq = '\0';
-            if (!eq || hier_params_set(&hier_params, optarg, eq + 1) != 0) {
-                fprintf(stderr, "hier-model: --param %s: unknown parameter or value\n", optarg);
-                return 2;
-            }
-            break;
-        }
+        case 'p': if (hier_cli_set_param(optarg, "hier-model") != 0) return 2; break;
         case 'h': usage(0); break;
         default: usage(2);
         }

@@ -8,6 +8,7 @@
 enum {
     HIER_LOG_ERROR = 0,   /* always printed */
     HIER_LOG_COMM = 1,    /* one line per communicator */
+    HIER_LOG_CHOICE = 2,  /* one line per rule a communicator's calls are chosen by */
     HIER_LOG_DEBUG = 5,
     HIER_LOG_CALL = 10,   /* one line per collective call */
 };

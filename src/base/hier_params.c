@@ -14,7 +14,9 @@ static const hier_param_desc_t hier_param_table[] = {
      "Open MPI 5, where it is on by default)",
      HIER_PARAM_OFF(priority), 0, 1, 1},
     {"verbose", HIER_PARAM_INT, "0",
-     "Verbosity: 1 = one line per communicator (served or why not), 10 = one line per call",
+     "Verbosity: 1 = one line per communicator (served or why not), 2 = also each rule a communicator's calls "
+     "are chosen by, the first time (the rule's origin: built in, a rules file's line, a forced parameter), "
+     "10 = one line per call",
      HIER_PARAM_OFF(verbose), 0, 1, 2},
     {"stats", HIER_PARAM_INT, "0",
      "1 = rank 0 of MPI_COMM_WORLD prints a coll:hier:stats line per (collective, path) at MPI_Finalize, and "
@@ -107,17 +109,24 @@ static const hier_param_desc_t hier_param_table[] = {
      "0 = nodes as Open MPI's locality reports them; K > 0 = split every host into virtual nodes of K consecutive "
      "MPI_COMM_WORLD ranks (experiments and simulation of multi-node runs)",
      HIER_PARAM_OFF(ranks_per_node), 0, 0, 9},
-    {"allgather_cma_min", HIER_PARAM_SIZE, "32K",
-     "Under auto, allgathers with blocks (bytes per rank) from this size up to the single-copy window's top use "
-     "single copy (process_vm_readv: each rank reads the others' blocks, one copy instead of two through the "
-     "segment) when every local rank has a core of its own and the kernel allows it (probed once per communicator)",
+    {"allgather_cma_min", HIER_PARAM_SIZE, "0",
+     "Under auto, allgathers with blocks (bytes per rank) in the single-copy window use single copy "
+     "(process_vm_readv: each rank reads the others' blocks, one copy instead of two through the segment) when "
+     "every local rank has a core of its own and the kernel allows it (probed once per communicator). This is "
+     "the window's bottom; 0 = measured on the node (allgather_cma_max)",
      HIER_PARAM_OFF(allgather_cma_min), 0, 0, 5},
     {"allgather_cma_max", HIER_PARAM_SIZE, "0",
      "The single-copy window's top; 0 = measured on the node: at the first allgather that would use single copy, "
-     "the node's ranks time both paths on blocks of 64K, 1M and 8M (milliseconds, once per process and local "
-     "rank count) and single copy serves the blocks up to where it stops winning (which path wins depends on "
-     "the CPU and kernel; coll_hier_verbose 1 logs the times)",
+     "the node's ranks time both paths on blocks of 16K, 64K, 1M and 8M (milliseconds, once per process and "
+     "local rank count) and single copy serves the blocks from where it starts winning to where it stops "
+     "(which path wins depends on the CPU and kernel; coll_hier_verbose 1 logs the times)",
      HIER_PARAM_OFF(allgather_cma_max), 0, 0, 5},
+    {"rules", HIER_PARAM_STRING, "",
+     "A rules file (docs/rules.md): which algorithm serves which calls, for the collectives and levels it "
+     "names (the built-in rules for the others); empty = the built-in rules (contrib/rules/builtin.rules). "
+     "A malformed file is refused, with its line, and the built-in rules serve. Every rank must have the same "
+     "rules (the file's path may differ: the ranks compare what they read)",
+     HIER_PARAM_OFF(rules), 0, 1, 4},
     {"fabric_provider", HIER_PARAM_STRING, "",
      "libfabric provider between nodes: efa, tcp (libfabric's native TCP endpoint: net in 1.17, tcp later), shm, "
      "sockets or a full name (tcp;ofi_rxm); empty = the first of efa, tcp, sockets that works. Without one, "

@@ -48,6 +48,7 @@ typedef struct {
     int ranks_per_node;           /* 0: Open MPI's locality; K: virtual nodes of K consecutive world ranks */
     size_t allgather_cma_min;     /* block bytes: auto reads peers' blocks directly from here ... */
     size_t allgather_cma_max;     /* ... up to here */
+    char *rules;                  /* a rules file (select/hier_select_rules.h); "" = built in */
     char *fabric_provider;        /* libfabric provider; "" = best available */
     char *fabric_iface;           /* NICs to use (or ^exclude); "" = all but lo, docker* */
     char *fabric_profile;         /* the provider's rules hier keeps: auto, default, efa-direct */

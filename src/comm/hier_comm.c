@@ -11,6 +11,7 @@
  * the same chunks on them); elsewhere every call runs whole, a rank with
  * device buffers staging it whole. Peer direct is voted on once per
  * communicator, at its first eligible allgather (hier_comm_pd.c). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,18 @@
 #include "exec/hier_reduce.h"
 #include "exec/hier_stage.h"
 #include "net/hier_fabric.h"
+#include "select/hier_select_rules.h"
+
+/* The rules file, read once per process (refused: logged, the built-in rules serve). */
+static void hier_comm_rules_once(void)
+{
+    (void)hier_rules_load(hier_params.rules);
+}
 
 hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
 {
+    static pthread_once_t rules = PTHREAD_ONCE_INIT;
+    pthread_once(&rules, hier_comm_rules_once);
     if (size < 1 || rank < 0 || rank >= size || !ops || !ops->peer) return HIER_ERR_INVALID_ARG;
     hier_comm_t *c = calloc(1, sizeof(*c));
     if (!c) return HIER_ERR_NO_MEMORY;

@@ -105,7 +105,7 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
         s.numa_groups = (uint32_t)c->node->groups.ngroups;
         s.crowded = c->node->crowded;
         s.cma = c->node->cma;
-        s.cma_max = c->node->cma_max;
+        s.cma_window = c->node->cma_window;
     }
     return s;
 }
@@ -119,17 +119,17 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
 {
     hier_select_shape_t *shape = &c->shape;
     if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only single copy changes, probed since) */
-    if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_max = c->node->cma_max;
+    if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_window = c->node->cma_window;
     hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape->cma < 0) {
         if (no_wait) return HIER_IN_PROGRESS;
         int cma = hier_node_cma(c);
         if (cma < 0) return (hier_status_t)cma;
-        if (cma && !hier_params.allgather_cma_max) {
-            hier_status_t st = hier_probe_cma_window(c, &c->node->cma_max);
+        if (cma && (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max)) {
+            hier_status_t st = hier_probe_cma_window(c, &c->node->cma_window);
             if (st != HIER_OK) return st;
         }
-        shape->cma = cma, shape->cma_max = c->node->cma_max;
+        shape->cma = cma, shape->cma_window = c->node->cma_window;
         hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     }
     return HIER_OK;

@@ -296,7 +296,7 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
     if (!o->fresh) hier_shm_sign_reset(o->seg, c->layout.me); /* (a past communicator's: hier_shm_joining) */
     nd->crowded = crowded;
     nd->cma = -1;
-    nd->cma_max = SIZE_MAX;
+    nd->cma_window = HIER_SELECT_WINDOW_ANY;
     nd->recycled = !o->fresh;
     *room = (hier_node_room_t){0}; /* (locs went with it: the level's block) */
     c->node = nd;

@@ -23,7 +23,7 @@
 
 /* Blocks timed (each with the whole result of every rank within
  * HIER_PROBE_MAX_TOTAL), and calls per block and path (the least counts). */
-static const size_t hier_probe_blocks[] = {64 << 10, 1 << 20, 8 << 20};
+static const size_t hier_probe_blocks[] = {16 << 10, 64 << 10, 1 << 20, 8 << 20};
 #define HIER_PROBE_MAX_TOTAL ((size_t)32 << 20)
 #define HIER_PROBE_REPS 3
 #define HIER_PROBE_KEPT 8
@@ -31,38 +31,46 @@ static const size_t hier_probe_blocks[] = {64 << 10, 1 << 20, 8 << 20};
 /* Windows measured by this process, by local rank count. */
 static struct {
     int nranks;
-    size_t top;
+    hier_select_window_t window;
 } hier_probe_kept[HIER_PROBE_KEPT];
 static pthread_mutex_t hier_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int hier_probe_find(int nranks, size_t *top_p)
+static int hier_probe_find(int nranks, hier_select_window_t *w_p)
 {
     int found = 0;
     pthread_mutex_lock(&hier_probe_lock);
     for (int i = 0; i < HIER_PROBE_KEPT && !found; i++)
-        if (hier_probe_kept[i].nranks == nranks) *top_p = hier_probe_kept[i].top, found = 1;
+        if (hier_probe_kept[i].nranks == nranks) *w_p = hier_probe_kept[i].window, found = 1;
     pthread_mutex_unlock(&hier_probe_lock);
     return found;
 }
 
-static void hier_probe_keep(int nranks, size_t top)
+static void hier_probe_keep(int nranks, hier_select_window_t w)
 {
     pthread_mutex_lock(&hier_probe_lock);
     int i = 0;
     while (i < HIER_PROBE_KEPT - 1 && hier_probe_kept[i].nranks && hier_probe_kept[i].nranks != nranks) i++;
-    hier_probe_kept[i].nranks = nranks, hier_probe_kept[i].top = top;
+    hier_probe_kept[i].nranks = nranks, hier_probe_kept[i].window = w;
     pthread_mutex_unlock(&hier_probe_lock);
 }
 
-/* A window as an agreement's int (KiB; INT_MAX: any block), and back. */
-static int hier_probe_kib(size_t top)
+/* A window as two ints of an agreement (the least wins): minus its bottom,
+ * its top, in KiB (INT_MAX: open), so that every rank gets the window all
+ * windows share; and back. */
+static int hier_probe_kib(size_t v)
 {
-    return top == SIZE_MAX ? INT_MAX : top / 1024 >= (size_t)INT_MAX ? INT_MAX - 1 : (int)(top / 1024);
+    return v == SIZE_MAX ? INT_MAX : v / 1024 >= (size_t)INT_MAX ? INT_MAX - 1 : (int)(v / 1024);
 }
 
-static size_t hier_probe_top(int kib)
+static void hier_probe_put(hier_select_window_t w, int *v)
 {
-    return kib == INT_MAX ? SIZE_MAX : (size_t)kib * 1024;
+    v[0] = -hier_probe_kib(w.lo), v[1] = hier_probe_kib(w.hi);
+}
+
+static hier_select_window_t hier_probe_get(const int *v)
+{
+    return (hier_select_window_t){.lo = v[0] == -INT_MAX ? SIZE_MAX : (size_t)-v[0] * 1024,
+                                  .hi = v[1] == INT_MAX ? SIZE_MAX : (size_t)v[1] * 1024};
 }
 
 static uint64_t hier_probe_now_ns(void)
@@ -95,7 +103,7 @@ static void hier_probe_plan(int n, hier_select_probe_t *p)
     *p = (hier_select_probe_t){0};
     for (size_t i = 0; i < sizeof(hier_probe_blocks) / sizeof(hier_probe_blocks[0]); i++) {
         size_t b = hier_probe_blocks[i];
-        if (b >= hier_params.allgather_cma_min && b * (size_t)n <= HIER_PROBE_MAX_TOTAL && p->n < HIER_SELECT_PROBES)
+        if (b * (size_t)n <= HIER_PROBE_MAX_TOTAL && p->n < HIER_SELECT_PROBES)
             p->block[p->n++] = b;
     }
 }
@@ -133,35 +141,37 @@ static int hier_probe_slowest(hier_comm_t *c, hier_select_probe_t *p)
     return 0;
 }
 
-static void hier_probe_log(const hier_select_probe_t *p, size_t top)
+static void hier_probe_log(const hier_select_probe_t *p, hier_select_window_t w)
 {
-    char line[256];
+    char line[320], lo[32] = "any", hi[32] = "any";
     int n = 0;
     for (int i = 0; i < p->n && n < (int)sizeof(line) - 64; i++)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu KiB: %.1f / %.1f us;", p->block[i] >> 10,
                       (double)p->t_shm[i] / 1e3, (double)p->t_cma[i] / 1e3);
-    if (top == SIZE_MAX) HIER_LOG(HIER_LOG_COMM, "allgather single copy: any block from %zu B (segment / single copy:%s)",
-                                  hier_params.allgather_cma_min, n ? line : " not timed");
-    else HIER_LOG(HIER_LOG_COMM, "allgather single copy: blocks of %zu B to %zu B (segment / single copy:%s)",
-                  hier_params.allgather_cma_min, top, line);
+    if (w.lo) snprintf(lo, sizeof(lo), "%zu B", w.lo);
+    if (w.hi != SIZE_MAX) snprintf(hi, sizeof(hi), "%zu B", w.hi);
+    if (w.lo > w.hi) HIER_LOG(HIER_LOG_COMM, "allgather single copy: no block (segment / single copy:%s)", line);
+    else HIER_LOG(HIER_LOG_COMM, "allgather single copy: blocks from %s to %s (segment / single copy:%s)", lo, hi,
+                  line);
 }
 
-/* 1. every rank keeps a window for this many local ranks: the least;
+/* 1. every rank keeps a window for this many local ranks: the one they share;
  * 2. else the blocks to time (none: any block);
  * 3. scratch buffers on every rank, or no timing (any block);
  * 4. each block through the segment and by single copy, in turn, the least
  *    of HIER_PROBE_REPS calls each;
  * 5. the slowest rank's times; 6. the window, kept;
  * 7. the call the probe ran in signed again, after the probe's. */
-hier_status_t hier_probe_cma_window(hier_comm_t *c, size_t *top_p)
+hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p)
 {
     int n = c->layout.nranks;
-    size_t kept = SIZE_MAX, top = SIZE_MAX;
+    hier_select_window_t kept = HIER_SELECT_WINDOW_ANY, w = HIER_SELECT_WINDOW_ANY;
     int have = hier_probe_find(n, &kept);
-    int v[2] = {have, have ? hier_probe_kib(kept) : INT_MAX};                                          /* 1 */
-    if (hier_xchg_agree(c, v, 2) != 0) return HIER_ERR_INTERNAL;
+    int v[3] = {have};                                                                                /* 1 */
+    hier_probe_put(kept, v + 1);
+    if (hier_xchg_agree(c, v, 3) != 0) return HIER_ERR_INTERNAL;
     if (v[0]) {
-        *top_p = hier_probe_top(v[1]);
+        *w_p = hier_probe_get(v + 1);
         return HIER_OK;
     }
     hier_select_probe_t p;
@@ -176,23 +186,25 @@ hier_status_t hier_probe_cma_window(hier_comm_t *c, size_t *top_p)
         memset(rbuf, 0, most * (size_t)n);
         st = hier_probe_time(c, &p, sbuf, rbuf);                                                      /* 4 */
         if (st == HIER_OK && hier_probe_slowest(c, &p) != 0) st = HIER_ERR_INTERNAL;                   /* 5 */
-        if (st == HIER_OK) top = hier_select_cma_window(&p);                                          /* 6 */
+        if (st == HIER_OK) w = hier_select_cma_window(&p);                                            /* 6 */
         hier_shm_sign(c->node->small.seg, &c->node->wait, hier_sig_renumber(user, ++c->calls));       /* 7 */
     }
     free(sbuf);
     free(rbuf);
     if (st != HIER_OK) return st;
-    if (p.n && ok[0]) hier_probe_log(&p, top);
-    hier_probe_keep(n, top);
-    *top_p = top;
+    if (p.n && ok[0]) hier_probe_log(&p, w);
+    hier_probe_keep(n, w);
+    *w_p = w;
     return HIER_OK;
 }
 
-int hier_probe_cma_window_kept(hier_comm_t *c, size_t *top_p)
+int hier_probe_cma_window_kept(hier_comm_t *c, hier_select_window_t *w_p)
 {
-    size_t kept = SIZE_MAX;
-    int v[1] = {hier_probe_find(c->layout.nranks, &kept) ? hier_probe_kib(kept) : INT_MAX};
-    if (hier_xchg_agree(c, v, 1) != 0) return -1;
-    *top_p = hier_probe_top(v[0]);
+    hier_select_window_t kept = HIER_SELECT_WINDOW_ANY;
+    int v[2];
+    (void)hier_probe_find(c->layout.nranks, &kept);
+    hier_probe_put(kept, v);
+    if (hier_xchg_agree(c, v, 2) != 0) return -1;
+    *w_p = hier_probe_get(v);
     return 0;
 }

@@ -58,6 +58,7 @@
 #include "comm/hier_comm_probe.h"
 #include "comm/hier_comm_xchg.h"
 #include "comm/hier_proc.h"
+#include "select/hier_select_rules.h"
 
 enum { /* statuses, least first: the agreement takes the least */
     HIER_SETUP_NO_MEMORY = -2,
@@ -247,7 +248,7 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
 {
     int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
     *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_proc_my_numa(loc->me),
-                               .nic_numa = hier_proc_nic_numa(loc->me), .digest = hier_params_digest(&hier_params),
+                               .nic_numa = hier_proc_nic_numa(loc->me), .digest = hier_params_digest(&hier_params) ^ hier_rules_digest(),
                                .box = box,
                                .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
                                         (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
@@ -440,8 +441,7 @@ static void hier_setup_fiber(void *arg)
     int v = 1;
     if (hier_xchg_agree(c, &v, 1) == 0) {
         v = hier_node_cma_reads(c);
-        if (hier_xchg_agree(c, &v, 1) == 0 && (v == 0 || hier_params.allgather_cma_max ||
-                                                 hier_probe_cma_window_kept(c, &c->node->cma_max) == 0))
+        if (hier_xchg_agree(c, &v, 1) == 0 && (v == 0 || hier_probe_cma_window_kept(c, &c->node->cma_window) == 0))
             c->node->cma = v;
     }
     c->state = verdict;

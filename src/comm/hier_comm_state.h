@@ -53,7 +53,7 @@ typedef struct {
     hier_topo_groups_t groups;   /* by NUMA domain */
     uint32_t *order;             /* 0 .. nranks - 1: the fold order */
     int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
-    size_t cma_max;              /* single copy, probed: the largest allgather block it wins at (hier_comm_probe.c) */
+    hier_select_window_t cma_window; /* single copy, probed: the allgather blocks it wins at (hier_comm_probe.c) */
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* the schedules of the chunks a run holds at once, nsteps each
                                   * (the first ones made: hier_node_room_grow) */

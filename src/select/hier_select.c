@@ -1,152 +1,57 @@
-/* hier_select.c: the rules tables and the one loop that reads them. The
- * thresholds are parameters (base/hier_params.c holds every default and
- * says why); a rule points at the one it uses. */
+/* hier_select.c: the one loop that reads the rules (hier_select_rules.c:
+ * built in, or a rules file's), what a shape offers them, and the choices
+ * around them. Thresholds are parameters (base/hier_params.c holds every
+ * default and says why); a rule names the one it uses. */
 #include "select/hier_select.h"
 
 #include <math.h>
+#include <stdio.h>
 
+#include "base/hier_log.h"
 #include "base/hier_params.h"
+#include "select/hier_select_rules.h"
 #include "sched/hier_sched_pattern.h"
 
-/* What a rule may ask of the call and the communicator. */
-enum {
-    HIER_SEL_TWO_NODES = 1u << 0,
-    HIER_SEL_MANY_NODES = 1u << 1,  /* three or more */
-    HIER_SEL_NO_FOLD = 1u << 2,     /* rabenseifner's radices make the node count: no node folded */
-    HIER_SEL_POW2_NODES = 1u << 8,
-    HIER_SEL_RING_NODES = 1u << 3,  /* at most net_ring_max_nodes nodes */
-    HIER_SEL_NUMA = 1u << 4,        /* several NUMA domains and allreduce_numa_min_ranks local ranks */
-    HIER_SEL_LL_FITS = 1u << 5,     /* the low-latency area holds the call */
-    HIER_SEL_CMA = 1u << 6,         /* single copy available, or not probed yet */
-    HIER_SEL_OWN_CORES = 1u << 7,   /* every local rank has a core of its own */
-    HIER_SEL_CMA_PAYS = 1u << 9,    /* the block is within the window where single copy wins (hier_select_cma_top) */
-    HIER_SEL_FORCED_ONLY = 1u << 30 /* never holds: a rule only forcing reaches */
-};
+/* The built-in rules (hier_select_rules.c holds them as text) and why:
+ * - one node, allreduce: low latency, then flat (or the NUMA tree) while
+ *   reducing everything everywhere is cheap, then the pipelined
+ *   reduce-scatter + allgather;
+ * - one node, allgather: low latency, then single copy when every rank has
+ *   its own core (crowded, the page pinning costs more than it saves) and
+ *   the block is within the window where the node measured it faster than
+ *   the segment's two copies (hier_select_cma_window), then the segment;
+ * - between nodes, allreduce: recursive doubling (fewest rounds) while
+ *   small, then Rabenseifner in mixed radix (the ring's data in
+ *   2 log(nodes)/log(net_radix_max) rounds) where the node count needs no
+ *   fold, else the ring up to net_ring_max_nodes (folding doubles the
+ *   traffic of the folded nodes, and there the ring's rounds still cost
+ *   less) and the folded Rabenseifner beyond (at 1,000 nodes the ring's
+ *   2 x 999 rounds per chunk are predicted 67 times slower on p4d:
+ *   docs/model.md). Recursive doubling's limit is where it stopped paying on
+ *   three and four namespace nodes (16 KiB: 0.13 ms against 0.17; 64 KiB:
+ *   1.0-2.5 ms against 0.5-0.7). On two nodes it moves no more than
+ *   Rabenseifner, in one round, so it serves up to a larger size;
+ * - between nodes, allgather: on two nodes recursive doubling (one exchange
+ *   of the whole block), and while small on a power of two (no fold: fewest
+ *   messages). Otherwise Rabenseifner's allgather half where no node is
+ *   folded (three namespace nodes, 64 KiB: 0.16 ms against the ring's
+ *   0.86); with a fold, Rabenseifner while small, the ring up to
+ *   net_ring_max_nodes, Rabenseifner beyond;
+ * - between nodes, reduce_scatter: two nodes take the ring (one round and
+ *   one message of half the piece, where recursive doubling sends all of
+ *   it: two namespace nodes x 2 ranks, 1 MiB, 2.7 ms against 4.7). On more,
+ *   as allgather: recursive doubling would allreduce the whole piece,
+ *   log2(nodes) times the data (three namespace nodes, 512 KiB: 9.2 ms
+ *   against Rabenseifner's 2.9); it serves only when forced. */
 
-typedef struct {
-    hier_algo_t algo;           /* the name that forces it */
-    unsigned need;              /* conditions under auto */
-    unsigned need_forced;       /* conditions even when forced (auto needs them too) */
-    const size_t *min, *max;    /* auto: bytes in [*min, *max]; NULL: unbounded */
-    hier_path_t path;
-    hier_sched_kind_t kind;
-    hier_net_kind_t net_kind;
-} hier_select_rule_t;
-
-typedef struct {
-    const hier_select_rule_t *rules;
-    size_t nrules;
-    const int *forced;          /* the parameter that forces a rule */
-    int times_size;             /* the rules' sizes are bytes x size: what crosses between nodes */
-} hier_select_table_t;
-
-#define HIER_P(name) (&hier_params.name)
-
-/* One node. Allreduce: low latency, then flat (or the NUMA tree) while
- * reducing everything everywhere is cheap, then the pipelined
- * reduce-scatter + allgather. */
-static const hier_select_rule_t hier_select_allreduce[] = {
-    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(allreduce_ll_max), HIER_PATH_SHM_LL, 0, 0},
-    {HIER_ALGO_NUMA, HIER_SEL_NUMA, 0, NULL, HIER_P(allreduce_flat_max), HIER_PATH_SHM_NUMA,
-     HIER_SCHED_ALLREDUCE_NUMA, 0},
-    {HIER_ALGO_FLAT, 0, 0, NULL, HIER_P(allreduce_flat_max), HIER_PATH_SHM_FLAT, HIER_SCHED_ALLREDUCE_FLAT, 0},
-    {HIER_ALGO_RSAG, 0, 0, NULL, NULL, HIER_PATH_SHM_RSAG, HIER_SCHED_ALLREDUCE_RSAG, 0},
-};
-
-/* Allgather: low latency, then single copy when every rank has its own
- * core (crowded, the page pinning costs more than it saves) and the block
- * is within the window where the node measured it faster than the
- * segment's two copies (hier_select_cma_window), then the segment. */
-static const hier_select_rule_t hier_select_allgather[] = {
-    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(allgather_ll_max), HIER_PATH_SHM_LL, 0, 0},
-    {HIER_ALGO_CMA, HIER_SEL_OWN_CORES | HIER_SEL_CMA_PAYS, HIER_SEL_CMA, HIER_P(allgather_cma_min), NULL,
-     HIER_PATH_CMA_COPY, HIER_SCHED_CMA_ALLGATHER, 0},
-    {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_COPY, HIER_SCHED_ALLGATHER, 0},
-};
-
-static const hier_select_rule_t hier_select_reduce_scatter[] = {
-    {HIER_ALGO_LL, 0, HIER_SEL_LL_FITS, NULL, HIER_P(reduce_scatter_ll_max), HIER_PATH_SHM_LL, 0, 0},
-    {HIER_ALGO_SHM, 0, 0, NULL, NULL, HIER_PATH_SHM_RS, HIER_SCHED_REDUCE_SCATTER, 0},
-};
-
-/* Between nodes. Allreduce: recursive doubling (fewest rounds) while small,
- * then Rabenseifner in mixed radix (the ring's data in
- * 2 log(nodes)/log(net_radix_max) rounds) where the node count needs no
- * fold, else the ring up to net_ring_max_nodes (folding doubles the traffic
- * of the folded nodes, and there the ring's rounds still cost less) and the
- * folded Rabenseifner beyond (at 1,000 nodes the ring's 2 x 999 rounds per
- * chunk are predicted 67 times slower on p4d: docs/model.md). Recursive doubling's
- * limit is where it stopped paying on three and four namespace nodes (16
- * KiB: 0.13 ms against 0.17; 64 KiB: 1.0-2.5 ms against 0.5-0.7). On two
- * nodes it moves no more than Rabenseifner, in one round, so it serves up
- * to a larger size. */
-static const hier_select_rule_t hier_select_net_allreduce[] = {
-    {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, HIER_P(net_rd_max_two_nodes), HIER_PATH_NET_RD,
-     HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RD_ALLREDUCE},
-    {HIER_ALGO_RD, HIER_SEL_MANY_NODES, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RD, HIER_SCHED_HIER_ALLREDUCE,
-     HIER_NET_RD_ALLREDUCE},
-    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE,
-     HIER_NET_RH_ALLREDUCE},
-    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_RING, HIER_SCHED_HIER_ALLREDUCE,
-     HIER_NET_RING_ALLREDUCE},
-    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_RH, HIER_SCHED_HIER_ALLREDUCE, HIER_NET_RH_ALLREDUCE},
-};
-
-/* Allgather: on two nodes recursive doubling (one exchange of the whole
- * block), and while small on a power of two (no fold: fewest messages).
- * Otherwise Rabenseifner's allgather half where no node is folded: what the
- * ring sends in fewer rounds, and no fold as recursive doubling needs
- * (three namespace nodes, 64 KiB: 0.16 ms against 0.86; docs/model.md); with
- * a fold, Rabenseifner while small (the fold costs little there), the ring
- * up to net_ring_max_nodes, Rabenseifner beyond. */
-static const hier_select_rule_t hier_select_net_allgather[] = {
-    {HIER_ALGO_RD, HIER_SEL_TWO_NODES, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
-     HIER_NET_RD_ALLGATHER},
-    {HIER_ALGO_RD, HIER_SEL_POW2_NODES, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
-     HIER_NET_RD_ALLGATHER},
-    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
-     HIER_NET_RH_ALLGATHER},
-    {HIER_ALGO_RH, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
-     HIER_NET_RH_ALLGATHER},
-    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER,
-     HIER_NET_RING_ALLGATHER},
-    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_COPY, HIER_SCHED_HIER_ALLGATHER, HIER_NET_RH_ALLGATHER},
-};
-
-/* Reduce_scatter: two nodes take the ring (one round and one message of
- * half the piece, where recursive doubling sends all of it: measured on two
- * namespace nodes x 2 ranks, 1 MiB, 2.7 ms against 4.7; Rabenseifner is the
- * same exchange there). On more, as allgather: recursive doubling would
- * allreduce the whole piece, log2(nodes) times the data (three namespace
- * nodes, 512 KiB: 9.2 ms against Rabenseifner's 2.9). */
-static const hier_select_rule_t hier_select_net_reduce_scatter[] = {
-    {HIER_ALGO_RING, HIER_SEL_TWO_NODES, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RING_REDUCE_SCATTER},
-    {HIER_ALGO_RH, HIER_SEL_NO_FOLD, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RH_REDUCE_SCATTER},
-    {HIER_ALGO_RH, 0, 0, NULL, HIER_P(net_rd_max), HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RH_REDUCE_SCATTER},
-    {HIER_ALGO_RD, HIER_SEL_FORCED_ONLY, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RD_ALLREDUCE},
-    {HIER_ALGO_RING, HIER_SEL_RING_NODES, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RING_REDUCE_SCATTER},
-    {HIER_ALGO_RH, 0, 0, NULL, NULL, HIER_PATH_NET_RS, HIER_SCHED_HIER_REDUCE_SCATTER,
-     HIER_NET_RH_REDUCE_SCATTER},
-};
-
-#define HIER_TABLE(rules, forced, times_size) {rules, sizeof(rules) / sizeof(rules[0]), forced, times_size}
-
-static const hier_select_table_t hier_select_node_tables[] = {
-    [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_allreduce, HIER_P(allreduce_algorithm), 0),
-    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_allgather, HIER_P(allgather_algorithm), 0),
-    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_reduce_scatter, HIER_P(reduce_scatter_algorithm), 0),
-};
-
-static const hier_select_table_t hier_select_net_tables[] = {
-    [HIER_COLL_ALLREDUCE] = HIER_TABLE(hier_select_net_allreduce, HIER_P(net_algorithm), 0),
-    [HIER_COLL_ALLGATHER] = HIER_TABLE(hier_select_net_allgather, HIER_P(net_algorithm), 1),
-    [HIER_COLL_REDUCE_SCATTER] = HIER_TABLE(hier_select_net_reduce_scatter, HIER_P(net_algorithm), 0),
-};
+/* The parameter that forces each level's algorithm, by collective. */
+static const int *hier_select_forced(int level, hier_coll_t coll)
+{
+    static const int *const node[HIER_RULE_COLLS] = {&hier_params.allreduce_algorithm,
+                                                      &hier_params.allgather_algorithm,
+                                                      &hier_params.reduce_scatter_algorithm};
+    return level == HIER_RULE_NET ? &hier_params.net_algorithm : node[coll];
+}
 
 /* Peer direct: device allgathers with blocks of device_peer_direct_min
  * or more, unless switched off or every device buffer must be staged, on a
@@ -165,27 +70,34 @@ void hier_select_route(const hier_select_route_in_t *in, hier_select_route_t *ou
 
 int hier_select_algorithm(hier_coll_t coll)
 {
-    return *hier_select_node_tables[coll].forced;
+    return *hier_select_forced(HIER_RULE_NODE, coll);
 }
 
-/* The largest block single copy serves under auto: the parameter, else
- * the node's measured window; before the probe, unbounded (the rule then
- * asks for the probe, which measures it). */
-static size_t hier_select_cma_top(const hier_select_shape_t *s)
+/* Whether single copy serves an allgather of this block under auto: within
+ * the parameters' bounds where set, else the node's measured window; before
+ * the probe, open (the rule then asks for the probe, which measures it). */
+static int hier_select_cma_pays(const hier_select_shape_t *s, size_t block)
 {
-    if (hier_params.allgather_cma_max) return hier_params.allgather_cma_max;
-    return s->cma < 0 ? SIZE_MAX : s->cma_max;
+    hier_select_window_t w = s->cma < 0 ? HIER_SELECT_WINDOW_ANY : s->cma_window;
+    if (hier_params.allgather_cma_min) w.lo = hier_params.allgather_cma_min;
+    if (hier_params.allgather_cma_max) w.hi = hier_params.allgather_cma_max;
+    return block >= w.lo && block <= w.hi;
 }
 
-size_t hier_select_cma_window(const hier_select_probe_t *p)
+/* (a crossover between two blocks, on a log scale) */
+static size_t hier_select_between(size_t a, size_t b)
 {
-    for (int i = 0; i < p->n; i++) {
-        if (p->t_cma[i] < p->t_shm[i]) continue;
-        if (i == 0) return 0;
-        double mid = sqrt((double)p->block[i - 1] * (double)p->block[i]); /* (the crossover, on a log scale) */
-        return (size_t)mid;
-    }
-    return SIZE_MAX;
+    return (size_t)sqrt((double)a * (double)b);
+}
+
+hier_select_window_t hier_select_cma_window(const hier_select_probe_t *p)
+{
+    int i = 0, j;
+    while (i < p->n && p->t_cma[i] >= p->t_shm[i]) i++; /* (a tie is the segment's) */
+    if (p->n && i == p->n) return HIER_SELECT_WINDOW_NONE;
+    for (j = i; j < p->n && p->t_cma[j] < p->t_shm[j]; j++) continue;
+    return (hier_select_window_t){.lo = i == 0 ? 0 : hier_select_between(p->block[i - 1], p->block[i]),
+                                  .hi = j == p->n ? SIZE_MAX : hier_select_between(p->block[j - 1], p->block[j])};
 }
 
 static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
@@ -200,37 +112,54 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     if (s->numa_groups > 1 && s->local_ranks >= hier_params.allreduce_numa_min_ranks) f |= HIER_SEL_NUMA;
     if (bytes <= s->ll_capacity) f |= HIER_SEL_LL_FITS;
     if (s->cma != 0) f |= HIER_SEL_CMA;
-    if (bytes <= hier_select_cma_top(s)) f |= HIER_SEL_CMA_PAYS;
+    if (hier_select_cma_pays(s, bytes)) f |= HIER_SEL_CMA_PAYS;
     if (!s->crowded) f |= HIER_SEL_OWN_CORES;
     return f;
 }
 
-static int hier_select_holds(const hier_select_rule_t *r, unsigned has, size_t bytes)
+static int hier_select_holds(const hier_rule_t *r, unsigned hard, unsigned has, size_t bytes)
 {
-    unsigned need = r->need | r->need_forced;
-    return (has & need) == need && (!r->min || bytes >= *r->min) && (!r->max || bytes <= *r->max);
+    unsigned need = r->need | hard;
+    return (has & need) == need && bytes >= hier_rule_bound(r->from) && bytes <= hier_rule_bound(r->to);
 }
 
-/* The forced rule, else the first rule that holds; the last always holds. */
-static const hier_select_rule_t *hier_select_rule(const hier_select_table_t *t, unsigned has, size_t bytes)
+/* The forced algorithm where its hard conditions hold, else the first
+ * rule that holds; the last always holds. */
+static void hier_select_rule(int level, hier_coll_t coll, unsigned has, size_t bytes, hier_select_t *out,
+                             const hier_rule_t **rule_p)
 {
-    if (*t->forced != HIER_ALGO_AUTO)
-        for (size_t i = 0; i < t->nrules; i++)
-            if ((int)t->rules[i].algo == *t->forced && (has & t->rules[i].need_forced) == t->rules[i].need_forced)
-                return &t->rules[i];
-    for (size_t i = 0; i + 1 < t->nrules; i++)
-        if (hier_select_holds(&t->rules[i], has, bytes)) return &t->rules[i];
-    return &t->rules[t->nrules - 1];
+    const hier_rules_t *rules = hier_rules_active();
+    const hier_rule_t *list = rules->rule[level][coll];
+    int n = rules->n[level][coll], forced = *hier_select_forced(level, coll);
+    const hier_rule_algo_t *a = hier_rules_algo(level, coll, (hier_algo_t)forced);
+    const hier_rule_t *r = NULL;
+    if (forced != HIER_ALGO_AUTO && a->known && (has & a->hard) == a->hard) {
+        *rule_p = NULL;
+    } else {
+        for (int i = 0; i + 1 < n && !r; i++)
+            if (hier_select_holds(&list[i], hier_rules_algo(level, coll, list[i].algo)->hard, has, bytes)) r = &list[i];
+        if (!r) r = &list[n - 1];
+        a = hier_rules_algo(level, coll, r->algo);
+        *rule_p = r;
+    }
+    out->path = a->path, out->kind = a->kind, out->net_kind = a->net_kind;
+}
+
+void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out,
+                         const hier_rule_t **rule_p)
+{
+    int level = shape->nnodes > 1 ? HIER_RULE_NET : HIER_RULE_NODE;
+    /* (between nodes, an allgather's rules speak of the whole result: what crosses) */
+    size_t b = level == HIER_RULE_NET && coll == HIER_COLL_ALLGATHER ? bytes * shape->size : bytes;
+    *out = (hier_select_t){.split = level == HIER_RULE_NET && b >= hier_params.net_split_min,
+                           .net_radix = hier_params.net_radix_max};
+    hier_select_rule(level, coll, hier_select_features(shape, b), b, out, rule_p);
 }
 
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out)
 {
-    int net = shape->nnodes > 1;
-    const hier_select_table_t *t = net ? &hier_select_net_tables[coll] : &hier_select_node_tables[coll];
-    size_t b = t->times_size ? bytes * shape->size : bytes;
-    const hier_select_rule_t *r = hier_select_rule(t, hier_select_features(shape, b), b);
-    *out = (hier_select_t){.path = r->path, .kind = r->kind, .net_kind = r->net_kind,
-                           .split = net && b >= hier_params.net_split_min, .net_radix = hier_params.net_radix_max};
+    const hier_rule_t *rule;
+    hier_select_explain(shape, coll, bytes, out, &rule);
 }
 
 /* The slot of (coll, bytes): sizes of a few powers of two apart land apart. */
@@ -238,6 +167,26 @@ static size_t hier_select_slot(hier_coll_t coll, size_t bytes)
 {
     uint64_t h = ((uint64_t)bytes ^ ((uint64_t)coll << 56)) * 0x9e3779b97f4a7c15ull;
     return (size_t)(h >> 60) % HIER_SELECT_CACHE_SLOTS;
+}
+
+/* coll_hier_verbose 2: each rule's first choice on a communicator, and where it came from. */
+static void hier_select_tell(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
+                             size_t bytes, const hier_select_t *choice, const hier_rule_t *rule)
+{
+    if (hier_log_level < HIER_LOG_CHOICE || coll >= HIER_RULE_COLLS) return;
+    int level = shape->nnodes > 1 ? HIER_RULE_NET : HIER_RULE_NODE;
+    const hier_rule_t *list = hier_rules_active()->rule[level][coll];
+    unsigned bit = rule ? (unsigned)(rule - list) : 31;
+    if (cache->told[coll] & (1u << bit)) return;
+    cache->told[coll] |= 1u << bit;
+    static const char *const colls[] = {"allreduce", "allgather", "reduce_scatter"};
+    char from[96];
+    if (!rule) snprintf(from, sizeof(from), "forced by a parameter");
+    else if (rule->line) snprintf(from, sizeof(from), "rules file line %d", rule->line);
+    else snprintf(from, sizeof(from), "built-in %s rule %u", level ? "net" : "node", bit + 1);
+    HIER_LOG(HIER_LOG_CHOICE, "choice on %u rank(s), %u node(s): %s of %zu B: %s (%s); %s", shape->size,
+             shape->nnodes, colls[coll], bytes, rule ? hier_algo_name(rule->algo) : "forced", hier_path_name(choice->path),
+             from);
 }
 
 void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,
@@ -249,7 +198,9 @@ void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape
     }
     size_t i = hier_select_slot(coll, bytes);
     if (!(cache->slot[i].coll_1 == (uint8_t)(coll + 1) && cache->slot[i].bytes == bytes)) {
-        hier_select(shape, coll, bytes, &cache->slot[i].choice);
+        const hier_rule_t *rule;
+        hier_select_explain(shape, coll, bytes, &cache->slot[i].choice, &rule);
+        hier_select_tell(cache, shape, coll, bytes, &cache->slot[i].choice, rule);
         cache->slot[i].bytes = bytes;
         cache->slot[i].coll_1 = (uint8_t)(coll + 1);
     }

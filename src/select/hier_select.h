@@ -1,10 +1,11 @@
-/* hier_select.h: which algorithm serves a call. One rules table per
- * collective and level (one node, between nodes), read top to bottom: the
- * first rule whose conditions hold serves the call. A forced algorithm
- * (coll_hier_<coll>_algorithm, coll_hier_net_algorithm) takes the first rule
- * of that name whose hard conditions hold, and auto's choice otherwise.
- * Pure: it reads the parameters and the shape it is given, nothing else, so
- * every rank of a communicator chooses alike and a unit test sweeps it. */
+/* hier_select.h: which algorithm serves a call. One list of rules per
+ * collective and level (one node, between nodes; hier_select_rules.h),
+ * read top to bottom: the first rule whose conditions hold serves the
+ * call. A forced algorithm (coll_hier_<coll>_algorithm,
+ * coll_hier_net_algorithm) serves where its hard conditions hold, auto's
+ * choice otherwise. Pure: it reads the parameters, the rules and the shape
+ * it is given, nothing else, so every rank of a communicator chooses alike
+ * (the set-up agrees on the rules' digest) and a unit test sweeps it. */
 #ifndef HIER_SELECT_H
 #define HIER_SELECT_H
 
@@ -13,6 +14,14 @@
 
 #include "base/hier_stats.h"
 #include "sched/hier_sched.h"
+#include "select/hier_select_rules.h"
+
+/* A range of blocks, [lo, hi]; lo > hi: none. */
+typedef struct {
+    size_t lo, hi;
+} hier_select_window_t;
+#define HIER_SELECT_WINDOW_ANY ((hier_select_window_t){0, SIZE_MAX})
+#define HIER_SELECT_WINDOW_NONE ((hier_select_window_t){SIZE_MAX, 0})
 
 /* What the communicator looks like to the rules: the same on every rank
  * (the node's fields are given on one node only, 0 otherwise: nodes may
@@ -24,7 +33,7 @@ typedef struct {
     uint32_t numa_groups; /* one node: NUMA domains among its ranks */
     int crowded;          /* one node: more ranks than cores (any rank of it says so) */
     int cma;              /* one node, single copy: -1 not probed yet, 0 unavailable, 1 available */
-    size_t cma_max;       /* one node, probed: the largest allgather block single copy wins at (SIZE_MAX: any) */
+    hier_select_window_t cma_window; /* one node, probed: the allgather blocks single copy wins at */
     size_t ll_capacity;   /* the most bytes the low-latency area holds */
 } hier_select_shape_t;
 
@@ -45,6 +54,9 @@ typedef struct {
  * shape->cma is -1, the caller probes it (hier_node_cma, collective: every
  * rank gets here alike) and selects again with the answer. */
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out);
+/* The same, and the rule that chose (NULL: the algorithm was forced). */
+void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out,
+                         const hier_rule_t **rule_p);
 /* A node's measurement of the allgather's two paths (hier_comm_probe.c):
  * n block sizes, ascending, and the slowest rank's time of a call through
  * the segment and by single copy at each, the same on every rank. */
@@ -54,10 +66,11 @@ typedef struct {
     size_t block[HIER_SELECT_PROBES];
     uint64_t t_shm[HIER_SELECT_PROBES], t_cma[HIER_SELECT_PROBES];
 } hier_select_probe_t;
-/* The window's top: single copy serves the blocks up to where it stops
- * winning (between two probes: their geometric mean), SIZE_MAX when it
- * wins at every probe, 0 when at none (pure: every rank draws the same). */
-size_t hier_select_cma_window(const hier_select_probe_t *p);
+/* The window where single copy serves: from the first probe it wins at to
+ * where it stops winning (a bound between two probes: their geometric
+ * mean; before the first probe or past the last: open), none when it wins
+ * at none (pure: every rank draws the same). */
+hier_select_window_t hier_select_cma_window(const hier_select_probe_t *p);
 /* How a call's data travels, besides the algorithm: decided from what every
  * rank knows alike, so every rank takes the same steps whatever its own
  * buffers (a rank's host or device memory changes only how it stages what
@@ -96,6 +109,7 @@ typedef struct {
     } slot[HIER_SELECT_CACHE_SLOTS];
     int cma_1;                /* the shape's cma + 2 they were made for (0: none yet) */
     unsigned last_1;          /* the slot of the last choice + 1 (a loop asks one size again and again) */
+    uint32_t told[3];         /* by collective, the rules whose choice coll_hier_verbose 2 named (bit 31: forced) */
 } hier_select_cache_t;
 /* hier_select's choice, from the cache or made and kept there: the last
  * one's slot is looked at first, inline (a loop asks one size again and

@@ -155,10 +155,15 @@ has_churn_net_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=net_rd calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
 }
 has_cma_stats() { grep -Eq "^coll:hier:stats coll=allgather path=cma_copy calls=[1-9]" "$1"; }
+# a malformed rules file: refused on every rank with its line, the built-in rules serve
+rules_refused() {
+    [ "$(grep -c "rules $RULES/malformed.rules, line 3: the last rule" "$1")" -ge 2 ] &&
+        grep -q "rules file $RULES/malformed.rules refused; the built-in rules serve" "$1"
+}
 # the window measured once per process (each rank logs its times once) and the allgathers served by
 # hier's segment or single copy, none handed over
 cma_window_measured() {
-    [ "$(grep -c "allgather single copy: .*(segment / single copy: 64 KiB: [0-9.]* / [0-9.]* us" "$1")" = 2 ] &&
+    [ "$(grep -c "allgather single copy: .*(segment / single copy: 16 KiB: [0-9.]* / [0-9.]* us" "$1")" = 2 ] &&
         grep -Eq "^coll:hier:stats coll=allgather path=(cma_copy|shm_copy) calls=[1-9]" "$1" &&
         ! grep -Eq "^coll:hier:stats coll=allgather path=fallback" "$1"
 }
@@ -285,6 +290,22 @@ TCP="$TC --quick --world-only --skip-ompi-bugs --expect fallback:params"
 # the test would count it as one of its own calls. (4.1: han is off anyway.)
 UNEVEN="--mca coll ^han"
 NET="--net"
+# Rules files (docs/rules.md) that make one algorithm serve every call it can
+RULES=$LOG/rules
+mkdir -p "$RULES"
+rules() { # rules NAME LINE...: $RULES/NAME.rules
+    local f=$RULES/$1.rules
+    shift
+    { echo "coll-hier-rules 1"; printf '%s\n' "$@"; } >"$f"
+}
+rules flat "node allreduce flat - 0 any" "node allgather shm - 0 any"
+rules numa "node allreduce numa - 0 any"
+rules rsag "node allreduce rsag - 0 any" "node reduce_scatter shm - 0 any"
+rules cma "node allgather cma - 0 any" "node allgather shm - 0 any"
+rules net_ring "net allreduce ring - 0 any" "net allgather ring - 0 any" "net reduce_scatter ring - 0 any"
+rules net_rd "net allreduce rd - 0 any" "net allgather rd - 0 any" "net reduce_scatter rabenseifner - 0 any"
+rules net_rh "net allreduce rabenseifner - 0 any" "net allgather rabenseifner - 0 any"
+rules malformed "node allreduce rsag - 0 any" "node allreduce flat - 0 1K"
 # Fake nodes: every host name but the first lives in its own UTS namespace
 # (contrib/hier-fake-node), so Open MPI's locality says "another node" and
 # the tcp BTL runs between them. Unbound: each fake node would bind its ranks
@@ -626,7 +647,15 @@ np2_auto_cma_window                 | 2 | local | cma,cpus2 | has_cma_stats | - 
 # auto's single-copy window measured on this node (both paths timed once per process): served by hier
 # (one of its two paths, rank 0's counters), correct, and the times logged
 np2_auto_cma_measured               | 2 | local | cma,cpus2 | cma_window_measured | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
-    --mca coll_hier_allgather_cma_min 1 --mca coll_hier_allgather_ll_max 64 | $TC
+    --mca coll_hier_allgather_ll_max 64 | $TC
+# a rules file makes each algorithm serve in turn: results checked, every call on its path (rank 0's counters)
+np3_rules_flat                      | 3 | local | - | -                    | - | --mca coll_hier_rules $RULES/flat.rules \
+    | $TC --allreduce-path shm_flat --allgather-path shm_copy
+np4_rules_numa                      | 4 | local | - | -                    | - | --mca coll_hier_rules $RULES/numa.rules \
+    --mca coll_hier_numa_ranks_per_domain 2 --mca mpi_yield_when_idle 1 | $TC --allreduce-path shm_numa
+np3_rules_rsag                      | 3 | local | - | -                    | - | --mca coll_hier_rules $RULES/rsag.rules | $TC --allreduce-path shm_rsag
+np3_rules_cma                       | 3 | local | cma | -                  | - | --mca coll_hier_rules $RULES/cma.rules | $TC --allgather-path cma_copy
+np2_rules_malformed                 | 2 | local | - | rules_refused        | - | --mca coll_hier_rules $RULES/malformed.rules | $TC --quick
 np8_auto_numa3                      | 8 | local | - | -                    | - | --mca coll_hier_numa_ranks_per_domain 3 --mca coll_hier_allreduce_ll_max 256 \
     --mca coll_hier_allreduce_flat_max 8K | $TC
 np3_derived                         | 3 | local | - | -                    | - | --mca mpi_param_check 0 | $TC --quick --derived
@@ -662,6 +691,9 @@ np3_fallbacks                       | 3 | local | - | -                    | - |
 # communicator to the previous component, saying so.
 np2_different_params                | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS \
     | $TCP : -np 1 -x OMPI_MCA_coll_hier_allreduce_ll_max=1K -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
+# ...or different rules (the files' contents differ; their paths may)
+np2_different_rules                 | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS --mca coll_hier_rules $RULES/flat.rules \
+    | $TCP : -np 1 -x OMPI_MCA_coll_hier_rules=$RULES/rsag.rules -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
 # Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
 np4_virtual_nodes_shm               | 4 | local | - | -                    | - | $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
     | $TC --quick $NET
@@ -757,6 +789,13 @@ nodes2x2_cuda_fake_driver_tcp       | 4 | 2x2 | - | near_gpu               | - |
 # the default staging chunk: reduce_scatter's first calls unsplit, later ones split
 nodes2x2_cuda_fake_driver_default_chunk | 4 | 2x2 | - | -                  | - | -x LD_LIBRARY_PATH="$FAKECUDA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     -x HIER_FAKE_CUDA_DEVICES=2 --mca coll_hier_fabric_provider tcp | $T/test_cuda
+# between nodes, each algorithm by a rules file (rank 0's counters: every world allreduce on its path)
+nodes2x2_rules_ring                 | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_rules $RULES/net_ring.rules \
+    | $TC --quick --world-only $NET --allreduce-path net_ring
+nodes2x2_rules_rd                   | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_rules $RULES/net_rd.rules \
+    | $TC --quick --world-only $NET --allreduce-path net_rd
+nodes3_uneven_rules_rabenseifner    | 4 | 2,1,1 | - | -                    | - | $UNEVEN --mca coll_hier_fabric_provider tcp --mca coll_hier_rules $RULES/net_rh.rules \
+    --mca coll_hier_net_split_min 0 | $TC --quick --world-only $NET --allreduce-path net_rh
 nodes2x2_ring_big_chunks            | 4 | 2x2 | - | -                      | - | --mca coll_hier_net_algorithm ring --mca coll_hier_net_split_min 0 \
     --mca coll_hier_fabric_slot_size 4K --mca coll_hier_fabric_slots 2 | $TC --quick --world-only $NET --allreduce-path net_ring
 # (a rank whose network peer left on a mismatch its own node never saw waits out the timeout once the

@@ -78,25 +78,28 @@ Test(select, allreduce_forced)
     EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 8193, HIER_PATH_SHM_RSAG); /* does not: auto's choice */
 }
 
-/* Auto: before the probe single copy is chosen from allgather_cma_min up
- * (the caller probes, and measures the window); probed, the node's window
- * holds; the parameter, when set, is the window's top. */
+/* Auto: before the probe single copy is chosen above the low-latency
+ * path (the caller probes, and measures the window); probed, the node's
+ * window holds; the parameters, when set, are the window's bounds. */
 Test(select, allgather_single_copy_window)
 {
     hier_select_shape_t s = one_node(2);
-    size_t lo = hier_params.allgather_cma_min, hi = 128 << 10;
-    cr_assert(hier_params.allgather_ll_max < lo && lo <= hi && hier_params.allgather_cma_max == 0);
-    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hier_params.allgather_ll_max, HIER_PATH_SHM_LL);
-    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo - 1, HIER_PATH_SHM_COPY);
-    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY); /* not probed yet: the caller probes */
+    size_t lo = 32 << 10, hi = 128 << 10, ll = hier_params.allgather_ll_max;
+    cr_assert(!hier_params.allgather_cma_min && !hier_params.allgather_cma_max && ll < lo);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, ll, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, ll + 1, HIER_PATH_CMA_COPY); /* not probed yet: the caller probes */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_CMA_COPY);
-    s.cma = 1, s.cma_max = hi; /* probed: the window measured */
+    s.cma = 1, s.cma_window = (hier_select_window_t){lo, hi}; /* probed: the window measured */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo - 1, HIER_PATH_SHM_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi + 1, HIER_PATH_SHM_COPY);
-    s.cma_max = 0; /* the segment won at every block */
+    s.cma_window = HIER_SELECT_WINDOW_NONE; /* the segment won at every block */
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_SHM_COPY);
-    hier_params.allgather_cma_max = hi; /* the parameter rules over the measurement */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_SHM_COPY);
+    hier_params.allgather_cma_min = lo, hier_params.allgather_cma_max = hi; /* the parameters rule */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo - 1, HIER_PATH_SHM_COPY);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, lo, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi, HIER_PATH_CMA_COPY);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, hi + 1, HIER_PATH_SHM_COPY);
     s.cma = 0; /* probed: unavailable */
@@ -111,21 +114,32 @@ Test(select, allgather_single_copy_window)
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, (size_t)1 << 30, HIER_PATH_SHM_COPY);
 }
 
-/* The measured window: up to the crossover between the last probe single
- * copy won and the first it lost (their geometric mean), all or none. */
+/* The measured window: from the first probe single copy wins at to the
+ * last (a bound between two probes: their geometric mean), all or none. */
 Test(select, allgather_single_copy_window_from_times)
 {
-    hier_select_probe_t p = {.n = 3, .block = {64 << 10, 1 << 20, 8 << 20}, .t_shm = {70, 800, 9000},
-                             .t_cma = {50, 600, 7000}};
-    cr_expect_eq(hier_select_cma_window(&p), SIZE_MAX, "single copy won at every block");
-    p.t_cma[2] = 9500;
-    cr_expect_eq(hier_select_cma_window(&p), (size_t)(2896.309 * 1024), "between 1 MiB and 8 MiB");
-    p.t_cma[1] = 800; /* a tie is the segment's */
-    cr_expect_eq(hier_select_cma_window(&p), 256 << 10, "between 64 KiB and 1 MiB");
-    p.t_cma[0] = 71;
-    cr_expect_eq(hier_select_cma_window(&p), 0, "the segment won at the smallest block");
+    hier_select_probe_t p = {.n = 4, .block = {16 << 10, 64 << 10, 1 << 20, 8 << 20}, .t_shm = {4, 70, 800, 9000},
+                             .t_cma = {3, 50, 600, 7000}};
+    hier_select_window_t w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 0 && w.hi == SIZE_MAX, "single copy won at every block");
+    p.t_cma[3] = 9500;
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 0 && w.hi == (size_t)2965820, "to between 1 MiB and 8 MiB: %zu", w.hi);
+    p.t_cma[0] = 4; /* a tie is the segment's */
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 32 << 10 && w.hi == (size_t)2965820, "from between 16 and 64 KiB: %zu", w.lo);
+    p.t_cma[2] = 900;
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 32 << 10 && w.hi == 256 << 10, "to between 64 KiB and 1 MiB");
+    p.t_cma[1] = 71;
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo > w.hi, "the segment won at every block");
+    p.t_cma[3] = 10, p.t_cma[1] = 71;
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 2965820 && w.hi == SIZE_MAX, "from between 1 and 8 MiB, up");
     p.n = 0;
-    cr_expect_eq(hier_select_cma_window(&p), SIZE_MAX, "nothing timed: the rule's bounds alone");
+    w = hier_select_cma_window(&p);
+    cr_expect(w.lo == 0 && w.hi == SIZE_MAX, "nothing timed: the rule's bounds alone");
 }
 
 Test(select, reduce_scatter_one_node)

@@ -1,0 +1,214 @@
+/* The rules as data: the built-in ones and their file agree, a file's
+ * lists replace theirs, every malformed kind is refused with its line (the
+ * built-in rules kept), a file from another CPU warns, and what select/
+ * chooses follows the file. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "base/hier_log.h"
+#include "base/hier_params.h"
+#include "select/hier_select.h"
+
+static char logged[4096];
+
+static void keep_line(const char *line)
+{
+    snprintf(logged + strlen(logged), sizeof(logged) - strlen(logged), "%s\n", line);
+}
+
+static void setup(void)
+{
+    hier_params_defaults(&hier_params);
+    logged[0] = '\0';
+    hier_log_set_sink(keep_line);
+    cr_assert_eq(hier_rules_load(NULL), 0);
+}
+
+static char *print_rules(const hier_rules_t *r)
+{
+    char *text;
+    size_t len;
+    FILE *m = open_memstream(&text, &len);
+    hier_rules_print(r, m);
+    fclose(m);
+    return text;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    rewind(f);
+    char *text = calloc(1, len + 1);
+    cr_assert_eq(fread(text, 1, len, f), len);
+    fclose(f);
+    return text;
+}
+
+static hier_select_shape_t one_node(uint32_t ranks)
+{
+    return (hier_select_shape_t){.size = ranks, .nnodes = 1, .local_ranks = ranks, .numa_groups = 1, .cma = -1,
+                                 .ll_capacity = 8192};
+}
+
+static hier_path_t path_of(const hier_select_shape_t *s, hier_coll_t coll, size_t bytes)
+{
+    hier_select_t c;
+    hier_select(s, coll, bytes, &c);
+    return c.path;
+}
+
+/* The shipped file is the built-in rules printed, and reads back to them. */
+Test(rules, the_shipped_file_is_the_built_in_rules, .init = setup)
+{
+    const char *src = getenv("HIER_SRCDIR");
+    char path[4096];
+    if (!src) cr_skip_test("HIER_SRCDIR not set (run through make check)");
+    snprintf(path, sizeof(path), "%s/contrib/rules/builtin.rules", src);
+    char *file = slurp(path), *printed = print_rules(hier_rules_builtin());
+    cr_assert_str_eq(file, printed, "contrib/rules/builtin.rules is stale: contrib/hier-info --print-rules > it");
+    hier_rules_t back;
+    cr_assert_eq(hier_rules_parse(file, path, &back), 0, "%s", logged);
+    char *again = print_rules(&back);
+    cr_assert_str_eq(again, printed);
+    free(file), free(printed), free(again);
+}
+
+/* Printing and parsing round-trip, the bounds as parameters or sizes. */
+Test(rules, round_trip_through_the_text, .init = setup)
+{
+    char *text = print_rules(hier_rules_builtin());
+    hier_rules_t r;
+    cr_assert_eq(hier_rules_parse(text, "printed", &r), 0, "%s", logged);
+    for (int l = 0; l < HIER_RULE_LEVELS; l++)
+        for (int c = 0; c < HIER_RULE_COLLS; c++) {
+            cr_assert_eq(r.n[l][c], hier_rules_builtin()->n[l][c]);
+            cr_assert(r.n[l][c] > 0);
+            for (int i = 0; i < r.n[l][c]; i++) {
+                const hier_rule_t *a = &r.rule[l][c][i], *b = &hier_rules_builtin()->rule[l][c][i];
+                cr_assert(a->algo == b->algo && a->need == b->need && a->from.param == b->from.param &&
+                          a->from.value == b->from.value && a->to.param == b->to.param && a->to.value == b->to.value,
+                          "level %d coll %d rule %d", l, c, i);
+            }
+        }
+    free(text);
+}
+
+/* A file's list replaces that list only; its rules name their lines, and
+ * select/ follows them (sizes, conditions, a parameter's value now). */
+Test(rules, a_file_replaces_the_lists_it_gives, .init = setup)
+{
+    char path[] = "/tmp/hier-rules-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "coll-hier-rules 1\n"
+                       "# one node, allreduce: the low-latency path to 256 B, flat to 64K, then rsag\n"
+                       "node allreduce ll   -   0 256\n"
+                       "node allreduce flat -   0 64K\n"
+                       "node allreduce rsag -   0 any\n"
+                       "node allgather shm  -   0 any   # never single copy\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    hier_select_shape_t s = one_node(2);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 256), HIER_PATH_SHM_LL);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 257), HIER_PATH_SHM_FLAT);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 4096), HIER_PATH_SHM_FLAT);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 64 << 10), HIER_PATH_SHM_FLAT);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, (64 << 10) + 1), HIER_PATH_SHM_RSAG);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLGATHER, 1 << 20), HIER_PATH_SHM_COPY);
+    cr_expect_eq(path_of(&s, HIER_COLL_REDUCE_SCATTER, 1 << 20), HIER_PATH_SHM_RS, "the built-in list kept");
+    hier_select_t c;
+    const hier_rule_t *rule;
+    hier_select_explain(&s, HIER_COLL_ALLREDUCE, 1000, &c, &rule);
+    cr_expect(rule && rule->line == 4, "flat is the file's line 4");
+    hier_select_explain(&s, HIER_COLL_REDUCE_SCATTER, 1 << 20, &c, &rule);
+    cr_expect(rule && rule->line == 0, "built in");
+    hier_params.allreduce_algorithm = HIER_ALGO_NUMA; /* forced: the algorithm, whatever the rules */
+    hier_select_explain(&s, HIER_COLL_ALLREDUCE, 1000, &c, &rule);
+    cr_expect(c.path == HIER_PATH_SHM_NUMA && rule == NULL);
+    hier_params.allreduce_algorithm = HIER_ALGO_AUTO;
+    uint32_t digest = hier_rules_digest();
+    cr_assert_eq(hier_rules_load(NULL), 0);
+    cr_expect_neq(digest, hier_rules_digest(), "the ranks compare the rules' digest");
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 4096), HIER_PATH_SHM_RSAG, "built in again");
+    unlink(path);
+}
+
+/* Every malformed kind is refused, the line named, nothing taken. */
+Test(rules, malformed_files_are_refused_with_their_line, .init = setup)
+{
+    static const struct {
+        const char *text;
+        int line;
+        const char *why;
+    } bad[] = {
+        {"", 1, "empty"},
+        {"coll-hier-rules 2\n", 1, "the first line"},
+        {"node allreduce ll - 0 any\n", 1, "the first line"},
+        {"coll-hier-rules 1\nnode allreduce ll - 0\n", 2, "six words"},
+        {"coll-hier-rules 1\n\nnodes allreduce rsag - 0 any\n", 3, "node or net"},
+        {"coll-hier-rules 1\nnode allreduc rsag - 0 any\n", 2, "allreduce, allgather or reduce_scatter"},
+        {"coll-hier-rules 1\nnode allreduce ring - 0 any\n", 2, "no such algorithm"},
+        {"coll-hier-rules 1\nnet allgather rsag - 0 any\n", 2, "no such algorithm"},
+        {"coll-hier-rules 1\nnode allreduce flat fast 0 1K\nnode allreduce rsag - 0 any\n", 2, "unknown condition"},
+        {"coll-hier-rules 1\nnode allreduce flat - 0 1Q\nnode allreduce rsag - 0 any\n", 2, "a bound"},
+        {"coll-hier-rules 1\nnode allreduce flat - 0 no_such_param\nnode allreduce rsag - 0 any\n", 2, "a bound"},
+        {"coll-hier-rules 1\nnode allreduce flat - 0 timeout\nnode allreduce rsag - 0 any\n", 2, "a bound"},
+        {"coll-hier-rules 1\nnode allreduce flat - 4K 1K\nnode allreduce rsag - 0 any\n", 2, "from is above to"},
+        {"coll-hier-rules 1\nnode allreduce rsag - 0 any\nnode allreduce flat - 0 1K\n", 3, "last rule"},
+        {"coll-hier-rules 1\nnode allreduce ll - 0 any\n", 2, "last rule"},
+        {"coll-hier-rules 1\nnode allreduce rsag numa 0 any\n", 2, "last rule"},
+        {"coll-hier-rules 1\nmachine\n", 2, "machine cpu"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hier_rules_t r;
+        char want[64];
+        logged[0] = '\0';
+        cr_expect_eq(hier_rules_parse(bad[i].text, "f", &r), -1, "case %zu taken", i);
+        snprintf(want, sizeof(want), "rules f, line %d: ", bad[i].line);
+        cr_expect(strstr(logged, want) && strstr(logged, bad[i].why), "case %zu: %s", i, logged);
+    }
+    /* too many rules in one list */
+    char many[4096] = "coll-hier-rules 1\n";
+    for (int i = 0; i <= HIER_RULES_MAX; i++) strcat(many, "node allgather shm - 0 any\n");
+    hier_rules_t r;
+    logged[0] = '\0';
+    cr_expect_eq(hier_rules_parse(many, "f", &r), -1);
+    cr_expect(strstr(logged, "too many"), "%s", logged);
+    /* a file that cannot be read or is refused leaves the built-in rules in force */
+    cr_expect_eq(hier_rules_load("/nonexistent/rules"), -1);
+    cr_expect_eq(hier_rules_active(), hier_rules_builtin());
+}
+
+/* A file made on another CPU is taken, with a warning naming both. */
+Test(rules, a_file_from_another_cpu_warns, .init = setup)
+{
+    char path[] = "/tmp/hier-rules-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "coll-hier-rules 1\nmachine cpu Imaginary CPU 9000 @ 1 THz\nnode allgather shm - 0 any\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    cr_expect_str_eq(hier_rules_active()->machine, "Imaginary CPU 9000 @ 1 THz");
+    if (!hier_rules_cpu()[0]) cr_skip_test("no CPU model in /proc/cpuinfo: nothing to compare with");
+    cr_expect(strstr(logged, "made on another CPU (Imaginary CPU 9000 @ 1 THz; this one is "), "%s", logged);
+    /* the same machine: no warning */
+    char same[512];
+    snprintf(same, sizeof(same), "coll-hier-rules 1\nmachine cpu %s\nnode allgather shm - 0 any\n", hier_rules_cpu());
+    fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_eq(write(fd, same, strlen(same)), (ssize_t)strlen(same));
+    close(fd);
+    logged[0] = '\0';
+    cr_assert_eq(hier_rules_load(path), 0);
+    cr_expect(!strstr(logged, "another CPU"), "%s", logged);
+    hier_rules_load(NULL);
+    unlink(path);
+}
