@@ -161,6 +161,7 @@ int main(int argc, char **argv)
     const hier_rules_t *r = hier_rules_active();
     printf("# %s on %d node(s) x %d rank(s); rules: %s%s%s\n", coll_names[coll], nodes, ppn,
            rules ? rules : "built in", r->machine[0] ? ", made on " : "", r->machine);
+    if (nodes == 1) printf("# low-latency area: %zu bytes\n", hier_exec_ll_capacity());
     if (nodes == 1 && coll == HIER_COLL_ALLGATHER && !cma_given)
         printf("# single copy (cma_copy) within the window the node measures at run time (--cma-window to give "
                "one)\n");

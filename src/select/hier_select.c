@@ -117,16 +117,17 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     return f;
 }
 
-static int hier_select_holds(const hier_rule_t *r, unsigned hard, unsigned has, size_t bytes)
+static int hier_select_holds(const hier_rule_t *r, unsigned hard, unsigned has, uint32_t count, size_t bytes)
 {
     unsigned need = r->need | hard;
-    return (has & need) == need && bytes >= hier_rule_bound(r->from) && bytes <= hier_rule_bound(r->to);
+    return (has & need) == need && count >= r->count_lo && count <= r->count_hi && bytes >= hier_rule_bound(r->from) &&
+           bytes <= hier_rule_bound(r->to);
 }
 
 /* The forced algorithm where its hard conditions hold, else the first
  * rule that holds; the last always holds. */
-static void hier_select_rule(int level, hier_coll_t coll, unsigned has, size_t bytes, hier_select_t *out,
-                             const hier_rule_t **rule_p)
+static void hier_select_rule(int level, hier_coll_t coll, unsigned has, uint32_t count, size_t bytes,
+                             hier_select_t *out, const hier_rule_t **rule_p)
 {
     const hier_rules_t *rules = hier_rules_active();
     const hier_rule_t *list = rules->rule[level][coll];
@@ -137,7 +138,8 @@ static void hier_select_rule(int level, hier_coll_t coll, unsigned has, size_t b
         *rule_p = NULL;
     } else {
         for (int i = 0; i + 1 < n && !r; i++)
-            if (hier_select_holds(&list[i], hier_rules_algo(level, coll, list[i].algo)->hard, has, bytes)) r = &list[i];
+            if (hier_select_holds(&list[i], hier_rules_algo(level, coll, list[i].algo)->hard, has, count, bytes))
+                r = &list[i];
         if (!r) r = &list[n - 1];
         a = hier_rules_algo(level, coll, r->algo);
         *rule_p = r;
@@ -153,7 +155,8 @@ void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, siz
     size_t b = level == HIER_RULE_NET && coll == HIER_COLL_ALLGATHER ? bytes * shape->size : bytes;
     *out = (hier_select_t){.split = level == HIER_RULE_NET && b >= hier_params.net_split_min,
                            .net_radix = hier_params.net_radix_max};
-    hier_select_rule(level, coll, hier_select_features(shape, b), b, out, rule_p);
+    uint32_t count = level == HIER_RULE_NET ? shape->nnodes : shape->local_ranks; /* (ppn>=, nodes<=) */
+    hier_select_rule(level, coll, hier_select_features(shape, b), count, b, out, rule_p);
 }
 
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out)

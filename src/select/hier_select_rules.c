@@ -139,17 +139,31 @@ static int hier_rules_parse_bound(const char *word, hier_rule_bound_t *b)
     return 0;
 }
 
-static int hier_rules_parse_when(char *word, unsigned *need)
+/* A count condition, "ppn>=4" or "nodes<=16" (the level's word only). */
+static int hier_rules_parse_count(const char *c, int level, hier_rule_t *rule)
 {
-    *need = 0;
+    const char *word = level == HIER_RULE_NODE ? "ppn" : "nodes";
+    size_t n = strlen(word);
+    char *end;
+    if (strncmp(c, word, n) || (strncmp(c + n, ">=", 2) && strncmp(c + n, "<=", 2))) return -1;
+    unsigned long v = strtoul(c + n + 2, &end, 10);
+    if (end == c + n + 2 || *end || v < 1 || v > UINT32_MAX - 1) return -1;
+    if (c[n] == '>') rule->count_lo = (uint32_t)v;
+    else rule->count_hi = (uint32_t)v;
+    return 0;
+}
+
+static int hier_rules_parse_when(char *word, int level, hier_rule_t *rule)
+{
+    rule->need = 0, rule->count_lo = 0, rule->count_hi = UINT32_MAX;
     if (!strcmp(word, "-")) return 0;
     char *save = NULL;
     for (char *c = strtok_r(word, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
         int i = hier_rules_index(hier_rule_conditions, HIER_SEL_CONDITIONS, c);
-        if (i < 0) return -1;
-        *need |= 1u << i;
+        if (i < 0 && hier_rules_parse_count(c, level, rule) != 0) return -1;
+        if (i >= 0) rule->need |= 1u << i;
     }
-    return 0;
+    return rule->count_lo <= rule->count_hi ? 0 : -1;
 }
 
 /* One rule line's six words into r (why: what is wrong). */
@@ -166,7 +180,8 @@ static int hier_rules_parse_rule(char **w, int line, hier_rules_t *r, const char
     if (algo < 0 || !hier_rules_algo(level, coll, (hier_algo_t)algo)->known)
         return *why = "no such algorithm for this level and collective", -1;
     rule.algo = (hier_algo_t)algo;
-    if (hier_rules_parse_when(w[3], &rule.need) != 0) return *why = "an unknown condition", -1;
+    if (hier_rules_parse_when(w[3], level, &rule) != 0)
+        return *why = "an unknown condition (one node: ppn>=N, ppn<=N; between nodes: nodes>=N, nodes<=N)", -1;
     if (hier_rules_parse_bound(w[4], &rule.from) != 0 || hier_rules_parse_bound(w[5], &rule.to) != 0)
         return *why = "a bound is a size (64K), any, or a size parameter's name", -1;
     if (!rule.from.param && !rule.to.param && rule.from.value > rule.to.value)
@@ -184,7 +199,7 @@ static int hier_rules_check_last(const hier_rules_t *r, const char **why)
         for (int c = 0; c < HIER_RULE_COLLS; c++) {
             if (!r->from_file[l][c]) continue;
             const hier_rule_t *last = &r->rule[l][c][r->n[l][c] - 1];
-            if (last->need || last->from.param || last->from.value || last->to.param || last->to.value != SIZE_MAX ||
+            if (last->need || last->count_lo || last->count_hi != UINT32_MAX || last->from.param || last->from.value || last->to.param || last->to.value != SIZE_MAX ||
                 hier_rules_algo(l, c, last->algo)->hard) {
                 *why = "the last rule of a level and collective must serve every call (when -, from 0, to any, "
                        "an algorithm that needs nothing)";
@@ -369,6 +384,13 @@ void hier_rules_print(const hier_rules_t *r, FILE *out)
                     if (x->need & (1u << k))
                         snprintf(when + strlen(when), sizeof(when) - strlen(when), "%s%s", when[0] ? "," : "",
                                  hier_rule_conditions[k]);
+                const char *count = l == HIER_RULE_NODE ? "ppn" : "nodes";
+                if (x->count_lo)
+                    snprintf(when + strlen(when), sizeof(when) - strlen(when), "%s%s>=%u", when[0] ? "," : "", count,
+                             x->count_lo);
+                if (x->count_hi != UINT32_MAX)
+                    snprintf(when + strlen(when), sizeof(when) - strlen(when), "%s%s<=%u", when[0] ? "," : "", count,
+                             x->count_hi);
                 hier_rules_print_bound(x->from, from, sizeof(from));
                 hier_rules_print_bound(x->to, to, sizeof(to));
                 fprintf(out, "%-7s %-14s %-13s %-20s %-18s %s\n", hier_rule_levels[l], hier_rule_colls[c],
@@ -393,8 +415,9 @@ uint32_t hier_rules_digest(void)
             for (int i = 0; i < r->n[l][c]; i++) {
                 const hier_rule_t *x = &r->rule[l][c][i];
                 uint64_t f[5] = {(uint64_t)l << 40 | (uint64_t)c << 32 | (uint64_t)i, (uint64_t)x->algo << 32 | x->need,
-                                 hier_rules_bound_word(x->from), hier_rules_bound_word(x->to), 0};
-                for (int k = 0; k < 4; k++) h = (h ^ f[k]) * 0x100000001b3ull;
+                                 (uint64_t)x->count_lo << 32 | x->count_hi, hier_rules_bound_word(x->from),
+                                 hier_rules_bound_word(x->to)};
+                for (int k = 0; k < 5; k++) h = (h ^ f[k]) * 0x100000001b3ull;
             }
     return (uint32_t)(h ^ h >> 32);
 }

@@ -11,11 +11,14 @@
  *   node     allgather   cma        own_cores,cma_pays    allgather_cma_min  any
  *
  * A bound is a size (64K), `any`, or a size parameter's name (its value
- * when the call is chosen). */
+ * when the call is chosen). Besides the named conditions, `when` may bound
+ * the node's ranks (one node: ppn>=N, ppn<=N) or the nodes (nodes>=N,
+ * nodes<=N). */
 #ifndef HIER_SELECT_RULES_H
 #define HIER_SELECT_RULES_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/hier_params.h"
@@ -49,6 +52,7 @@ typedef struct {
 typedef struct {
     hier_algo_t algo;
     unsigned need;       /* HIER_SEL_* under auto */
+    uint32_t count_lo, count_hi; /* one node: its ranks; between nodes: the nodes (0, UINT32_MAX: any) */
     hier_rule_bound_t from, to;
     int line;            /* its line in the rules file; 0: built in */
 } hier_rule_t;

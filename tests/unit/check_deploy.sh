@@ -6,6 +6,9 @@
 #     served by hier: rank 0's counters, no fallback;
 #  2. --params-only rewrites the file's coll/hier lines, keeps the others;
 #  3. ssh/hier-mpirun-efa in its tcp form (HIER_IFACE=lo) runs a job hier serves;
+#  3b. --params-only --tune --tune-args --quick: hier-tune (installed) writes
+#     a rules file of this machine, the parameters name it, and a job given
+#     only the parameters file loads it and is served by hier;
 #  4. the EKS manifest is an MPIJob of kubeflow.org/v2beta1 whose workers ask
 #     for EFA, hugepages and a memory-backed /dev/shm, and the Dockerfile's
 #     build step is hier-install.
@@ -69,6 +72,22 @@ if [ -f "$tmp/prefix/lib/openmpi/mca_coll_hier.so" ]; then
         echo "PASS: ssh/hier-mpirun-efa (tcp on lo): served by hier"
     else
         fail "ssh/hier-mpirun-efa"; tail -n 15 "$tmp/ssh.log"
+    fi
+fi
+
+# 3b.
+if [ -f "$tmp/prefix/lib/openmpi/mca_coll_hier.so" ]; then
+    "$D/hier-install" --prefix "$tmp/prefix" --params-file "$tmp/params.conf" --params-only --tune \
+        --tune-args "--quick" >"$tmp/tune.log" 2>&1
+    rules=$(sed -n 's/^coll_hier_rules = //p' "$tmp/params.conf")
+    OMPI_MCA_mca_base_param_files="$tmp/params.conf" mpirun --oversubscribe --bind-to none -np 2 \
+        --mca coll_hier_stats 1 --mca coll_hier_verbose 1 "$tmp/prefix/bin/hier_bench" -b 8 -e 64K -f 8 -n 5 \
+        >"$tmp/tuned-job.log" 2>&1
+    if [ $? -eq 0 ] && [ -n "$rules" ] && head -2 "$rules" | grep -q "^machine cpu " &&
+        grep -q "rules file $rules loaded" "$tmp/tuned-job.log" && served "$tmp/tuned-job.log"; then
+        echo "PASS: hier-install --tune: hier-tune --quick's rules file in the parameters, loaded, served"
+    else
+        fail "hier-install --tune"; tail -n 15 "$tmp/tune.log" "$tmp/tuned-job.log"
     fi
 fi
 

@@ -141,6 +141,44 @@ Test(rules, a_file_replaces_the_lists_it_gives, .init = setup)
     unlink(path);
 }
 
+/* Rules for some node sizes or node counts (what hier-tune writes for the
+ * rank counts it measured). */
+Test(rules, rules_by_ranks_per_node_and_nodes, .init = setup)
+{
+    const char *text = "coll-hier-rules 1\n"
+                       "node allreduce flat ppn<=2        0 any\n"
+                       "node allreduce numa ppn>=3,ppn<=4 0 any\n"
+                       "node allreduce rsag -             0 any\n"
+                       "net  allreduce ring nodes<=4      0 any\n"
+                       "net  allreduce rabenseifner -     0 any\n";
+    hier_rules_t r;
+    cr_assert_eq(hier_rules_parse(text, "t", &r), 0, "%s", logged);
+    char *printed = print_rules(&r);
+    cr_expect(strstr(printed, "numa-") == NULL && strstr(printed, " ppn>=3,ppn<=4 "), "%s", printed);
+    hier_rules_t back;
+    cr_assert_eq(hier_rules_parse(printed, "printed", &back), 0, "%s", logged);
+    cr_expect(back.rule[HIER_RULE_NODE][HIER_COLL_ALLREDUCE][1].count_lo == 3 &&
+              back.rule[HIER_RULE_NODE][HIER_COLL_ALLREDUCE][1].count_hi == 4);
+    free(printed);
+    char path[] = "/tmp/hier-rules-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    hier_select_shape_t s = one_node(2);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_SHM_FLAT);
+    s = one_node(4);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_SHM_NUMA);
+    s = one_node(5);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_SHM_RSAG);
+    s = (hier_select_shape_t){.size = 8, .nnodes = 4};
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_NET_RING);
+    s = (hier_select_shape_t){.size = 10, .nnodes = 5};
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_NET_RH);
+    hier_rules_load(NULL);
+    unlink(path);
+}
+
 /* Every malformed kind is refused, the line named, nothing taken. */
 Test(rules, malformed_files_are_refused_with_their_line, .init = setup)
 {
@@ -166,6 +204,11 @@ Test(rules, malformed_files_are_refused_with_their_line, .init = setup)
         {"coll-hier-rules 1\nnode allreduce ll - 0 any\n", 2, "last rule"},
         {"coll-hier-rules 1\nnode allreduce rsag numa 0 any\n", 2, "last rule"},
         {"coll-hier-rules 1\nmachine\n", 2, "machine cpu"},
+        {"coll-hier-rules 1\nnode allreduce flat nodes<=2 0 1K\nnode allreduce rsag - 0 any\n", 2, "unknown condition"},
+        {"coll-hier-rules 1\nnode allreduce flat ppn>=5,ppn<=2 0 1K\nnode allreduce rsag - 0 any\n", 2,
+         "unknown condition"},
+        {"coll-hier-rules 1\nnet allreduce ring ppn<=2 0 any\nnet allreduce ring - 0 any\n", 2, "unknown condition"},
+        {"coll-hier-rules 1\nnode allreduce rsag ppn>=2 0 any\n", 2, "last rule"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         hier_rules_t r;
