@@ -165,6 +165,9 @@ int main(int argc, char **argv)
     if (nodes == 1 && coll == HIER_COLL_ALLGATHER && !cma_given)
         printf("# single copy (cma_copy) within the window the node measures at run time (--cma-window to give "
                "one)\n");
+    printf("# chunk: the small slots' while a call fits them, else coll_hier_%s (%zu); depth: coll_hier_pipeline_depth "
+           "(%d; 0: 4 on efa, 2 on other providers, 1 on one node)\n", nodes > 1 ? "net_chunk_size" : "shm_chunk_size",
+           nodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size, hier_params.pipeline_depth);
     printf("# %21s  %-13s %-10s %-9s %-5s %-5s %s\n", "bytes", "algorithm", "path", "chunk", "depth", "split",
            "from");
     decision_t cur, next;
