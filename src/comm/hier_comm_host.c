@@ -112,8 +112,9 @@ hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
 
 /* The choice for a call; single copy is probed, and its allgather window
  * measured (collectively: every rank reaches the same choice), the first
- * time a rule wants it; with no_wait, not probed: HIER_IN_PROGRESS (the
- * same answer on every rank). */
+ * time a rule wants it; with no_wait (a request: no collective step), not
+ * probed: the choice without single copy, the segment's (every rank's
+ * shape is alike: only the probe, collective, changes it). */
 hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
                                     hier_select_t *choice_p)
 {
@@ -122,7 +123,12 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
     if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_window = c->node->cma_window;
     hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
     if (choice_p->path == HIER_PATH_CMA_COPY && shape->cma < 0) {
-        if (no_wait) return HIER_IN_PROGRESS;
+        if (no_wait) {
+            hier_select_shape_t without = *shape;
+            without.cma = 0;
+            hier_select(&without, coll, bytes, choice_p);
+            return HIER_OK;
+        }
         int cma = hier_node_cma(c);
         if (cma < 0) return (hier_status_t)cma;
         if (cma && (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max)) {

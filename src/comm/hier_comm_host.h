@@ -38,7 +38,8 @@ hier_path_t hier_comm_path(const hier_comm_t *c, hier_path_t path);
 void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest);
 hier_exec_ll_t hier_comm_ll(hier_comm_t *c);
 /* select/'s choice for a call (single copy probed when a rule first
- * wants it: a collective step, which no_wait does not take: HIER_IN_PROGRESS). */
+ * wants it: a collective step, which no_wait does not take: the choice
+ * without single copy then). */
 hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
                                     hier_select_t *choice_p);
 /* (inline: a loop's calls ask for the last choice again, which select/'s

@@ -177,8 +177,6 @@ static hier_status_t hier_req_plan(hier_req_t *q, int no_wait, hier_path_t *path
     const hier_req_call_t *k = &q->call;
     size_t esize = k->coll == HIER_COLL_ALLGATHER ? 1 : hier_dtype_size(k->dt);
     hier_status_t st = hier_comm_select(c, k->coll, k->count * esize, no_wait, &q->choice);
-    if (st == HIER_IN_PROGRESS)
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "single copy not probed yet", path_p);
     if (st != HIER_OK) return st;
     q->llc = (hier_exec_ll_call_t){.sbuf = k->sbuf, .rbuf = k->rbuf, .esize = esize, .kernel = q->kernel};
     if (k->coll == HIER_COLL_ALLGATHER) q->llc.block = k->count;
