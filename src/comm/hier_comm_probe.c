@@ -23,7 +23,7 @@
 
 /* Blocks timed (each with the whole result of every rank within
  * HIER_PROBE_MAX_TOTAL), and calls per block and path (the least counts). */
-static const size_t hier_probe_blocks[] = {16 << 10, 64 << 10, 1 << 20, 8 << 20};
+static const size_t hier_probe_blocks[] = {64 << 10, 1 << 20, 8 << 20};
 #define HIER_PROBE_MAX_TOTAL ((size_t)32 << 20)
 #define HIER_PROBE_REPS 3
 #define HIER_PROBE_KEPT 8

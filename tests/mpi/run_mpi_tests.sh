@@ -163,7 +163,7 @@ rules_refused() {
 # the window measured once per process (each rank logs its times once) and the allgathers served by
 # hier's segment or single copy, none handed over
 cma_window_measured() {
-    [ "$(grep -c "allgather single copy: .*(segment / single copy: 16 KiB: [0-9.]* / [0-9.]* us" "$1")" = 2 ] &&
+    [ "$(grep -c "allgather single copy: .*(segment / single copy: 64 KiB: [0-9.]* / [0-9.]* us" "$1")" = 2 ] &&
         grep -Eq "^coll:hier:stats coll=allgather path=(cma_copy|shm_copy) calls=[1-9]" "$1" &&
         ! grep -Eq "^coll:hier:stats coll=allgather path=fallback" "$1"
 }
