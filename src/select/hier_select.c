@@ -188,8 +188,8 @@ static void hier_select_tell(hier_select_cache_t *cache, const hier_select_shape
     else if (rule->line) snprintf(from, sizeof(from), "rules file line %d", rule->line);
     else snprintf(from, sizeof(from), "built-in %s rule %u", level ? "net" : "node", bit + 1);
     HIER_LOG(HIER_LOG_CHOICE, "choice on %u rank(s), %u node(s): %s of %zu B: %s (%s); %s", shape->size,
-             shape->nnodes, colls[coll], bytes, rule ? hier_algo_name(rule->algo) : "forced", hier_path_name(choice->path),
-             from);
+             shape->nnodes, colls[coll], bytes, rule ? hier_algo_name(rule->algo) : "forced",
+             hier_path_name(choice->path), from);
 }
 
 void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,

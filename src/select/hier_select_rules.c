@@ -12,7 +12,7 @@
 
 #include "base/hier_log.h"
 
-#define HIER_RULES_VERSION 1
+#define HIER_RULES_VERSION "1"
 
 static const char *const hier_rule_levels[HIER_RULE_LEVELS] = {"node", "net"};
 static const char *const hier_rule_colls[HIER_RULE_COLLS] = {"allreduce", "allgather", "reduce_scatter"};
@@ -87,7 +87,8 @@ static pthread_once_t hier_rules_once = PTHREAD_ONCE_INIT;
 const hier_rule_algo_t *hier_rules_algo(int level, int coll, hier_algo_t algo)
 {
     static const hier_rule_algo_t none = {0};
-    if (level < 0 || level >= HIER_RULE_LEVELS || coll < 0 || coll >= HIER_RULE_COLLS || (unsigned)algo >= HIER_ALGO_COUNT)
+    if (level < 0 || level >= HIER_RULE_LEVELS || coll < 0 || coll >= HIER_RULE_COLLS ||
+        (unsigned)algo >= HIER_ALGO_COUNT)
         return &none;
     return &hier_rule_algos[level][coll][algo];
 }
@@ -199,8 +200,9 @@ static int hier_rules_check_last(const hier_rules_t *r, const char **why)
         for (int c = 0; c < HIER_RULE_COLLS; c++) {
             if (!r->from_file[l][c]) continue;
             const hier_rule_t *last = &r->rule[l][c][r->n[l][c] - 1];
-            if (last->need || last->count_lo || last->count_hi != UINT32_MAX || last->from.param || last->from.value || last->to.param || last->to.value != SIZE_MAX ||
-                hier_rules_algo(l, c, last->algo)->hard) {
+            int any_call = !last->need && !last->count_lo && last->count_hi == UINT32_MAX && !last->from.param &&
+                           !last->from.value && !last->to.param && last->to.value == SIZE_MAX;
+            if (!any_call || hier_rules_algo(l, c, last->algo)->hard) {
                 *why = "the last rule of a level and collective must serve every call (when -, from 0, to any, "
                        "an algorithm that needs nothing)";
                 return last->line;
@@ -238,7 +240,7 @@ static int hier_rules_parse_onto(const char *text, const char *name, const hier_
         if (!n) continue;
         if (!header) {
             header = 1;
-            if (n != 2 || strcmp(w[0], "coll-hier-rules") || atoi(w[1]) != HIER_RULES_VERSION)
+            if (n != 2 || strcmp(w[0], "coll-hier-rules") || strcmp(w[1], HIER_RULES_VERSION))
                 why = "the first line is \"coll-hier-rules 1\"", bad = line;
         } else if (n != 6) {
             why = "a rule has six words: level collective algorithm when from to", bad = line;
@@ -372,7 +374,7 @@ static void hier_rules_print_bound(hier_rule_bound_t b, char *buf, size_t len)
 
 void hier_rules_print(const hier_rules_t *r, FILE *out)
 {
-    fprintf(out, "coll-hier-rules %d\n", HIER_RULES_VERSION);
+    fprintf(out, "coll-hier-rules %s\n", HIER_RULES_VERSION);
     if (r->machine[0]) fprintf(out, "machine cpu %s\n", r->machine);
     fprintf(out, "# level collective     algorithm     when                 from               to\n");
     for (int l = 0; l < HIER_RULE_LEVELS; l++)
