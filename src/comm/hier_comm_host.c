@@ -131,7 +131,9 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
         }
         int cma = hier_node_cma(c);
         if (cma < 0) return (hier_status_t)cma;
-        if (cma && (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max)) {
+        int window_wanted = hier_params.allgather_algorithm == HIER_ALGO_AUTO &&
+                            (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max); /* (forced: no window) */
+        if (cma && window_wanted) {
             hier_status_t st = hier_probe_cma_window(c, &c->node->cma_window);
             if (st != HIER_OK) return st;
         }
