@@ -692,7 +692,8 @@ np3_fallbacks                       | 3 | local | - | -                    | - |
 np2_different_params                | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS \
     | $TCP : -np 1 -x OMPI_MCA_coll_hier_allreduce_ll_max=1K -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
 # ...or different rules (the files' contents differ; their paths may)
-np2_different_rules                 | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS --mca coll_hier_rules $RULES/flat.rules \
+# (each side its own in its environment: Open MPI 5.0's mpirun gives a --mca to every application context)
+np2_different_rules                 | 1 | local | - | has_params_message   | - | $FALLBACK_ARGS -x OMPI_MCA_coll_hier_rules=$RULES/flat.rules \
     | $TCP : -np 1 -x OMPI_MCA_coll_hier_rules=$RULES/rsag.rules -x OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" $TCP
 # Several nodes. Virtual nodes of 2 ranks on this host (coll_hier_ranks_per_node)...
 np4_virtual_nodes_shm               | 4 | local | - | -                    | - | $FALLBACK_ARGS --mca coll_hier_ranks_per_node 2 --mca coll_hier_fabric_provider shm \
