@@ -334,17 +334,20 @@ static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call
     return a->count ? HIER_OK : HIER_ERR_INVALID_ARG;
 }
 
-/* The arrays the shape refers to: fold order, node ranks, reduce_scatter's counts and slices. */
+/* The arrays the shape refers to: fold order, node ranks, one NUMA domain
+ * per node (a forced NUMA tree has one group), reduce_scatter's counts and
+ * slices. */
 static hier_status_t hier_model_arrays(hier_model_sim_t *s, int size, void **mem_p)
 {
     hier_sched_args_t *a = &s->args;
     size_t P = (size_t)s->ppn, N = (size_t)s->nnodes, T = (size_t)size;
-    size_t bytes = P * 4 + (N + 1) * 4 + T * 4 + 2 * T * sizeof(size_t);
+    size_t bytes = 2 * P * 4 + (N + 1) * 4 + T * 4 + 2 * T * sizeof(size_t);
     uint8_t *mem = calloc(1, bytes);
     if (!mem) return HIER_ERR_NO_MEMORY;
     /* the size_t arrays first: they need 8-byte alignment, the uint32_t ones follow */
     size_t *rcounts = (size_t *)(void *)mem, *rdispls = rcounts + T;
     uint32_t *order = (uint32_t *)(void *)(rdispls + T), *first = order + P, *ranks = first + N + 1;
+    uint32_t *group_of = ranks + T; /* (every rank in group 0, zeroed) */
     for (size_t i = 0; i < P; i++) order[i] = (uint32_t)i;
     for (size_t n = 0; n <= N; n++) first[n] = (uint32_t)(n * P);
     for (size_t r = 0; r < T; r++) {
@@ -353,6 +356,9 @@ static hier_status_t hier_model_arrays(hier_model_sim_t *s, int size, void **mem
         rdispls[r] = r * (a->count / T);
     }
     a->order = order, a->node_first = first, a->node_ranks = ranks, a->rcounts = rcounts, a->rdispls = rdispls;
+    /* (group 0: members 0 .. P - 1 = order, first {0, P} = the node's first two, leader rank 0 = order[0]) */
+    a->groups = (hier_sched_groups_t){.ngroups = 1, .group_of = group_of, .leader = order, .first = first,
+                                      .members = order};
     if (a->kind == HIER_SCHED_HIER_REDUCE_SCATTER &&
         hier_sched_slices_pay(hier_params.net_chunk_size / a->esize, s->ppn, size, s->nnodes, 0) &&
         !(a->rs_slices = hier_sched_slices_new(s->ppn, size, s->nnodes))) {
