@@ -3,7 +3,7 @@
 
 #include <pthread.h>
 
-int hier_lock_mt;
+int hier_lock_mt, hier_lock_callers_mt;
 static pthread_mutex_t hier_lock_mutex;
 static pthread_once_t hier_lock_once = PTHREAD_ONCE_INIT;
 
@@ -16,10 +16,11 @@ static void hier_lock_init(void)
     pthread_mutexattr_destroy(&a);
 }
 
-void hier_lock_set_threads(int threads)
+void hier_lock_set_threads(int callers, int progress_thread)
 {
     pthread_once(&hier_lock_once, hier_lock_init);
-    hier_lock_mt = threads != 0;
+    hier_lock_callers_mt = callers != 0;
+    hier_lock_mt = callers || progress_thread;
 }
 
 void hier_lock_take(void)

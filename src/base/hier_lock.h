@@ -17,14 +17,23 @@
 #ifndef HIER_LOCK_H
 #define HIER_LOCK_H
 
-/* Called once, before any communicator: 1 when threads may call at once. */
-void hier_lock_set_threads(int threads);
+/* Called once, before any communicator: whether the application's threads
+ * may call at once (MPI_THREAD_MULTIPLE), and whether hier's progress
+ * thread runs beside them; either takes the lock. */
+void hier_lock_set_threads(int callers, int progress_thread);
 void hier_lock_take(void);
 /* Whether threads may call at once (what hier_lock_set_threads said). */
 extern int hier_lock_mt;
 static inline int hier_lock_threaded(void)
 {
     return hier_lock_mt;
+}
+/* Whether the application's threads may call at once (several threads of
+ * the process may wait in hier's calls). */
+extern int hier_lock_callers_mt;
+static inline int hier_lock_callers_threaded(void)
+{
+    return hier_lock_callers_mt;
 }
 void hier_lock_drop(void);
 

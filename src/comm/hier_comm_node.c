@@ -187,11 +187,13 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
-    /* (not where threads call at once: several threads of a process in
-     * sleeping waits stalled this project's 2-core VMs whole, other
-     * processes' timers too, for up to 28 s, under Open MPI 5.0 and 6.0;
-     * yielding, 1.4 s at most: test_threads on 2 x 2 fake nodes) */
-    w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0 && !hier_lock_threaded();
+    /* (not where the application's threads call at once: several threads of
+     * a process in sleeping waits stalled this project's 2-core VMs whole,
+     * other processes' timers too, for up to 28 s, under Open MPI 5.0 and
+     * 6.0; yielding, 1.4 s at most: test_threads on 2 x 2 fake nodes. hier's
+     * progress thread never waits so: with it, ranks that only yielded kept
+     * the CPUs from another node's ranks for up to a minute, same bed) */
+    w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0 && !hier_lock_callers_threaded();
 }
 
 static uint8_t **hier_node_slots(hier_shm_t *seg, int nranks)

@@ -583,38 +583,68 @@ hier_status_t hier_req_start(hier_req_t *q, hier_path_t *path_p)
 static pthread_t hier_req_thread;
 static _Atomic int hier_req_thread_state; /* 0 none, 1 running, 2 told to stop */
 
+/* Where a request's run stands, as one number that changes whenever it
+ * moves (a step, a chunk, a segment sent or received). */
+static uint64_t hier_req_mark(const hier_req_t *q)
+{
+    const hier_run_req_t *r = &q->run;
+    if (!q->started || q->begun != HIER_OK || q->c->size == 1 || q->choice.path == HIER_PATH_SHM_LL)
+        return q->started; /* (no run: begun or not is all it says) */
+    uint64_t moved = r->r.netx ? r->r.netx->moved : 0;
+    return 1 + moved + ((uint64_t)r->at << 56) + ((uint64_t)r->k << 40) + ((uint64_t)r->started << 24) + r->pos;
+}
+
 /* What the thread does to a communicator's first request: moves its data
  * (begins it, decided as MPI's thread would; steps it). What needs Open
  * MPI (a fiber's messages, a user's operation, a handed-back call) and the
- * end's telling (done()) it leaves to the next MPI call's progress. */
-static void hier_req_thread_step(hier_comm_t *c)
+ * end's telling (done()) it leaves to the next MPI call's progress.
+ * Returns 2 if the request moved, 1 if it was the thread's to move but
+ * waits (for a peer), 0 if it is MPI's thread's. */
+static int hier_req_thread_step(hier_comm_t *c)
 {
     hier_req_t *q = c->req_head;
-    if (!q || q->finished || c->state == HIER_COMM_SETTING || q->call.op == HIER_OP_USER) return;
+    if (!q || q->finished || c->state == HIER_COMM_SETTING || q->call.op == HIER_OP_USER) return 0;
     /* (between nodes, a libfabric the MPI library also drives is left to MPI's
      * threads, unless the parameter says 2: Open MPI 6.0 with its ofi
      * components hung with it so, on 2 x 2 fake nodes) */
-    if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_proc_fabric_shared()) return;
-    if (c->net && !c->net->fabric) return; /* (over Open MPI's point-to-point: MPI's thread) */
-    if (!q->started && !hier_req_begin(q, 1)) return;
+    if (c->layout.nnodes > 1 && hier_params.progress_thread < 2 && hier_proc_fabric_shared()) return 0;
+    if (c->net && !c->net->fabric) return 0; /* (over Open MPI's point-to-point: MPI's thread) */
+    uint64_t mark = hier_req_mark(q);
+    if (!q->started && !hier_req_begin(q, 1)) return 0; /* (left to MPI's thread) */
     hier_status_t st = hier_req_step(q);
-    if (st == HIER_IN_PROGRESS) return;
-    q->finish_st = st;
-    q->finished = 1;
+    if (st != HIER_IN_PROGRESS) {
+        q->finish_st = st;
+        q->finished = 1;
+    }
+    return hier_req_mark(q) != mark ? 2 : 1;
 }
 
-/* Passes over every communicator with requests; between them it sleeps,
- * briefly while there are requests (the network's pace), longer while
- * there are none. */
+/* Passes over every communicator with requests; between them it naps:
+ * HIER_REQ_THREAD_BUSY_NS after a pass that moved a request (the network's
+ * pace), twice as long after each that did not, up to _WAIT_NS while its
+ * requests wait for peers and _IDLE_NS while it has none it may move (only
+ * MPI's thread moves some: between nodes when the MPI library drives
+ * libfabric, over the point-to-point, set-ups). A thread that woke every
+ * 10 us for requests it could not move took the CPU its rank needed: with
+ * ranks sharing CPUs, calls took seconds. */
+#define HIER_REQ_THREAD_BUSY_NS 10000L
+#define HIER_REQ_THREAD_WAIT_NS 160000L
+#define HIER_REQ_THREAD_IDLE_NS 1000000L
 static void *hier_req_thread_main(void *arg)
 {
+    long nap = HIER_REQ_THREAD_IDLE_NS;
     (void)arg;
     while (atomic_load_explicit(&hier_req_thread_state, memory_order_acquire) == 1) {
-        int any = 0;
+        int most = 0;
         pthread_mutex_lock(&hier_req_mutex);
-        for (hier_comm_t *c = hier_req_comms; c; c = c->req_next, any = 1) hier_req_thread_step(c);
+        for (hier_comm_t *c = hier_req_comms; c; c = c->req_next) {
+            int got = hier_req_thread_step(c);
+            if (got > most) most = got;
+        }
         pthread_mutex_unlock(&hier_req_mutex);
-        nanosleep(&(struct timespec){.tv_nsec = any ? 10000 : 1000000}, NULL);
+        long most_nap = most ? HIER_REQ_THREAD_WAIT_NS : HIER_REQ_THREAD_IDLE_NS;
+        nap = most == 2 ? HIER_REQ_THREAD_BUSY_NS : nap * 2 < most_nap ? nap * 2 : most_nap;
+        nanosleep(&(struct timespec){.tv_nsec = nap}, NULL);
     }
     return NULL;
 }

@@ -88,7 +88,7 @@ int mca_coll_hier_init_query(bool enable_progress_threads, bool enable_mpi_threa
     (void)enable_progress_threads;
     if (hier_params.progress_thread < 0) /* (auto: where a CPU is free for it) */
         hier_params.progress_thread = hier_req_thread_choose((int)ompi_process_info.num_local_peers + 1);
-    hier_lock_set_threads(enable_mpi_threads || hier_params.progress_thread); /* (its thread and MPI's at once) */
+    hier_lock_set_threads(enable_mpi_threads, hier_params.progress_thread);
     hier_comm_lend_topology(mca_coll_hier_topology);
 #if MCA_COLL_HIER_HAVE_ACCELERATOR
     const char *acc = opal_accelerator_base_selected_component.base_version.mca_component_name;
