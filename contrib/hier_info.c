@@ -42,6 +42,7 @@ typedef struct {
     const hier_rule_t *rule;
     size_t chunk;
     unsigned depth;
+    int pair; /* one message each way, no chunks (hier_select_pair) */
 } decision_t;
 
 static const char *const level_names[] = {"node", "net"};
@@ -78,7 +79,8 @@ static void decide(const hier_select_shape_t *shape, const hier_model_machine_t 
     hier_model_call_t call = {.coll = coll, .nodes = nodes, .ppn = ppn, .bytes = bytes, .esize = esize,
                               .max_chunks = 1};
     hier_model_result_t res;
-    if (d->choice.path != HIER_PATH_SHM_LL && d->choice.path != HIER_PATH_CMA_COPY &&
+    d->pair = hier_select_pair(shape, coll, bytes, &d->choice);
+    if (d->choice.path != HIER_PATH_SHM_LL && d->choice.path != HIER_PATH_CMA_COPY && !d->pair &&
         hier_model_predict(m, &call, &res) == HIER_OK) {
         d->chunk = res.chunk_bytes;
         d->depth = res.depth;
@@ -88,7 +90,8 @@ static void decide(const hier_select_shape_t *shape, const hier_model_machine_t 
 static int same(const decision_t *a, const decision_t *b)
 {
     return a->choice.path == b->choice.path && a->choice.net_kind == b->choice.net_kind &&
-           a->choice.split == b->choice.split && a->rule == b->rule && a->chunk == b->chunk && a->depth == b->depth;
+           a->choice.split == b->choice.split && a->rule == b->rule && a->chunk == b->chunk && a->depth == b->depth &&
+           a->pair == b->pair;
 }
 
 static void row(const decision_t *d, size_t from, size_t to, int level, int coll, const char *rules)
@@ -97,6 +100,7 @@ static void row(const decision_t *d, size_t from, size_t to, int level, int coll
     size_text(from, a, sizeof(a));
     size_text(to, b, sizeof(b));
     if (d->chunk) size_text(d->chunk, ch, sizeof(ch));
+    if (d->pair) snprintf(ch, sizeof(ch), "pair");
     if (d->depth) snprintf(dp, sizeof(dp), "%u", d->depth);
     origin_text(d, level, coll, rules, org, sizeof(org));
     const char *algo = d->rule ? hier_algo_name(d->rule->algo) : "(forced)";
@@ -168,6 +172,9 @@ int main(int argc, char **argv)
     printf("# chunk: the small slots' while a call fits them, else coll_hier_%s (%zu); depth: coll_hier_pipeline_depth "
            "(%d; 0: 4 on efa, 2 on other providers, 1 on one node)\n", nodes > 1 ? "net_chunk_size" : "shm_chunk_size",
            nodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size, hier_params.pipeline_depth);
+    if (nodes == 2 && ppn == 1)
+        printf("# chunk \"pair\": one message each way from the caller's buffers, no segment "
+               "(coll_hier_net_pair_max: %zu)\n", hier_params.net_pair_max);
     printf("# %21s  %-13s %-10s %-9s %-5s %-5s %s\n", "bytes", "algorithm", "path", "chunk", "depth", "split",
            "from");
     decision_t cur, next;

@@ -219,6 +219,11 @@ static const hier_param_desc_t hier_param_table[] = {
      "Pipeline buffer per rank (as shm_chunk_size) for communicators that span nodes: each chunk is one "
      "round of inter-node messages, so larger chunks mean fewer, longer messages",
      HIER_PARAM_OFF(net_chunk_size), 0, 0, 5},
+    {"net_pair_max", HIER_PARAM_SIZE, "64K",
+     "Communicators of two nodes with one rank each: calls of at most this many bytes (the whole vector) go as "
+     "one message each way from the caller's buffers, without the node level's segment, barriers and copies "
+     "(results bit for bit the schedules'); larger ones, and every call with 0, take the schedules' run",
+     HIER_PARAM_OFF(net_pair_max), 0, 0, 5},
     {"pipeline_depth", HIER_PARAM_INT, "0",
      "Chunks of a call between nodes whose network rounds are in flight at once (1-4; others are taken as the "
      "nearest; 0: by the provider, 4 on efa, 2 on the others): while chunk k's messages travel, chunks k+1 .. "

@@ -65,6 +65,7 @@ typedef struct {
     int net_radix_max;            /* rabenseifner: the largest radix of a level */
     int net_ring_max_nodes;       /* auto: the ring, not a folded rabenseifner, for large messages up to here */
     size_t net_chunk_size;        /* shm_chunk_size of communicators that span nodes */
+    size_t net_pair_max;          /* two nodes of one rank each: one message each way up to here */
     int pipeline_depth;           /* between nodes: chunks whose rounds are in flight at once (0: by the provider) */
     int device_peer_direct;       /* device allgathers go NIC to NIC when the provider takes device memory */
     size_t device_peer_direct_min; /* ... with blocks of this many bytes or more */

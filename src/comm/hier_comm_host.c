@@ -242,6 +242,16 @@ static hier_status_t hier_coll_sched(hier_comm_t *c, const hier_call_t *call, co
     return hier_node_run(c, &args, call->sbuf, call->rbuf, kernel, net_bytes_p);
 }
 
+/* The choice run: low latency on one node; the pair path between two
+ * nodes of one rank each; otherwise a schedule. */
+static hier_status_t hier_coll_go(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
+                                  hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
+{
+    if (choice->path == HIER_PATH_SHM_LL) return hier_coll_ll(c, call, kernel);
+    if (hier_net_pair_serves(c, call, choice)) return hier_net_pair(c, call, kernel, net_bytes_p);
+    return hier_coll_sched(c, call, choice, kernel, net_bytes_p);
+}
+
 /* A call on host buffers (the kernel, the start, its signature, select/'s
  * choice, the run), whichever collective. */
 hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res)
@@ -255,7 +265,6 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
     uint32_t digest = call->coll == HIER_COLL_REDUCE_SCATTER ? hier_coll_rs_displs(c, call->rcounts) : 0;
     hier_comm_sign(c, call->coll, call->count, call->dt, call->op, digest);
     st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);
-    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL) st = hier_coll_ll(c, call, kernel);
-    else if (st == HIER_OK) st = hier_coll_sched(c, call, &choice, kernel, &res->net_bytes);
+    if (st == HIER_OK) st = hier_coll_go(c, call, &choice, kernel, &res->net_bytes);
     return hier_coll_end(hier_comm_failed(c, st), hier_comm_path(c, hier_coll_ran(st, choice.path)), res);
 }

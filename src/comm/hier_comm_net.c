@@ -21,6 +21,7 @@
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_xchg.h"
 #include "comm/hier_proc.h"
+#include "exec/hier_exec_pair.h"
 #include "sched/hier_sched_net.h"
 
 _Static_assert(HIER_RUN_DEPTH_MAX <= HIER_PML_BOXES, "a PML link has a box for every run in flight");
@@ -252,7 +253,8 @@ void hier_net_tier_release(void *mr)
 
 /* The executor's settings for a run over `tier`: schedules send only from
  * my slot, so registered once (it stays with the segment, recycled or
- * not) it goes to the wire in place; refused, sends are copied. */
+ * not) it goes to the wire in place; refused, or no tier (the pair path),
+ * sends are copied. */
 hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
 {
     hier_net_t *net = c->net;
@@ -277,20 +279,47 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         return x;
     }
     hier_fabric_t *fab = hier_proc_fabric();
-    uint8_t *mine = tier->slots[c->layout.me];
-    size_t len = hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg);
-    if (!tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
+    uint8_t *mine = tier ? tier->slots[c->layout.me] : NULL;
+    size_t len = tier ? hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg) : 0;
+    if (tier && !tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
         hier_fabric_mr_reg(fab, mine, len, &tier->mr) != HIER_OK)
         tier->mr = NULL;
-    tier->mr_tried = 1;
+    if (tier) tier->mr_tried = 1;
+    hier_fabric_mr_t *mr = tier ? tier->mr : NULL;
     x->link = &hier_link_chan;
     x->fab = fab;
     x->peers = net->peers;
     x->links = NULL;
     x->boxes = net->boxes;
     x->box = net->box;
-    x->mr = tier->mr;
-    x->mr_base = tier->mr ? mine : NULL;
-    x->mr_len = tier->mr ? len : 0;
+    x->mr = mr;
+    x->mr_base = mr ? mine : NULL;
+    x->mr_len = mr ? len : 0;
     return x;
+}
+
+/* (select/ decides from the shape every rank shares; the level must be made) */
+int hier_net_pair_serves(const hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice)
+{
+    return c->net && hier_select_pair(&c->shape, call->coll, call->bytes, choice);
+}
+
+hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,
+                            uint64_t *net_bytes_p)
+{
+    hier_net_exec_t *x = hier_net_exec_for(c, NULL);
+    hier_status_t st;
+    x->net_bytes = 0;
+    switch (call->coll) {
+    case HIER_COLL_ALLREDUCE:
+        st = hier_exec_pair_allreduce(x, c->rank, call->sbuf, call->rbuf, call->count, call->esize, kernel);
+        break;
+    case HIER_COLL_ALLGATHER: st = hier_exec_pair_allgather(x, c->rank, call->sbuf, call->rbuf, call->count); break;
+    default:
+        st = hier_exec_pair_reduce_scatter(x, c->rank, call->sbuf, call->rbuf, call->rcounts, c->rs_displs,
+                                           call->esize, kernel);
+    }
+    *net_bytes_p += x->net_bytes;
+    x->net_bytes = 0;
+    return st;
 }

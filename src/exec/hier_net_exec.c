@@ -123,6 +123,29 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
     return 0;
 }
 
+/* A message from participant `from`, checked against what its step awaits:
+ * the call's signature (another collective there: a mismatch), then the
+ * tag and the length (schedules that differ). Released when refused. */
+static hier_status_t hier_net_check(const hier_net_exec_t *x, void *link, uint32_t from, hier_link_msg_t *m,
+                                    uint32_t tag, size_t len)
+{
+    hier_status_t st = HIER_OK;
+    if (!hier_sig_same(m->sig, x->sig)) {
+        char theirs[128], mine[128];
+        hier_sig_describe(m->sig, theirs, sizeof(theirs));
+        hier_sig_describe(x->sig, mine, sizeof(mine));
+        HIER_ERROR("mismatched collective: a message of participant %u (another node) is of its %s; this rank "
+                   "runs %s", from, theirs, mine);
+        st = HIER_ERR_MISMATCH;
+    } else if (m->len != len || m->tag != tag) {
+        HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
+                   "of message %u (schedules differ between nodes?)", len, tag, from, m->len, m->tag);
+        st = HIER_ERR_INTERNAL;
+    }
+    if (st != HIER_OK) x->link->release(link, m);
+    return st;
+}
+
 /* Take the next segment of run d's receive if it is there and may land: not
  * on bytes a queued send of the run still has to read. *got_p: whether it did. */
 static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
@@ -143,21 +166,7 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
     hier_status_t st = x->link->try_recv(r->link, x->box + d, seg, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
-    if (!hier_sig_same(m.sig, x->sig)) {
-        char theirs[128], mine[128];
-        hier_sig_describe(m.sig, theirs, sizeof(theirs));
-        hier_sig_describe(x->sig, mine, sizeof(mine));
-        HIER_ERROR("mismatched collective: a message of participant %u (another node) is of its %s; this rank "
-                   "runs %s", r->from, theirs, mine);
-        x->link->release(r->link, &m);
-        return HIER_ERR_MISMATCH;
-    }
-    if (m.len != seg || m.tag != r->tag) {
-        HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
-                   "of message %u (schedules differ between nodes?)", seg, r->tag, r->from, m.len, m.tag);
-        x->link->release(r->link, &m);
-        return HIER_ERR_INTERNAL;
-    }
+    if ((st = hier_net_check(x, r->link, r->from, &m, r->tag, seg)) != HIER_OK) return st;
     if (r->reduce)
         x->bufs->kernel.acc(r->dst + r->done, m.data, m.len / x->bufs->esize);
     else
@@ -480,4 +489,53 @@ void hier_net_exec_abandon(hier_net_exec_t *x)
 {
     for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) x->run[d] = (hier_net_run_t){.q = x->run[d].q};
     x->still_since = 0;
+}
+
+/* The swap's wait: both ends' links, each once connected (a channel's
+ * receiver waits for its sender to connect). The send goes first, so a
+ * refused message (a mismatch, which may end the link) leaves the peer
+ * one to refuse too; the receive is posted before any progress runs. */
+hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, const void *src, size_t len,
+                                 size_t expect, hier_net_swap_t *sw_p)
+{
+    void *out = NULL, *in = NULL;
+    uint32_t box = x->boxes ? x->boxes[p] : 0;
+    int sent = 0, got = 0;
+    uint64_t msg, still_since = 0;
+    hier_link_msg_t m;
+    hier_status_t st = HIER_OK;
+    for (unsigned k = 0;; k++) {
+        uint64_t seen = x->moved;
+        if (!out && (st = hier_net_link(x, p, 1, &out)) != HIER_OK) break;
+        if (out && !sent) { /* (copied: mr NULL, so src is free once sent) */
+            if ((st = x->link->try_send(out, box, tag, src, len, NULL, x->sig, &sent, &msg)) != HIER_OK) break;
+            x->moved += (unsigned)sent;
+            x->net_bytes += sent ? len : 0;
+        }
+        if (!in && (st = hier_net_link(x, p, 0, &in)) != HIER_OK) break;
+        if (in && !got) {
+            if ((st = x->link->try_recv(in, x->box, expect, &m, &got)) != HIER_OK) break;
+            if (got && (st = hier_net_check(x, in, p, &m, tag, expect)) != HIER_OK) { /* (released) */
+                got = 0;
+                break;
+            }
+            x->moved += (unsigned)got;
+        }
+        if (got && sent) {
+            *sw_p = (hier_net_swap_t){.link = in, .msg = m};
+            return HIER_OK;
+        }
+        if (x->moved != seen) still_since = 0;
+        st = x->link->wait_turn(x->fab, x->progress, x->spin, x->progress_every, k, &still_since,
+                                got ? "sending one message (pair)" : "receiving one message (pair)");
+        if (st != HIER_OK) break;
+    }
+    if (got) x->link->release(in, &m);
+    if (st == HIER_ERR_TIMEOUT && in) x->link->report(in, "timed out");
+    return st;
+}
+
+hier_status_t hier_net_exec_swap_done(hier_net_exec_t *x, hier_net_swap_t *sw)
+{
+    return x->link->release(sw->link, &sw->msg);
 }

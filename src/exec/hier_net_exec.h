@@ -149,6 +149,21 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d);
 int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d);
 /* Abandon every run (a dead or stuck peer): none is in flight after. */
 void hier_net_exec_abandon(hier_net_exec_t *x);
+/* A message taken by hier_net_exec_swap, held until hier_net_exec_swap_done. */
+typedef struct {
+    void *link;
+    hier_link_msg_t msg;
+} hier_net_swap_t;
+
+/* One message each way with participant p, outside the runs (none may be
+ * in flight; the pair path's, exec/hier_exec_pair.h): len bytes at src out
+ * (copied: src is the caller's again on return), labelled tag, into run
+ * 0's box, and p's message of exactly `expect` bytes in, checked as a run's
+ * receive is. Waits as finish does (the same turns and clock). Either
+ * length may be 0: the message still goes, carrying the call's signature. */
+hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, const void *src, size_t len,
+                                 size_t expect, hier_net_swap_t *sw_p);
+hier_status_t hier_net_exec_swap_done(hier_net_exec_t *x, hier_net_swap_t *sw);
 /* Where every run in flight stands, logged (a watchdog's question: nothing changes). */
 void hier_net_exec_describe(const hier_net_exec_t *x);
 

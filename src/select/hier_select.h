@@ -57,6 +57,14 @@ void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t byte
 /* The same, and the rule that chose (NULL: the algorithm was forced). */
 void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out,
                          const hier_rule_t **rule_p);
+/* Whether the choice runs as the pair path (exec/hier_exec_pair.h), one
+ * message each way from the caller's buffers, instead of its schedule:
+ * two nodes of one rank each, a choice whose folds the pair's are (an
+ * allreduce's recursive doubling; any allgather or reduce_scatter: each
+ * element folded once, mine first, whatever the algorithm), the whole
+ * vector (allgather: block x size) within coll_hier_net_pair_max. */
+int hier_select_pair(const hier_select_shape_t *shape, hier_coll_t coll, size_t vector_bytes,
+                     const hier_select_t *choice);
 /* A node's measurement of the allgather's two paths (hier_comm_probe.c):
  * n block sizes, ascending, and the slowest rank's time of a call through
  * the segment and by single copy at each, the same on every rank. */

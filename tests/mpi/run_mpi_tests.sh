@@ -753,6 +753,15 @@ nodes4x2_requests_default           | 8 | 4x2 | - | -                      | WAR
 nodes3_uneven_requests_default      | 5 | 2,1,2 | - | -                    | WARMUP=1 | $UNEVEN | $T/test_requests --rounds 200 --seed 9
 nodes2x2_mismatch_default           | 4 | 2x2 | - | -                      | WARMUP=1 | --mca coll_hier_timeout 5 \
     | $T/test_faults mismatch --limit 12
+# two nodes of one rank each: small calls go by the pair path (one message each way, exec/hier_exec_pair.c),
+# its mismatches an error on both ranks, over the point-to-point and over libfabric; the schedules' run
+# at that shape with the pair path off
+nodes2x1_mismatch_default           | 2 | 2x1 | - | -                      | WARMUP=1 | --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --limit 12
+nodes2x1_mismatch_tcp               | 2 | 2x1 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_timeout 5 \
+    | $T/test_faults mismatch --limit 12
+nodes2x1_no_pair_tcp                | 2 | 2x1 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_net_pair_max 0 \
+    | $TC --quick $NET
 # Where the MPI library does not drive the libfabric its ofi components loaded (4.1 and 5.0 over tcp),
 # hier's thread opens it; where it drives it, MPI's thread. (The thread that opens it may end before
 # its creator says it runs: 5.0's components have initialised libfabric already, so it ends at once;

@@ -382,3 +382,31 @@ Test(select, route_peer_direct_and_chunks)
         cr_expect(!route(coll, chunk / per + 1, 4, 0, -1).chunked, "%s: no backend: whole", hier_coll_name(coll));
     }
 }
+
+/* The pair path: two nodes of one rank each, within net_pair_max, and only
+ * for choices whose folds it reproduces (an allreduce's recursive doubling,
+ * not its Rabenseifner, whose second half copies the peer's fold). */
+Test(select, pair_path_two_nodes_of_one_rank)
+{
+    hier_select_shape_t pair = nodes(2, 1), two_by_two = nodes(2, 2), three = nodes(3, 1), one = one_node(2);
+    size_t max = hier_params.net_pair_max;
+    hier_select_t ar = pick(&pair, HIER_COLL_ALLREDUCE, 64), ag = pick(&pair, HIER_COLL_ALLGATHER, 32),
+                  rs = pick(&pair, HIER_COLL_REDUCE_SCATTER, 64);
+    cr_expect(hier_select_pair(&pair, HIER_COLL_ALLREDUCE, 64, &ar));
+    cr_expect(hier_select_pair(&pair, HIER_COLL_ALLGATHER, 64, &ag));
+    cr_expect(hier_select_pair(&pair, HIER_COLL_REDUCE_SCATTER, 64, &rs));
+    cr_expect(hier_select_pair(&pair, HIER_COLL_ALLREDUCE, max, &ar));
+    cr_expect(!hier_select_pair(&pair, HIER_COLL_ALLREDUCE, max + 1, &ar));
+    hier_select_t ar22 = pick(&two_by_two, HIER_COLL_ALLREDUCE, 64), ar3 = pick(&three, HIER_COLL_ALLREDUCE, 64),
+                  ar1 = pick(&one, HIER_COLL_ALLREDUCE, 64);
+    cr_expect(!hier_select_pair(&two_by_two, HIER_COLL_ALLREDUCE, 64, &ar22));
+    cr_expect(!hier_select_pair(&three, HIER_COLL_ALLREDUCE, 64, &ar3));
+    cr_expect(!hier_select_pair(&one, HIER_COLL_ALLREDUCE, 64, &ar1));
+    hier_params.net_algorithm = HIER_ALGO_RH;
+    hier_select_t rh = pick(&pair, HIER_COLL_ALLREDUCE, 64);
+    cr_expect_eq(rh.path, HIER_PATH_NET_RH);
+    cr_expect(!hier_select_pair(&pair, HIER_COLL_ALLREDUCE, 64, &rh));
+    hier_params.net_algorithm = HIER_ALGO_AUTO;
+    hier_params.net_pair_max = 0;
+    cr_expect(!hier_select_pair(&pair, HIER_COLL_ALLREDUCE, 8, &ar));
+}
