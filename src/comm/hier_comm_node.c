@@ -16,44 +16,29 @@
 #include "sched/hier_sched_build.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_proc.h"
+#include "select/hier_select_chunk.h"
 #include "shm/hier_cma.h"
 #include "shm/hier_shm_pool.h"
 
-#define HIER_NODE_SMALL_CHUNK 8192  /* bytes per small pipeline buffer, at least */
-#define HIER_NODE_MAX_CHUNK ((size_t)1 << 30)
 #define HIER_NODE_CROWDED_SPIN 0    /* polls before yielding when ranks outnumber cores */
 /* Step arrays up to this many steps are made at set-up (a few KiB; large
  * communicators' allgather and reduce_scatter bounds grow with their ranks
  * and are made at their first call, with an agreement of their own). */
 #define HIER_NODE_STEPS_AHEAD 256
-/* A call's chunks in flight hold this much of a rank's memory at most in
- * schedule steps and send queues (hier_node_call_depth): at 1,000 nodes x 8
- * a reduce_scatter's chunk has 181,000 steps (33 MB a chunk in flight),
- * allreduce's 10,640 (2 MB). */
-#define HIER_NODE_DEPTH_BYTES ((size_t)16 << 20)
-
 static size_t hier_node_round64(size_t v)
 {
     return (v + 63) & ~(size_t)63;
 }
 
-/* A node segment's small buffers: room for a 64-byte piece per rank
- * (reduce_scatter's blocks), 8 KiB at least. */
-size_t hier_node_small_chunk(int nranks)
-{
-    size_t least = hier_node_round64((size_t)nranks * 64);
-    return least > HIER_NODE_SMALL_CHUNK ? least : HIER_NODE_SMALL_CHUNK;
-}
-
 static hier_shm_shape_t hier_node_shape(int nranks)
 {
-    return (hier_shm_shape_t){.kind = HIER_SHM_NODE, .nranks = nranks, .chunk_bytes = hier_node_small_chunk(nranks)};
+    return (hier_shm_shape_t){.kind = HIER_SHM_NODE, .nranks = nranks, .chunk_bytes = hier_select_small_chunk(nranks)};
 }
 
 /* The small tier's chunk, the same on every node: the smallest node's. */
 static size_t hier_node_small_for_comm(const hier_comm_t *c)
 {
-    return hier_node_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
+    return hier_select_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
 }
 
 hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
@@ -383,29 +368,13 @@ static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 
 /* ---- the pipeline segment ---- */
 
-/* Auto (0): 4 on efa, whose links run at 100 Gbit/s and more, where one
- * chunk's rounds take less time than their latencies (the model: 0.83-0.86
- * of the link bound on 16 p4d nodes at 4, 0.68-0.73 at 2, docs/model.md);
- * 2 on the others (tcp and shm here, where every depth measured the same
- * and 2 a little better at 64 KiB: docs/performance.md). */
-#define HIER_NODE_DEPTH_FAST 4
-#define HIER_NODE_DEPTH_OTHER 2
-
-unsigned hier_node_pipe_depth(int nnodes, const char *provider)
-{
-    int d = hier_params.pipeline_depth;
-    if (d == 0) d = hier_fabric_provider_is_efa(provider) ? HIER_NODE_DEPTH_FAST : HIER_NODE_DEPTH_OTHER;
-    if (nnodes < 2 || d < 1) return 1; /* (one node: no network rounds to overlap) */
-    return d > HIER_RUN_DEPTH_MAX ? HIER_RUN_DEPTH_MAX : (unsigned)d;
-}
-
 /* The chunks in flight the communicator's transport wants: the
  * provider's over libfabric (open: its channels carry the calls), the
  * others' over Open MPI's point-to-point. */
 static unsigned hier_node_transport_depth(const hier_comm_t *c)
 {
     hier_fabric_t *fab = c->net && c->net->fabric ? hier_proc_fabric() : NULL;
-    return hier_node_pipe_depth(c->layout.nnodes, fab ? hier_fabric_provider(fab) : NULL);
+    return hier_select_pipe_depth(c->layout.nnodes, fab ? hier_fabric_provider(fab) : NULL);
 }
 
 /* The pipeline segment of `chunk`: a pipeline buffer for each chunk in
@@ -433,7 +402,7 @@ void hier_node_pipe_redepth(hier_comm_t *c)
  * none does. */
 static size_t hier_node_affordable(const hier_comm_t *c, size_t least)
 {
-    size_t want = hier_node_pipe_chunk_wanted(c->layout.nnodes);
+    size_t want = hier_select_pipe_chunk(c->layout.nnodes);
     size_t budget = hier_proc_shm_budget();
     want = hier_node_round64(want < least ? least : want);
     for (size_t chunk = want; chunk >= least; chunk = hier_node_round64(chunk / 2)) {
@@ -544,41 +513,6 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
     return HIER_OK;
 }
 
-/* Whether one pipeline buffer of `chunk` bytes carries at least a unit of
- * this shape (a multi-node allgather needs a piece of every block). */
-static int hier_node_fits(const hier_sched_args_t *args, size_t chunk)
-{
-    hier_sched_args_t a = *args;
-    a.chunk_bytes = chunk;
-    if (a.kind == HIER_SCHED_HIER_ALLGATHER) return chunk >= (size_t)(a.node_first[a.nnodes] + 1) * 64;
-    return hier_sched_chunk_units(&a) > 0;
-}
-
-size_t hier_node_pipe_chunk_wanted(int nnodes)
-{
-    size_t want = nnodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size;
-    return hier_node_round64(want > HIER_NODE_MAX_CHUNK ? HIER_NODE_MAX_CHUNK : want);
-}
-
-int hier_node_small_serves(const hier_sched_args_t *args, size_t small)
-{
-    hier_sched_args_t a = *args;
-    a.chunk_bytes = small;
-    return hier_node_fits(&a, small) && hier_sched_nchunks(&a) <= 1;
-}
-
-/* The chunk of a call the small slots do not serve in one chunk. */
-static size_t hier_node_chunk_past_small(const hier_sched_args_t *args, size_t small, size_t pipe)
-{
-    if (pipe && hier_node_fits(args, pipe)) return pipe;
-    return hier_node_fits(args, small) ? small : 0; /* (0: a huge allgather without the budget) */
-}
-
-size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe)
-{
-    return hier_node_small_serves(args, small) ? small : hier_node_chunk_past_small(args, small, pipe);
-}
-
 /* The small slots serve every call they hold in one chunk; larger ones
  * the pipeline segment, made when first needed (every rank comes to the
  * same decision: it depends on the call's shape only). */
@@ -586,10 +520,10 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
 {
     hier_node_t *nd = c->node;
     size_t small = hier_node_small_for_comm(c), chunk = small;
-    if (!hier_node_small_serves(args, small)) {
+    if (!hier_select_small_serves(args, small)) {
         hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c, 0) : HIER_OK;
         if (st != HIER_OK) return st;
-        chunk = hier_node_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+        chunk = hier_select_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
     }
     if (!chunk) return HIER_ERR_NOT_SUPPORTED;
     args->chunk_bytes = chunk;
@@ -643,13 +577,6 @@ static unsigned hier_node_ways(const hier_node_t *nd)
     unsigned w = 0;
     while (w <= HIER_RUN_DEPTH_MAX && nd->steps[w]) w++;
     return w;
-}
-
-unsigned hier_node_call_depth(unsigned tier_depth, const hier_sched_args_t *args)
-{
-    size_t per = hier_sched_max_steps(args) * (sizeof(hier_step_t) + sizeof(hier_net_send_t));
-    size_t fits = per ? HIER_NODE_DEPTH_BYTES / per : tier_depth;
-    return fits < 1 ? 1 : fits < tier_depth ? (unsigned)fits : tier_depth;
 }
 
 /* Room for the steps of args run `depth` chunks in flight, made here (this
@@ -731,7 +658,7 @@ static void hier_node_args(const hier_comm_t *c, hier_sched_args_t *args)
 
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args)
 {
-    return c->node->pipe_state == HIER_PIPE_NONE && !hier_node_small_serves(args, hier_node_small_for_comm(c));
+    return c->node->pipe_state == HIER_PIPE_NONE && !hier_select_small_serves(args, hier_node_small_for_comm(c));
 }
 
 /* hier_node_tier's choice without its collective step: without the
@@ -741,7 +668,7 @@ hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args)
 {
     hier_node_t *nd = c->node;
     hier_node_args(c, args);
-    size_t chunk = hier_node_chunk_choice(args, hier_node_small_for_comm(c),
+    size_t chunk = hier_select_chunk(args, hier_node_small_for_comm(c),
                                           nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
     if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
     args->chunk_bytes = chunk;
@@ -759,7 +686,7 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
     hier_status_t st = hier_node_fit(c, args);
     if (st != HIER_OK) return st;
     hier_tier_t *tier = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
-    if (!hier_node_room_grow(c, args, hier_node_call_depth(hier_node_tier_depth(tier), args), &need)) {
+    if (!hier_node_room_grow(c, args, hier_select_call_depth(hier_node_tier_depth(tier), args), &need)) {
         HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
         return HIER_ERR_NO_MEMORY;
     }
@@ -774,7 +701,7 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     hier_tier_t *tier;
     hier_node_args(c, args);
     hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
-    unsigned depth = st == HIER_OK ? hier_node_call_depth(hier_node_tier_depth(tier), args) : 1;
+    unsigned depth = st == HIER_OK ? hier_select_call_depth(hier_node_tier_depth(tier), args) : 1;
     if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
     if (st != HIER_OK) return st;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,

@@ -63,28 +63,10 @@ void hier_node_pipe_redepth(hier_comm_t *c);
 /* Whether a run of this shape wants the pipeline segment, not made yet
  * (the small slots do not carry it in one chunk). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
-/* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed). */
+/* The tier a schedule of this shape runs in (the pipeline segment made,
+ * collectively, when first needed), with the chunk select/ gives
+ * (select/hier_select_chunk.h). */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
-/* The chunk choice hier_node_tier makes, pure (the model asks it too): the
- * small slots' chunk for a node of `nranks` ranks (the fewest any node has,
- * between nodes), the pipeline chunk the parameters ask for, whether the
- * small slots carry a call in one chunk, and the chunk a call runs with
- * given both (pipe 0: no pipeline segment; 0: neither carries it). */
-size_t hier_node_small_chunk(int nranks);
-size_t hier_node_pipe_chunk_wanted(int nnodes);
-/* Chunks of a pipelined call whose network rounds are in flight at once
- * (coll_hier_pipeline_depth between nodes, within 1 .. HIER_RUN_DEPTH_MAX; 1
- * on one node; 0, by the fabric's provider, as libfabric names it: the same
- * on every rank, whose endpoints talk to each other): its pipeline segment
- * holds one more per slot. */
-unsigned hier_node_pipe_depth(int nnodes, const char *provider);
-/* A call's depth over a tier of tier_depth: fewer chunks in flight where
- * its chunks' schedules are so long that their steps and send queues would
- * hold more than HIER_NODE_DEPTH_BYTES (thousands of nodes); the same on
- * every rank (the steps a chunk may have depend on the call's shape alone). */
-unsigned hier_node_call_depth(unsigned tier_depth, const hier_sched_args_t *args);
-int hier_node_small_serves(const hier_sched_args_t *args, size_t small);
-size_t hier_node_chunk_choice(const hier_sched_args_t *args, size_t small, size_t pipe);
 /* Single copy: probed (collectively) at the first call that asks: 1 yes,
  * 0 no, or (negative) the hier_status_t that failed the call. */
 int hier_node_cma(hier_comm_t *c);

@@ -24,10 +24,10 @@
 #include "base/hier_log.h"
 #include "base/hier_nic.h"
 #include "base/hier_params.h"
-#include "comm/hier_comm_node.h"
 #include "exec/hier_exec_ll.h"
 #include "model/hier_model_impl.h"
 #include "sched/hier_sched_build.h"
+#include "select/hier_select_chunk.h"
 
 /* Compacts steps [from, to) onto the chunk's record list. */
 static hier_status_t hier_model_compact(hier_model_sim_t *s, hier_model_chunk_t *c, const hier_step_t *st,
@@ -460,8 +460,8 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     if (st != HIER_OK) return st;
     void *arrays = NULL;
     if ((st = hier_model_arrays(&s, size, &arrays)) != HIER_OK) return st;
-    s.args.chunk_bytes = hier_node_chunk_choice(&s.args, hier_node_small_chunk(call->ppn),
-                                                hier_node_pipe_chunk_wanted(call->nodes));
+    s.args.chunk_bytes = hier_select_chunk(&s.args, hier_select_small_chunk(call->ppn),
+                                                hier_select_pipe_chunk(call->nodes));
     if (!s.args.chunk_bytes) {
         free(s.args.rs_slices);
         free(arrays);
@@ -493,9 +493,9 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     out.nchunks = hier_sched_nchunks(&s.args);
     /* the depth hier_node_prep gives the call: the pipeline segment's (its parities less one, fewer for
      * very long chunk schedules); the small slots carry one chunk at a time */
-    s.depth = s.args.chunk_bytes == hier_node_small_chunk(call->ppn)
+    s.depth = s.args.chunk_bytes == hier_select_small_chunk(call->ppn)
                   ? 1
-                  : hier_node_call_depth(hier_node_pipe_depth(call->nodes, m->provider), &s.args);
+                  : hier_select_call_depth(hier_select_pipe_depth(call->nodes, m->provider), &s.args);
     out.depth = s.depth;
     /* (enough chunks for the pipeline's steady state past its fill, and two groups before its drain) */
     size_t most = call->max_chunks > 0 ? (size_t)call->max_chunks : 2 + 4 * (size_t)s.depth;

@@ -2,7 +2,7 @@
  * rails, from the schedules production runs (issue 13's cost model).
  *
  * The communicator's own decisions make the call: the selection table
- * (hier_select), the pieces, the chunk (hier_node_chunk_choice), the NIC
+ * (hier_select), the pieces, the chunk (hier_select_chunk), the NIC
  * plan (hier_nic_assign); the builders (hier_sched_build) then give every
  * rank its steps, chunk by chunk, and a discrete-event simulation times
  * them on a machine description: copies and reductions at a core's rate

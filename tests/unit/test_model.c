@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "base/hier_params.h"
-#include "comm/hier_comm_node.h"
+#include "select/hier_select_chunk.h"
 #include "model/hier_model.h"
 
 static hier_model_machine_t fast_node(int rails, double gbps)
@@ -229,14 +229,14 @@ Test(model, default_depth_by_provider)
     cr_assert_eq(tcp.depth, 2u, "tcp: %u in flight", tcp.depth);
     cr_assert(bound / efa.time_us >= 0.8, "efa by default: %.2f of the bound", bound / efa.time_us);
     cr_assert(bound / tcp.time_us < 0.8, "tcp's depth on these links: %.2f of the bound", bound / tcp.time_us);
-    cr_assert_eq(hier_node_pipe_depth(16, "efa-direct"), 4u);
-    cr_assert_eq(hier_node_pipe_depth(16, "shm"), 2u);
-    cr_assert_eq(hier_node_pipe_depth(16, NULL), 2u);
-    cr_assert_eq(hier_node_pipe_depth(1, "efa"), 1u, "one node");
+    cr_assert_eq(hier_select_pipe_depth(16, "efa-direct"), 4u);
+    cr_assert_eq(hier_select_pipe_depth(16, "shm"), 2u);
+    cr_assert_eq(hier_select_pipe_depth(16, NULL), 2u);
+    cr_assert_eq(hier_select_pipe_depth(1, "efa"), 1u, "one node");
     hier_params.pipeline_depth = 3;
-    cr_assert_eq(hier_node_pipe_depth(16, "efa"), 3u, "a depth asked for is kept");
+    cr_assert_eq(hier_select_pipe_depth(16, "efa"), 3u, "a depth asked for is kept");
     hier_params.pipeline_depth = 9;
-    cr_assert_eq(hier_node_pipe_depth(16, "tcp"), 4u, "past the most: the most");
+    cr_assert_eq(hier_select_pipe_depth(16, "tcp"), 4u, "past the most: the most");
     hier_params.pipeline_depth = -1;
-    cr_assert_eq(hier_node_pipe_depth(16, "efa"), 1u, "below 1: 1");
+    cr_assert_eq(hier_select_pipe_depth(16, "efa"), 1u, "below 1: 1");
 }
