@@ -170,7 +170,8 @@ int main(int argc, char **argv)
         printf("# single copy (cma_copy) within the window the node measures at run time (--cma-window to give "
                "one)\n");
     printf("# chunk: the small slots' while a call fits them, else coll_hier_%s (%zu); depth: coll_hier_pipeline_depth "
-           "(%d; 0: 4 on efa, 2 on other providers, 1 on one node)\n", nodes > 1 ? "net_chunk_size" : "shm_chunk_size",
+           "(%d; 0: 4 on efa, 2 on other providers, 1 on one node); a rule's chunk= and depth= lower them\n",
+           nodes > 1 ? "net_chunk_size" : "shm_chunk_size",
            nodes > 1 ? hier_params.net_chunk_size : hier_params.shm_chunk_size, hier_params.pipeline_depth);
     if (nodes == 2 && ppn == 1)
         printf("# chunk \"pair\": one message each way from the caller's buffers, no segment "

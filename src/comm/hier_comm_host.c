@@ -149,7 +149,8 @@ hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choi
 {
     return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,
                                .esize = esize, .count = count,
-                               .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1};
+                               .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1,
+                               .chunk_cap = choice->chunk, .depth_cap = choice->depth};
 }
 
 /* The common start, after the caller's hier_comm_prepare (hier_comm.c; the

@@ -324,7 +324,8 @@ static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call
     hier_sched_args_t *a = &s->args;
     *a = (hier_sched_args_t){.kind = out->choice.kind, .net_kind = out->choice.net_kind,
                              .net_radix = out->choice.net_radix, .nranks = call->ppn,
-                             .esize = call->esize, .count = elems, .pieces = out->pieces, .nnodes = call->nodes};
+                             .esize = call->esize, .count = elems, .pieces = out->pieces, .nnodes = call->nodes,
+                             .chunk_cap = out->choice.chunk, .depth_cap = out->choice.depth};
     if (call->coll == HIER_COLL_ALLGATHER) {
         a->esize = 1;
         a->count = block * call->esize;

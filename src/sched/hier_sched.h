@@ -151,6 +151,11 @@ typedef struct {
     struct hier_sched_slices *rs_slices;
     bool in_place;
     size_t chunk_bytes;  /* capacity of one pipeline buffer; at least nranks x 64 */
+    /* a rule's chunk= and depth= (0: none): caps the communicator puts on
+     * the chunk and the chunks in flight (select/hier_select_chunk.h), which
+     * the schedules do not read */
+    size_t chunk_cap;
+    unsigned depth_cap;
     const uint32_t *order;  /* 0..nranks-1, the fold order of flat and rsag reductions */
     hier_sched_groups_t groups; /* NUMA */
     /* several nodes: this node's index, the node count, how many local ranks

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/hier_log.h"
 #include "base/hier_params.h"
@@ -145,6 +146,7 @@ static void hier_select_rule(int level, hier_coll_t coll, unsigned has, uint32_t
         *rule_p = r;
     }
     out->path = a->path, out->kind = a->kind, out->net_kind = a->net_kind;
+    if (r) out->chunk = r->chunk, out->depth = r->depth;
 }
 
 void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out,
@@ -187,9 +189,12 @@ static void hier_select_tell(hier_select_cache_t *cache, const hier_select_shape
     if (!rule) snprintf(from, sizeof(from), "forced by a parameter");
     else if (rule->line) snprintf(from, sizeof(from), "rules file line %d", rule->line);
     else snprintf(from, sizeof(from), "built-in %s rule %u", level ? "net" : "node", bit + 1);
-    HIER_LOG(HIER_LOG_CHOICE, "choice on %u rank(s), %u node(s): %s of %zu B: %s (%s); %s", shape->size,
+    char pipe[64] = "";
+    if (choice->chunk) snprintf(pipe, sizeof(pipe), ", chunk=%zu", choice->chunk);
+    if (choice->depth) snprintf(pipe + strlen(pipe), sizeof(pipe) - strlen(pipe), ", depth=%u", choice->depth);
+    HIER_LOG(HIER_LOG_CHOICE, "choice on %u rank(s), %u node(s): %s of %zu B: %s (%s%s); %s", shape->size,
              shape->nnodes, colls[coll], bytes, rule ? hier_algo_name(rule->algo) : "forced",
-             hier_path_name(choice->path), from);
+             hier_path_name(choice->path), pipe, from);
 }
 
 void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape_t *shape, hier_coll_t coll,

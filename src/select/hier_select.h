@@ -44,6 +44,8 @@ typedef struct {
     hier_net_kind_t net_kind; /* several nodes: between them */
     int split;                /* several nodes: every local rank drives the network with its own piece */
     int net_radix;            /* several nodes, rabenseifner: the largest radix */
+    size_t chunk;             /* the rule's chunk=, unsigned its depth=: caps on the parameters' */
+    unsigned depth;           /* (0: none; hier_select_chunk.h applies them) */
 } hier_select_t;
 
 /* `bytes`: allreduce, the vector; allgather, one rank's block; reduce_scatter,

@@ -48,6 +48,7 @@ unsigned hier_select_call_depth(unsigned tier_depth, const hier_sched_args_t *ar
 {
     size_t per = hier_sched_max_steps(args) * (sizeof(hier_step_t) + sizeof(hier_net_send_t));
     size_t fits = per ? HIER_SELECT_DEPTH_BYTES / per : tier_depth;
+    if (args->depth_cap && args->depth_cap < fits) fits = args->depth_cap;
     return fits < 1 ? 1 : fits < tier_depth ? (unsigned)fits : tier_depth;
 }
 
@@ -70,6 +71,8 @@ int hier_select_small_serves(const hier_sched_args_t *args, size_t small)
 
 size_t hier_select_chunk_past_small(const hier_sched_args_t *args, size_t small, size_t pipe)
 {
+    size_t cap = hier_select_round64(args->chunk_cap);
+    if (pipe && cap && cap < pipe && hier_select_fits(args, cap)) return cap; /* (a rule's chunk=) */
     if (pipe && hier_select_fits(args, pipe)) return pipe;
     return hier_select_fits(args, small) ? small : 0;
 }

@@ -26,13 +26,15 @@ unsigned hier_select_pipe_depth(int nnodes, const char *provider);
 /* A call's depth over a tier of tier_depth: fewer chunks in flight where
  * its chunks' schedules are so long that their steps and send queues would
  * hold more than HIER_SELECT_DEPTH_BYTES (thousands of nodes); the same on
- * every rank (the steps a chunk may have depend on the call's shape alone). */
+ * every rank (the steps a chunk may have depend on the call's shape alone);
+ * a rule's depth= lower still. */
 unsigned hier_select_call_depth(unsigned tier_depth, const hier_sched_args_t *args);
 /* Whether the small buffers carry the call in one chunk. */
 int hier_select_small_serves(const hier_sched_args_t *args, size_t small);
 /* The chunk of a call the small buffers do not serve in one: the pipeline
- * segment's (pipe 0: none made), else the small buffers', 0: neither
- * carries it (a huge allgather without the budget). */
+ * segment's (pipe 0: none made), or a rule's chunk= below it (whole cache
+ * lines), else the small buffers', 0: neither carries it (a huge allgather
+ * without the budget). */
 size_t hier_select_chunk_past_small(const hier_sched_args_t *args, size_t small, size_t pipe);
 /* The chunk a call runs with, given both. */
 size_t hier_select_chunk(const hier_sched_args_t *args, size_t small, size_t pipe);

@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "base/hier_log.h"
+#include "exec/hier_run.h"
+
+_Static_assert(HIER_RUN_DEPTH_MAX == 4, "depth=N's message says 1 to 4");
 
 #define HIER_RULES_VERSION "1"
 
@@ -167,8 +170,33 @@ static int hier_rules_parse_when(char *word, int level, hier_rule_t *rule)
     return rule->count_lo <= rule->count_hi ? 0 : -1;
 }
 
-/* One rule line's six words into r (why: what is wrong). */
-static int hier_rules_parse_rule(char **w, int line, hier_rules_t *r, const char **why)
+/* A rule's pipelining words after its six, chunk=SIZE and depth=N (each
+ * once; depth between nodes only, neither where the algorithm has no
+ * pipeline). */
+static int hier_rules_parse_pipe(char **w, int n, int level, hier_rule_t *rule, const char **why)
+{
+    int pipelined = rule->algo != HIER_ALGO_LL && rule->algo != HIER_ALGO_CMA;
+    for (int i = 6; i < n; i++) {
+        char *end;
+        if (!strncmp(w[i], "chunk=", 6) && !rule->chunk) {
+            if (hier_params_parse_size(w[i] + 6, &rule->chunk) != 0 || rule->chunk < 64)
+                return *why = "chunk=SIZE is a size of 64 bytes or more", -1;
+        } else if (!strncmp(w[i], "depth=", 6) && !rule->depth) {
+            unsigned long v = strtoul(w[i] + 6, &end, 10);
+            if (end == w[i] + 6 || *end || v < 1 || v > HIER_RUN_DEPTH_MAX)
+                return *why = "depth=N is 1 to 4 (chunks in flight)", -1;
+            if (level != HIER_RULE_NET) return *why = "depth applies between nodes (net rules)", -1;
+            rule->depth = (unsigned)v;
+        } else {
+            return *why = "after the six words, only chunk=SIZE and depth=N, each once", -1;
+        }
+    }
+    if ((rule->chunk || rule->depth) && !pipelined) return *why = "ll and cma have no pipeline (chunk, depth)", -1;
+    return 0;
+}
+
+/* One rule line's words into r (why: what is wrong). */
+static int hier_rules_parse_rule(char **w, int n, int line, hier_rules_t *r, const char **why)
 {
     int level = hier_rules_index(hier_rule_levels, HIER_RULE_LEVELS, w[0]);
     int coll = hier_rules_index(hier_rule_colls, HIER_RULE_COLLS, w[1]);
@@ -187,6 +215,7 @@ static int hier_rules_parse_rule(char **w, int line, hier_rules_t *r, const char
         return *why = "a bound is a size (64K), any, or a size parameter's name", -1;
     if (!rule.from.param && !rule.to.param && rule.from.value > rule.to.value)
         return *why = "from is above to", -1;
+    if (hier_rules_parse_pipe(w, n, level, &rule, why) != 0) return -1;
     if (!r->from_file[level][coll]) r->from_file[level][coll] = 1, r->n[level][coll] = 0;
     if (r->n[level][coll] == HIER_RULES_MAX) return *why = "too many rules for one level and collective", -1;
     r->rule[level][coll][r->n[level][coll]++] = rule;
@@ -225,7 +254,7 @@ static int hier_rules_parse_onto(const char *text, const char *name, const hier_
         next = strchr(l, '\n');
         if (next) *next++ = '\0';
         line++;
-        char *hash = strchr(l, '#'), *w[7];
+        char *hash = strchr(l, '#'), *w[9];
         if (hash) *hash = '\0';
         l += strspn(l, " \t\r");
         if (header && !strncmp(l, "machine", 7) && (!l[7] || strchr(" \t\r", l[7]))) {
@@ -236,15 +265,16 @@ static int hier_rules_parse_onto(const char *text, const char *name, const hier_
             continue;
         }
         int n = 0;
-        for (char *t = strtok_r(l, " \t\r", &save); t && n < 7; t = strtok_r(NULL, " \t\r", &save)) w[n++] = t;
+        for (char *t = strtok_r(l, " \t\r", &save); t && n < 9; t = strtok_r(NULL, " \t\r", &save)) w[n++] = t;
         if (!n) continue;
         if (!header) {
             header = 1;
             if (n != 2 || strcmp(w[0], "coll-hier-rules") || strcmp(w[1], HIER_RULES_VERSION))
                 why = "the first line is \"coll-hier-rules 1\"", bad = line;
-        } else if (n != 6) {
-            why = "a rule has six words: level collective algorithm when from to", bad = line;
-        } else if (hier_rules_parse_rule(w, line, &r, &why) != 0) {
+        } else if (n < 6 || n > 8) {
+            why = "a rule has six words (level collective algorithm when from to), then chunk=SIZE and depth=N if "
+                  "any", bad = line;
+        } else if (hier_rules_parse_rule(w, n, line, &r, &why) != 0) {
             bad = line;
         }
     }
@@ -395,8 +425,12 @@ void hier_rules_print(const hier_rules_t *r, FILE *out)
                              x->count_hi);
                 hier_rules_print_bound(x->from, from, sizeof(from));
                 hier_rules_print_bound(x->to, to, sizeof(to));
-                fprintf(out, "%-7s %-14s %-13s %-20s %-18s %s\n", hier_rule_levels[l], hier_rule_colls[c],
-                        hier_algo_name(x->algo), when[0] ? when : "-", from, to);
+                char pipe[64] = "", chunk[32];
+                hier_rules_print_size(x->chunk, chunk, sizeof(chunk));
+                if (x->chunk) snprintf(pipe, sizeof(pipe), " chunk=%s", chunk);
+                if (x->depth) snprintf(pipe + strlen(pipe), sizeof(pipe) - strlen(pipe), " depth=%u", x->depth);
+                fprintf(out, "%-7s %-14s %-13s %-20s %-18s %s%s\n", hier_rule_levels[l], hier_rule_colls[c],
+                        hier_algo_name(x->algo), when[0] ? when : "-", from, to, pipe);
             }
 }
 
@@ -416,10 +450,10 @@ uint32_t hier_rules_digest(void)
         for (int c = 0; c < HIER_RULE_COLLS; c++)
             for (int i = 0; i < r->n[l][c]; i++) {
                 const hier_rule_t *x = &r->rule[l][c][i];
-                uint64_t f[5] = {(uint64_t)l << 40 | (uint64_t)c << 32 | (uint64_t)i, (uint64_t)x->algo << 32 | x->need,
+                uint64_t f[6] = {(uint64_t)l << 40 | (uint64_t)c << 32 | (uint64_t)i, (uint64_t)x->algo << 32 | x->need,
                                  (uint64_t)x->count_lo << 32 | x->count_hi, hier_rules_bound_word(x->from),
-                                 hier_rules_bound_word(x->to)};
-                for (int k = 0; k < 5; k++) h = (h ^ f[k]) * 0x100000001b3ull;
+                                 hier_rules_bound_word(x->to), (uint64_t)x->chunk << 8 | x->depth};
+                for (int k = 0; k < 6; k++) h = (h ^ f[k]) * 0x100000001b3ull;
             }
     return (uint32_t)(h ^ h >> 32);
 }

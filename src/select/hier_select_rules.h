@@ -13,7 +13,9 @@
  * A bound is a size (64K), `any`, or a size parameter's name (its value
  * when the call is chosen). Besides the named conditions, `when` may bound
  * the node's ranks (one node: ppn>=N, ppn<=N) or the nodes (nodes>=N,
- * nodes<=N). */
+ * nodes<=N). A rule may end with chunk=SIZE and, between nodes, depth=N:
+ * how its calls are pipelined (hier_select_chunk.h: at most what the
+ * pipeline segment, made by the parameters, holds). */
 #ifndef HIER_SELECT_RULES_H
 #define HIER_SELECT_RULES_H
 
@@ -54,6 +56,8 @@ typedef struct {
     unsigned need;       /* HIER_SEL_* under auto */
     uint32_t count_lo, count_hi; /* one node: its ranks; between nodes: the nodes (0, UINT32_MAX: any) */
     hier_rule_bound_t from, to;
+    size_t chunk;        /* chunk=SIZE: its calls' pipeline chunk, at most the segment's (0: the parameters') */
+    unsigned depth;      /* depth=N, between nodes: their chunks in flight, at most the segment's (0: likewise) */
     int line;            /* its line in the rules file; 0: built in */
 } hier_rule_t;
 

@@ -106,6 +106,7 @@ case_run() {
 has_refused_registration() {
     grep -q "cannot register FI_HMEM_CUDA memory" "$1" && ! grep -q "coll:hier:error" "$1"
 }
+has_rule_pipelining() { grep -q "allreduce of [0-9]* B: ring (net_ring, chunk=16384, depth=1); rules file line 2" "$1"; }
 has_mismatch_message() { grep -q "mismatched collective: rank [0-9]* called iall" "$1"; }
 has_params_message() { grep -q "different coll_hier parameters" "$1"; }
 has_shm_message() { grep -q "cannot create shared-memory file" "$1" && grep -q "shared-memory segment unavailable" "$1"; }
@@ -305,6 +306,7 @@ rules cma "node allgather cma - 0 any" "node allgather shm - 0 any"
 rules net_ring "net allreduce ring - 0 any" "net allgather ring - 0 any" "net reduce_scatter ring - 0 any"
 rules net_rd "net allreduce rd - 0 any" "net allgather rd - 0 any" "net reduce_scatter rabenseifner - 0 any"
 rules net_rh "net allreduce rabenseifner - 0 any" "net allgather rabenseifner - 0 any"
+rules net_ring_pipe "net allreduce ring - 0 any chunk=16K depth=1"
 rules malformed "node allreduce rsag - 0 any" "node allreduce flat - 0 1K"
 # Fake nodes: every host name but the first lives in its own UTS namespace
 # (contrib/hier-fake-node), so Open MPI's locality says "another node" and
@@ -806,6 +808,9 @@ nodes2x2_rules_ring                 | 4 | 2x2 | - | -                      | - |
     | $TC --quick --world-only $NET --allreduce-path net_ring
 nodes2x2_rules_rd                   | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_rules $RULES/net_rd.rules \
     | $TC --quick --world-only $NET --allreduce-path net_rd
+# a rule's chunk= and depth=: the pipeline cut and run as it says (logged with the choice), results right
+nodes2x2_rules_ring_pipelining      | 4 | 2x2 | - | has_rule_pipelining    | - | --mca coll_hier_fabric_provider tcp \
+    --mca coll_hier_rules $RULES/net_ring_pipe.rules --mca coll_hier_verbose 2 | $TC --quick --world-only $NET --allreduce-path net_ring
 nodes3_uneven_rules_rabenseifner    | 4 | 2,1,1 | - | -                    | - | $UNEVEN --mca coll_hier_fabric_provider tcp --mca coll_hier_rules $RULES/net_rh.rules \
     --mca coll_hier_net_split_min 0 | $TC --quick --world-only $NET --allreduce-path net_rh
 nodes2x2_ring_big_chunks            | 4 | 2x2 | - | -                      | - | --mca coll_hier_net_algorithm ring --mca coll_hier_net_split_min 0 \

@@ -2,7 +2,7 @@
 # check_hier_info.sh: hier-info's account of a fixed rules file (docs/rules.md):
 #  1. each size range with its algorithm, path and the file's line, by the node's ranks;
 #  2. a forced algorithm named as forced, with its path;
-#  3. the built-in rules between nodes named as such;
+#  3. the built-in rules between nodes named as such; a rule's chunk= and depth=;
 #  4. --print-rules prints the file's rules back, read the same way;
 #  5. a malformed file refused, its line named, exit status 2.
 # Exit 0 when all pass, 1 otherwise.
@@ -51,6 +51,11 @@ check "a forced algorithm" "$tmp/forced" "^ +8 B - 4 KiB .* shm_numa .* forced \
 "$info" --coll allreduce --nodes 16 --ppn 8 -b 8 -e 64M >"$tmp/net" 2>&1
 check "built-in rules between nodes" "$tmp/net" "^ +8 B - .* rd +net_rd .* built-in net allreduce rule 2\$" \
     "^ .* - 64 MiB +rabenseifner +net_rh .* built-in net allreduce rule 3\$"
+# 3b. a rule's chunk= and depth= (below the segment's), shown where they apply
+printf 'coll-hier-rules 1\nnet allreduce rd - 0 64K\nnet allreduce ring - 0 any chunk=128K depth=1\n' >"$tmp/pipe.rules"
+"$info" --rules "$tmp/pipe.rules" --coll allreduce --nodes 4 --ppn 2 -b 8 -e 16M >"$tmp/pipe" 2>&1
+check "a rule's chunk and depth" "$tmp/pipe" "^ +16 KiB - 64 KiB +rd +net_rd +1 MiB +2 .*pipe.rules:2\$" \
+    "^ +128 KiB - 16 MiB +ring +net_ring +128 KiB +1 .*pipe.rules:3\$"
 # 4.
 "$info" --rules "$R" --print-rules >"$tmp/printed" 2>&1
 check "--print-rules" "$tmp/printed" "^coll-hier-rules 1\$" "^node +allreduce +flat +ppn<=2 +0 +64K\$" \

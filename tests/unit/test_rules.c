@@ -12,6 +12,7 @@
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "select/hier_select.h"
+#include "select/hier_select_chunk.h"
 
 static char logged[4096];
 
@@ -93,7 +94,8 @@ Test(rules, round_trip_through_the_text, .init = setup)
             for (int i = 0; i < r.n[l][c]; i++) {
                 const hier_rule_t *a = &r.rule[l][c][i], *b = &hier_rules_builtin()->rule[l][c][i];
                 cr_assert(a->algo == b->algo && a->need == b->need && a->from.param == b->from.param &&
-                          a->from.value == b->from.value && a->to.param == b->to.param && a->to.value == b->to.value,
+                          a->from.value == b->from.value && a->to.param == b->to.param && a->to.value == b->to.value &&
+                          a->chunk == b->chunk && a->depth == b->depth,
                           "level %d coll %d rule %d", l, c, i);
             }
         }
@@ -209,6 +211,15 @@ Test(rules, malformed_files_are_refused_with_their_line, .init = setup)
          "unknown condition"},
         {"coll-hier-rules 1\nnet allreduce ring ppn<=2 0 any\nnet allreduce ring - 0 any\n", 2, "unknown condition"},
         {"coll-hier-rules 1\nnode allreduce rsag ppn>=2 0 any\n", 2, "last rule"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any chunk=abc\n", 2, "chunk=SIZE"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any chunk=32\n", 2, "chunk=SIZE"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any depth=5\n", 2, "depth=N is 1 to 4"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any depth=0\n", 2, "depth=N is 1 to 4"},
+        {"coll-hier-rules 1\nnode allreduce rsag - 0 any depth=2\n", 2, "between nodes"},
+        {"coll-hier-rules 1\nnode allreduce ll - 0 1K chunk=4K\nnode allreduce rsag - 0 any\n", 2, "no pipeline"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any chunk=4K chunk=8K\n", 2, "each once"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any fast=1\n", 2, "each once"},
+        {"coll-hier-rules 1\nnet allreduce ring - 0 any chunk=4K depth=1 x\n", 2, "six words"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         hier_rules_t r;
@@ -254,4 +265,64 @@ Test(rules, a_file_from_another_cpu_warns, .init = setup)
     cr_expect(!strstr(logged, "another CPU"), "%s", logged);
     hier_rules_load(NULL);
     unlink(path);
+}
+
+/* A rule's chunk= and depth=: read, printed back, in the digest, carried
+ * by select/'s choice, and applied as caps by the chunk and depth policy
+ * (below the pipeline segment's, never above it). */
+Test(rules, chunk_and_depth_cap_the_pipeline, .init = setup)
+{
+    const char *text = "coll-hier-rules 1\n"
+                       "net allreduce rd - 0 64K\n"
+                       "net allreduce ring - 0 any chunk=128K depth=1\n"
+                       "node allreduce rsag - 0 any chunk=256K\n";
+    hier_rules_t r;
+    cr_assert_eq(hier_rules_parse(text, "f", &r), 0, "%s", logged);
+    const hier_rule_t *ring = &r.rule[HIER_RULE_NET][HIER_COLL_ALLREDUCE][1];
+    cr_expect_eq(ring->chunk, (size_t)128 << 10);
+    cr_expect_eq(ring->depth, 1u);
+    cr_expect_eq(r.rule[HIER_RULE_NODE][HIER_COLL_ALLREDUCE][0].chunk, (size_t)256 << 10);
+    cr_expect_eq(r.rule[HIER_RULE_NET][HIER_COLL_ALLREDUCE][0].chunk, 0);
+    char *printed = print_rules(&r);
+    cr_expect(strstr(printed, " any chunk=128K depth=1\n") && strstr(printed, " any chunk=256K\n"), "%s", printed);
+    hier_rules_t again;
+    cr_assert_eq(hier_rules_parse(printed, "printed", &again), 0, "%s", logged);
+    cr_expect_eq(again.rule[HIER_RULE_NET][HIER_COLL_ALLREDUCE][1].chunk, (size_t)128 << 10);
+    free(printed);
+
+    uint32_t before = hier_rules_digest();
+    char path[] = "/tmp/test_rules_chunkXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    unlink(path);
+    cr_expect_neq(hier_rules_digest(), before, "the digest does not see chunk= and depth=");
+
+    hier_select_shape_t four = {.size = 8, .nnodes = 4, .local_ranks = 2, .numa_groups = 1, .cma = -1,
+                                .ll_capacity = 8192};
+    hier_select_t big, small;
+    hier_select(&four, HIER_COLL_ALLREDUCE, (size_t)4 << 20, &big);
+    hier_select(&four, HIER_COLL_ALLREDUCE, 1024, &small);
+    cr_expect_eq(big.path, HIER_PATH_NET_RING);
+    cr_expect_eq(big.chunk, (size_t)128 << 10);
+    cr_expect_eq(big.depth, 1u);
+    cr_expect_eq(small.chunk, 0);
+    cr_expect_eq(small.depth, 0);
+
+    uint32_t first[5] = {0, 2, 4, 6, 8}, ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    hier_sched_args_t a = {.kind = HIER_SCHED_HIER_ALLREDUCE, .nranks = 2, .esize = 4, .count = 1 << 20,
+                           .nnodes = 4, .pieces = 2, .net_kind = big.net_kind, .node_first = first,
+                           .node_ranks = ranks, .chunk_cap = big.chunk, .depth_cap = big.depth};
+    size_t smallc = hier_select_small_chunk(2), pipe = hier_select_pipe_chunk(4);
+    cr_expect_eq(hier_select_chunk(&a, smallc, pipe), (size_t)128 << 10, "a rule's chunk below the segment's");
+    cr_expect_eq(hier_select_call_depth(2, &a), 1u, "a rule's depth below the segment's");
+    a.chunk_cap = (size_t)64 << 20, a.depth_cap = 4;
+    cr_expect_eq(hier_select_chunk(&a, smallc, pipe), pipe, "never above the segment's chunk");
+    cr_expect_eq(hier_select_call_depth(2, &a), 2u, "never above the segment's depth");
+    a.chunk_cap = 0, a.depth_cap = 0;
+    cr_expect_eq(hier_select_chunk(&a, smallc, pipe), pipe);
+    cr_expect_eq(hier_select_call_depth(2, &a), 2u);
+    hier_rules_load(NULL);
 }

@@ -757,3 +757,58 @@ Test(shm, warm_up_serves_over_the_point_to_point_until_every_endpoint_is_open)
     }
     fork_ranks_per_node = 0;
 }
+
+/* A rule's chunk= cuts calls between nodes below the pipeline segment's
+ * chunk: a 640 KB allreduce on 2 nodes x 2 runs, under `chunk=16K`, as
+ * many chunks through a 64 KiB segment as through a 16 KiB one without
+ * rules, more than through the 64 KiB one without (white box: the
+ * pipeline tier's chunk count), and its results are right. */
+static int chunks_of_one_call(hier_comm_t *comm, int me, int n, fork_world_t *w)
+{
+    (void)w;
+    size_t count = 80000;
+    int64_t *x = malloc(count * 8), *y = malloc(count * 8);
+    hier_result_t res;
+    if (!x || !y) return 250;
+    for (size_t i = 0; i < count; i++) x[i] = (int64_t)(me + 1) * (int64_t)i;
+    if (hier_comm_allreduce(comm, x, y, 16, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 251;
+    uint64_t before = comm->node->pipe.chunk_seq;
+    if (hier_comm_allreduce(comm, x, y, count, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 252;
+    for (size_t i = 0; i < count; i++)
+        if (y[i] != (int64_t)n * (n + 1) / 2 * (int64_t)i) return 253;
+    uint64_t chunks = comm->node->pipe.chunk_seq - before;
+    free(x);
+    free(y);
+    return chunks > 0 && chunks < 250 ? (int)chunks : 254;
+}
+
+static int chunks_under(size_t net_chunk, const char *rules)
+{
+    int st[64];
+    char path[] = "/tmp/test_shm_rulesXXXXXX";
+    nodes_setup("tcp");
+    hier_params.net_chunk_size = net_chunk;
+    if (rules) { /* (each rank loads coll_hier_rules at its first communicator) */
+        int fd = mkstemp(path);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, rules, strlen(rules)), (ssize_t)strlen(rules));
+        close(fd);
+        hier_params.rules = path;
+    }
+    int ok = run_ranks(4, chunks_of_one_call, st);
+    if (rules) unlink(path);
+    hier_params.rules = "";
+    fork_ranks_per_node = 0;
+    cr_assert_eq(ok, 0, "the ranks' chunk counts are exit statuses");
+    for (int r = 1; r < 4; r++) cr_assert_eq(st[r], st[0], "ranks ran %d and %d chunks", st[0], st[r]);
+    cr_assert(st[0] < 250, "status %d", st[0]);
+    return st[0];
+}
+
+Test(shm, a_rule_chunk_cuts_calls_between_nodes, .timeout = 120)
+{
+    const char *rule = "coll-hier-rules 1\nnet allreduce ring - 0 any chunk=16K\n";
+    int small = chunks_under(16384, NULL), capped = chunks_under(65536, rule), large = chunks_under(65536, NULL);
+    cr_expect_eq(capped, small, "chunk=16K: %d chunks, a 16 KiB segment %d", capped, small);
+    cr_expect_gt(capped, large, "chunk=16K: %d chunks, a 64 KiB segment %d", capped, large);
+}
