@@ -1,13 +1,13 @@
-/* hier_comm_host.c: the collectives on host buffers: the communicator's
- * shape for select/, which chooses the algorithm, then the call itself. */
+/* hier_comm_host.c: the collectives on host buffers: the start, the
+ * signature, select/'s choice (hier_comm_choice.c), the run, the verdict. */
 #include <string.h>
 
 #include "base/hier_log.h"
 #include "base/hier_params.h"
+#include "comm/hier_comm_choice.h"
 #include "comm/hier_comm_host.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
-#include "comm/hier_comm_probe.h"
 #include "comm/hier_comm_setup.h"
 #include "comm/hier_proc.h"
 #include "exec/hier_exec_ll.h"
@@ -90,67 +90,6 @@ void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype
 hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
 {
     return (hier_exec_ll_t){.shm = c->node->small.seg, .wait = &c->node->wait};
-}
-
-/* What select/ decides from: the same on every rank of the communicator.
- * What only this node knows (its ranks, NUMA domains, crowding, single
- * copy) is given on one node only: nodes may differ there, and between
- * nodes every node must choose alike. */
-hier_select_shape_t hier_comm_shape(const hier_comm_t *c)
-{
-    hier_select_shape_t s = {.size = (uint32_t)c->size, .nnodes = (uint32_t)c->layout.nnodes,
-                             .ll_capacity = hier_exec_ll_capacity(), .cma = 0};
-    if (c->layout.nnodes == 1) {
-        s.local_ranks = (uint32_t)c->layout.nranks;
-        s.numa_groups = (uint32_t)c->node->groups.ngroups;
-        s.crowded = c->node->crowded;
-        s.cma = c->node->cma;
-        s.cma_window = c->node->cma_window;
-    }
-    return s;
-}
-
-/* The choice for a call; single copy is probed, and its allgather window
- * measured (collectively: every rank reaches the same choice), the first
- * time a rule wants it; with no_wait (a request: no collective step), not
- * probed: the choice without single copy, the segment's (every rank's
- * shape is alike: only the probe, collective, changes it). */
-hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t bytes, int no_wait,
-                                    hier_select_t *choice_p)
-{
-    hier_select_shape_t *shape = &c->shape;
-    if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only single copy changes, probed since) */
-    if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_window = c->node->cma_window;
-    hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
-    if (choice_p->path == HIER_PATH_CMA_COPY && shape->cma < 0) {
-        if (no_wait) {
-            hier_select_shape_t without = *shape;
-            without.cma = 0;
-            hier_select(&without, coll, bytes, choice_p);
-            return HIER_OK;
-        }
-        int cma = hier_node_cma(c);
-        if (cma < 0) return (hier_status_t)cma;
-        int window_wanted = hier_params.allgather_algorithm == HIER_ALGO_AUTO &&
-                            (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max); /* (forced: no window) */
-        if (cma && window_wanted) {
-            hier_status_t st = hier_probe_cma_window(c, &c->node->cma_window);
-            if (st != HIER_OK) return st;
-        }
-        shape->cma = cma, shape->cma_window = c->node->cma_window;
-        hier_select_cached(&c->select_cache, shape, coll, bytes, choice_p);
-    }
-    return HIER_OK;
-}
-
-/* A schedule's arguments for the choice. */
-hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
-                                        int in_place)
-{
-    return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,
-                               .esize = esize, .count = count,
-                               .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1,
-                               .chunk_cap = choice->chunk, .depth_cap = choice->depth};
 }
 
 /* The common start, after the caller's hier_comm_prepare (hier_comm.c; the

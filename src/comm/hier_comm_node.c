@@ -1,7 +1,7 @@
 /* hier_comm_node.c: a communicator's node level: its node segment (made or
- * recycled at set-up), the pipeline segment (made at the first call too
- * large for the small slots, within the segment budget), single copy, and
- * the run of a schedule over them. */
+ * recycled at set-up), the in-call agreement, and the pipeline segment
+ * (made at the first call too large for the small slots, within the
+ * segment budget). A run over them: hier_comm_node_run.c. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,6 @@
 #include "comm/hier_comm_net.h"
 #include "comm/hier_proc.h"
 #include "select/hier_select_chunk.h"
-#include "shm/hier_cma.h"
 #include "shm/hier_shm_pool.h"
 
 #define HIER_NODE_CROWDED_SPIN 0    /* polls before yielding when ranks outnumber cores */
@@ -36,7 +35,7 @@ static hier_shm_shape_t hier_node_shape(int nranks)
 }
 
 /* The small tier's chunk, the same on every node: the smallest node's. */
-static size_t hier_node_small_for_comm(const hier_comm_t *c)
+size_t hier_node_small_for_comm(const hier_comm_t *c)
 {
     return hier_select_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
 }
@@ -338,7 +337,7 @@ void hier_node_free(hier_comm_t *c)
  * values has room for n + 2. HIER_ERR_MISMATCH on every rank that agreed.
  * (A rank whose call never reaches an agreement while others of another
  * node wait in one leaves them waiting: README, Limitations.) */
-static hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
+hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
 {
     hier_node_t *nd = c->node;
     hier_shm_agreeing(nd->small.seg, &nd->wait, 1);                                                   /* 1 */
@@ -471,7 +470,11 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * Made by a fiber (a nonblocking call's, hier_comm_pipe_begin), no call
  * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
  * of them too (a barrier of every rank: a node's spins would not yield). */
-static unsigned hier_node_tier_depth(const hier_tier_t *tier);
+/* The chunks in flight at once over `tier`: one fewer than its parities. */
+unsigned hier_node_tier_depth(const hier_tier_t *tier)
+{
+    return hier_shm_parities(tier->seg) - 1;
+}
 
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
 {
@@ -529,205 +532,4 @@ hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_
     args->chunk_bytes = chunk;
     *tier_p = chunk == small ? &nd->small : &nd->pipe;
     return HIER_OK;
-}
-
-/* Single copy: every rank reads its peers' probe words (cross-memory
- * attach needs ptrace-level permission); agreed once, at the first call
- * that would use it. */
-int hier_node_cma_reads(const hier_comm_t *c)
-{
-    const hier_node_t *nd = c->node;
-    int ok = 1;
-    for (int i = 1; ok && i < c->layout.nranks; i++) {
-        const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (c->layout.me + i) % c->layout.nranks);
-        ok = hier_cma_probe(peer->pid, peer->cma_probe_addr, peer->cma_cookie) == HIER_OK;
-    }
-    return ok;
-}
-
-int hier_node_cma(hier_comm_t *c)
-{
-    hier_node_t *nd = c->node;
-    if (nd->cma >= 0) return nd->cma;
-    int ok[4] = {hier_node_cma_reads(c)};
-    hier_status_t st = hier_node_agree(c, ok, 1);
-    if (st != HIER_OK) return st;
-    nd->cma = ok[0];
-    return ok[0];
-}
-
-/* Single copy: read another rank's published buffer through the kernel. */
-static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, size_t len)
-{
-    hier_node_t *nd = ctx;
-    const hier_shm_ctl_t *peer = hier_shm_ctl(nd->small.seg, (int)ref.rank);
-    return hier_cma_read(peer->pid, peer->input_addr + ref.off, dst, len);
-}
-
-/* Room for a chunk's steps (several nodes: as many sends in the network
- * executor's queue) and for the next chunk's when there are several: made
- * at set-up for the kinds that fit HIER_NODE_STEPS_AHEAD, grown here for
- * the others. The need depends on the call's shape alone, the same on every
- * rank, so all grow at the same call and agree that it worked. In-place
- * calls' staging is tried once, agreed with nobody: without it this rank's
- * executor stages on its stack. */
-/* Step arrays made (the first `ways` of nd->steps). */
-static unsigned hier_node_ways(const hier_node_t *nd)
-{
-    unsigned w = 0;
-    while (w <= HIER_RUN_DEPTH_MAX && nd->steps[w]) w++;
-    return w;
-}
-
-/* Room for the steps of args run `depth` chunks in flight, made here (this
- * rank's memory: 1 if it has it): a step array per chunk hier_run holds at
- * once, min(chunks, depth + 1), and (several nodes) a send queue per run
- * in flight. */
-static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth, size_t *need_p)
-{
-    hier_node_t *nd = c->node;
-    size_t need = hier_sched_max_steps(args), nchunks = hier_sched_nchunks(args);
-    unsigned ways = nchunks > depth ? depth + 1 : nchunks > 1 ? (unsigned)nchunks : 1;
-    unsigned queues = c->layout.nnodes > 1 ? depth : 0;
-    if (args->in_place && !nd->scratch_tried) {
-        nd->scratch = malloc(HIER_EXEC_SCRATCH_BYTES);
-        nd->scratch_tried = 1;
-    }
-    *need_p = need > nd->nsteps ? need : nd->nsteps;
-    if (need <= nd->nsteps && hier_node_ways(nd) >= ways && nd->nqueues >= queues) return -1; /* (enough) */
-    if (need > nd->nsteps) {
-        for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) {
-            free(nd->steps[i]);
-            nd->steps[i] = NULL;
-        }
-        free(nd->sendq);
-        nd->sendq = NULL;
-        nd->nqueues = 0;
-        nd->steps[0] = malloc(need * sizeof(hier_step_t));
-    } else {
-        need = nd->nsteps;
-    }
-    if (nd->nqueues < queues) { /* (nothing in them between calls) */
-        free(nd->sendq);
-        nd->sendq = malloc(need * queues * sizeof(hier_net_send_t));
-        nd->nqueues = nd->sendq ? queues : 0;
-    }
-    int ok = nd->steps[0] && nd->nqueues >= queues;
-    for (unsigned i = 1; ok && i < ways; i++)
-        if (!nd->steps[i] && !(nd->steps[i] = malloc(need * sizeof(hier_step_t)))) ok = 0;
-    nd->nsteps = ok ? need : 0;
-    return ok;
-}
-
-/* The chunks in flight at once over `tier`: one fewer than its parities. */
-static unsigned hier_node_tier_depth(const hier_tier_t *tier)
-{
-    return hier_shm_parities(tier->seg) - 1;
-}
-
-/* Room made when first needed, agreed: every rank has it, or the call
- * fails on every rank. */
-static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth)
-{
-    size_t need;
-    int ok[4] = {hier_node_room_grow(c, args, depth, &need)};
-    if (ok[0] < 0) return HIER_OK;
-    hier_status_t st = hier_node_agree(c, ok, 1);
-    if (st != HIER_OK || !ok[0]) c->node->nsteps = 0;
-    if (st != HIER_OK) return st;
-    if (!ok[0]) HIER_ERROR("rank %d: no memory for %zu schedule steps on some rank", c->rank, need);
-    return ok[0] ? HIER_OK : HIER_ERR_NO_MEMORY;
-}
-
-/* The node's fields of a schedule's arguments. */
-static void hier_node_args(const hier_comm_t *c, hier_sched_args_t *args)
-{
-    const hier_node_t *nd = c->node;
-    const hier_layout_t *l = &c->layout;
-    args->nranks = l->nranks;
-    args->me = l->me;
-    args->order = nd->order;
-    args->groups = (hier_sched_groups_t){.ngroups = nd->groups.ngroups, .group_of = nd->groups.group_of,
-                                         .leader = nd->groups.leader, .first = nd->groups.first,
-                                         .members = nd->groups.members};
-    args->node = l->node;
-    args->nnodes = l->nnodes;
-    args->node_first = l->node_first;
-    args->node_ranks = l->node_ranks;
-}
-
-int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args)
-{
-    return c->node->pipe_state == HIER_PIPE_NONE && !hier_select_small_serves(args, hier_node_small_for_comm(c));
-}
-
-/* hier_node_tier's choice without its collective step: without the
- * pipeline segment yet, a large call pipelines through the small slots
- * (every rank alike: the segment is the communicator's state). */
-hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args)
-{
-    hier_node_t *nd = c->node;
-    hier_node_args(c, args);
-    size_t chunk = hier_select_chunk(args, hier_node_small_for_comm(c),
-                                          nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
-    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
-    args->chunk_bytes = chunk;
-    return HIER_OK;
-}
-
-/* hier_node_tier and hier_node_room without their collective steps, for a
- * request: room is made here alone (a rank without the memory fails its
- * call with the error). HIER_IN_PROGRESS: a call the small slots cannot
- * carry before the segment is made. */
-static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
-{
-    hier_node_t *nd = c->node;
-    size_t need;
-    hier_status_t st = hier_node_fit(c, args);
-    if (st != HIER_OK) return st;
-    hier_tier_t *tier = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
-    if (!hier_node_room_grow(c, args, hier_select_call_depth(hier_node_tier_depth(tier), args), &need)) {
-        HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
-        return HIER_ERR_NO_MEMORY;
-    }
-    *tier_p = tier;
-    return HIER_OK;
-}
-
-hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
-{
-    hier_node_t *nd = c->node;
-    const hier_layout_t *l = &c->layout;
-    hier_tier_t *tier;
-    hier_node_args(c, args);
-    hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
-    unsigned depth = st == HIER_OK ? hier_select_call_depth(hier_node_tier_depth(tier), args) : 1;
-    if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
-    if (st != HIER_OK) return st;
-    *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
-                          .parity_stride = hier_shm_parity_stride(tier->seg), .scratch = nd->scratch,
-                          .peer_read = hier_node_peer_read, .peer_ctx = nd,
-                          .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
-                          .depth = depth, .chunk_seq = &tier->chunk_seq};
-    memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
-    return HIER_OK;
-}
-
-hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st)
-{
-    /* after its last barrier (a call of no data has one) every peer has signed this call */
-    if (st != HIER_OK) return st;
-    return hier_shm_check_peers(c->node->small.seg, &c->node->wait);
-}
-
-hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                            hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
-{
-    hier_run_t run;
-    uint64_t sent = 0;
-    hier_status_t st = hier_node_prep(c, args, 0, &run);
-    if (st != HIER_OK) return st;
-    st = hier_run(&run, args, sbuf, rbuf, kernel, &sent);
-    *net_bytes_p += sent; /* (a staged call's chunks add up) */
-    return hier_node_ran(c, st);
 }

@@ -67,6 +67,15 @@ int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
  * collectively, when first needed), with the chunk select/ gives
  * (select/hier_select_chunk.h). */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
+/* Shared by the node's two files (the run's, hier_comm_node_run.c): the
+ * small slots' chunk for this communicator; the chunks in flight at once
+ * over a tier; the in-call agreement of the node's ranks (and, between
+ * nodes, every rank) on the least of n values, values with room for n + 2:
+ * HIER_ERR_MISMATCH on every rank when the calls' signatures differ. */
+size_t hier_node_small_for_comm(const hier_comm_t *c);
+unsigned hier_node_tier_depth(const hier_tier_t *tier);
+hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n);
+/* ---- hier_comm_node_run.c ---- */
 /* Single copy: probed (collectively) at the first call that asks: 1 yes,
  * 0 no, or (negative) the hier_status_t that failed the call. */
 int hier_node_cma(hier_comm_t *c);

@@ -43,35 +43,8 @@
 #include "comm/hier_comm_node.h"
 #include "comm/hier_proc.h"
 #include "comm/hier_comm_req.h"
+#include "comm/hier_comm_req_impl.h"
 #include "exec/hier_run.h"
-
-struct hier_req {
-    hier_comm_t *c;
-    struct hier_req *next;       /* the communicator's queue */
-    hier_req_call_t call;
-    size_t *counts;              /* reduce_scatter: rcounts, then their prefix sums (owned) */
-    hier_req_notify_t notify;
-    hier_reduce_kernel_t kernel;
-    hier_select_t choice;
-    hier_exec_ll_call_t llc;
-    hier_exec_ll_req_t llq;
-    hier_sched_args_t args;
-    hier_run_t plan;
-    hier_run_req_t run;
-    hier_status_t st;            /* HIER_IN_PROGRESS until over (persistent: while running) */
-    int freed;                   /* given back before it was over: freed then */
-    int planned;                 /* choice, args and llc made (persistent: once) */
-    int decided;                 /* what it is decided (a busy communicator's request: when it is first) */
-    int started;                 /* begun (2): the first in its queue at some point */
-    int ask;                     /* asks, when it begins, whether to move to libfabric (hier_comm_switch_due) */
-    int decide;                  /* made while the communicator was busy: decided when it begins */
-    int handback;                /* refused when made (busy): handed back when it begins */
-    hier_path_t path;            /* what serves it, or why it is handed back */
-    hier_status_t begun;         /* how it began: HIER_OK, or why it ends at once (handed back, failed) */
-    int finished;                /* over in the progress thread: finish_st, told by the next MPI call's progress */
-    hier_status_t finish_st;
-    uint64_t net_bytes;
-};
 
 static pthread_mutex_t hier_req_mutex = PTHREAD_MUTEX_INITIALIZER;
 static hier_comm_t *hier_req_comms; /* communicators with requests, a doubly linked list */
@@ -99,103 +72,13 @@ static void hier_req_unlock(void)
     if (hier_lock_threaded()) pthread_mutex_unlock(&hier_req_mutex);
 }
 
-/* ---- 1. made ------------------------------------------------------------------ */
-
-/* The reason a call falls back; the process's first fallback:nonblocking
- * says why (coll_hier_verbose 1). */
-static hier_status_t hier_req_refuse(hier_path_t why, const char *what, hier_path_t *path_p)
-{
-    static _Atomic unsigned said;
-    if (why == HIER_PATH_FALLBACK_NONBLOCKING && !(atomic_fetch_or(&said, 1u) & 1u))
-        HIER_LOG(HIER_LOG_COMM, "a nonblocking call falls back: %s (its first blocking calls make what it needs)",
-                 what);
-    *path_p = why;
-    return HIER_ERR_NOT_SUPPORTED;
-}
-
-/* The parameters let hier serve this kind of call as a request. */
-static hier_status_t hier_req_enabled(const hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
-{
-    if (!(c->served_colls >> coll & 1) || !hier_params.nonblocking)
-        return hier_req_refuse(HIER_PATH_FALLBACK_FORCED, "", path_p);
-    return HIER_OK;
-}
-
-/* The communicator can start a call now, without waiting for its peers:
- * decided from what every rank knows alike. */
-static hier_status_t hier_req_servable(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
-{
-    if (hier_req_enabled(c, coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
-    if (c->size == 1) return HIER_OK;
-    if (c->state == HIER_COMM_REFUSED) return hier_req_refuse(c->refused, "", path_p);
-    if (c->state != HIER_COMM_READY && c->state != HIER_COMM_PML)
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "the communicator is not set up yet", path_p);
-    return HIER_OK; /* (device buffers are staged by each rank alone: hier_req_stage.c) */
-}
-
-/* A first call, nonblocking, sets the communicator up without waiting. */
-static int hier_req_sets_up(const hier_comm_t *c)
-{
-    return c->size > 1 && c->state == HIER_COMM_NEW && hier_params.nonblocking_setup && c->ops.sendrecv;
-}
-
-static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k);
-
-/* A call on a communicator over the point-to-point (PML) asks, as its
- * blocking calls do, whether every endpoint is open, and moves to
- * libfabric then: without waiting too, when it begins (hier_req_begin). */
-static int hier_req_switch_due(hier_comm_t *c, const hier_req_call_t *k)
-{
-    return c->size > 1 && c->state == HIER_COMM_PML && hier_params.nonblocking_setup && c->ops.sendrecv &&
-           hier_comm_switch_due(c, hier_req_bytes(c, k));
-}
+/* ---- 1. made (the plan: hier_req_plan.c) ------------------------------------ */
 
 hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path_p)
 {
     if (hier_req_enabled(c, coll, path_p) != HIER_OK) return HIER_ERR_NOT_SUPPORTED;
     if (hier_req_busy(c) || hier_req_sets_up(c)) return HIER_OK; /* (decided when it begins) */
     return hier_req_servable(c, coll, path_p);
-}
-
-/* Whether the node carries the run without a collective step first
- * (decided alike on every rank; its room and tier are bound when it
- * begins); with waits (a persistent init), they are made now. */
-static hier_status_t hier_req_fit(hier_req_t *q, int no_wait, hier_path_t *path_p)
-{
-    hier_status_t st = no_wait ? hier_node_fit(q->c, &q->args) : hier_node_prep(q->c, &q->args, 0, &q->plan);
-    if (st == HIER_IN_PROGRESS)
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "a segment or room it needs is not made yet", path_p);
-    if (st == HIER_ERR_NOT_SUPPORTED) return hier_req_refuse(HIER_PATH_FALLBACK_SHM, "", path_p);
-    return st;
-}
-
-/* select/'s choice and the schedule's arguments: the plan, or a fallback
- * (no_wait: without a collective step). */
-static hier_status_t hier_req_plan(hier_req_t *q, int no_wait, hier_path_t *path_p)
-{
-    hier_comm_t *c = q->c;
-    const hier_req_call_t *k = &q->call;
-    size_t esize = k->coll == HIER_COLL_ALLGATHER ? 1 : hier_dtype_size(k->dt);
-    hier_status_t st = hier_comm_select(c, k->coll, k->count * esize, no_wait, &q->choice);
-    if (st != HIER_OK) return st;
-    q->llc = (hier_exec_ll_call_t){.sbuf = k->sbuf, .rbuf = k->rbuf, .esize = esize, .kernel = q->kernel};
-    if (k->coll == HIER_COLL_ALLGATHER) q->llc.block = k->count;
-    else q->llc.total = k->count;
-    if (k->coll == HIER_COLL_REDUCE_SCATTER) {
-        q->llc.rcounts = q->counts;
-        q->llc.rdispls = q->counts + c->size;
-    }
-    if (q->choice.path == HIER_PATH_SHM_LL) return HIER_OK;
-    q->args = hier_comm_args(c, &q->choice, esize, k->count, k->sbuf == NULL);
-    if (k->coll == HIER_COLL_REDUCE_SCATTER) {
-        q->args.rcounts = q->llc.rcounts;
-        q->args.rdispls = q->llc.rdispls;
-        if (!c->rs_slices && hier_sched_slices_pay(hier_params.net_chunk_size / esize, c->layout.pieces, c->size,
-                                                   c->layout.nnodes, q->args.in_place))
-            c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
-        q->args.rs_slices = c->rs_slices;
-    }
-    return hier_req_fit(q, no_wait, path_p);
 }
 
 /* (the lock held) */
@@ -240,8 +123,8 @@ static void hier_req_release(hier_req_t *q)
 
 /* ---- 2-4. started, advanced, over ------------------------------------------- */
 
-static hier_status_t hier_req_replan(hier_req_t *q, hier_path_t *path_p);
-static void hier_req_thread_start(void);
+static int hier_req_thread_pass(void);
+
 
 /* A request made while its communicator was busy (its set-up without
  * waiting, or requests ahead), decided when it begins, alike on every rank
@@ -401,14 +284,6 @@ int hier_req_busy(const hier_comm_t *c)
     return c->req_head != NULL || c->state == HIER_COMM_SETTING;
 }
 
-/* (the lock held) */
-static hier_status_t hier_req_kernel(hier_req_t *q, hier_path_t *path_p)
-{
-    const hier_req_call_t *k = &q->call;
-    if (k->coll == HIER_COLL_ALLGATHER || hier_reduce_kernel_get(k->dt, k->op, &q->kernel) == HIER_OK) return HIER_OK;
-    return hier_req_refuse(HIER_PATH_FALLBACK_OP, "", path_p);
-}
-
 /* 1: made, then queued. A communicator's first call, nonblocking, starts
  * its set-up without waiting (every rank meets it NEW at the same call).
  * While the communicator is busy, a request is decided when it begins: the
@@ -420,7 +295,7 @@ hier_status_t hier_req_make(hier_comm_t *c, const hier_req_call_t *call, const h
     hier_status_t st = hier_req_enabled(c, call->coll, path_p);
     if (st != HIER_OK) return st;
     hier_path_t path = HIER_PATH_SELF;
-    if (hier_params.progress_thread) hier_req_thread_start();
+    if (hier_params.progress_thread) hier_req_thread_start(hier_req_thread_pass);
     hier_req_lock(); /* (the plan reads what a request ahead may change: failing) */
     if (hier_req_sets_up(c)) hier_comm_setup_begin(c);
     int busy = hier_req_busy(c);
@@ -475,16 +350,6 @@ hier_path_t hier_req_path(const hier_req_t *q)
     return q->path;
 }
 
-/* The bytes a call's whole vector holds (what the set-up's opening rule asks). */
-static size_t hier_req_bytes(const hier_comm_t *c, const hier_req_call_t *k)
-{
-    if (k->coll == HIER_COLL_ALLGATHER) return k->count * (size_t)c->size;
-    size_t n = k->count;
-    if (k->coll == HIER_COLL_REDUCE_SCATTER)
-        for (int r = 0; r < c->size; r++) n += k->rcounts[r];
-    return n * hier_dtype_size(k->dt);
-}
-
 /* 1, persistent: the set-up (its first call) and the plan's collective
  * steps, every rank alike. */
 hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const hier_req_notify_t *notify,
@@ -493,7 +358,7 @@ hier_status_t hier_req_init(hier_comm_t *c, const hier_req_call_t *call, const h
     hier_path_t path = HIER_PATH_SELF;
     hier_status_t st = hier_req_enabled(c, call->coll, path_p);
     if (st != HIER_OK) return st;
-    if (hier_params.progress_thread) hier_req_thread_start();
+    if (hier_params.progress_thread) hier_req_thread_start(hier_req_thread_pass);
     if (c->size > 1) {
         hier_req_drain(c); /* (the steps below are collective: the requests ahead first) */
         if (c->state == HIER_COMM_NEW) /* (its verdict: c->state) */
@@ -531,21 +396,6 @@ void hier_req_restage(hier_req_t *q, const hier_req_stage_t *stage)
     q->llc.rbuf = k->rbuf;
 }
 
-/* A start's plan: made at init, or at the first start that can (no
- * collective step). The same answer on every rank: from what every rank
- * knows alike. */
-static hier_status_t hier_req_replan(hier_req_t *q, hier_path_t *path_p)
-{
-    hier_status_t st = hier_req_servable(q->c, q->call.coll, path_p);
-    if (st != HIER_OK) return st;
-    if (!q->planned) {
-        st = hier_req_plan(q, 1, path_p);
-        q->planned = st == HIER_OK;
-    }
-    if (st == HIER_OK) *path_p = q->choice.path;
-    return st;
-}
-
 /* 2-4 again, persistent. */
 hier_status_t hier_req_start(hier_req_t *q, hier_path_t *path_p)
 {
@@ -578,10 +428,7 @@ hier_status_t hier_req_start(hier_req_t *q, hier_path_t *path_p)
     return HIER_OK;
 }
 
-/* ---- the progress thread (coll_hier_progress_thread) ------------------------ */
-
-static pthread_t hier_req_thread;
-static _Atomic int hier_req_thread_state; /* 0 none, 1 running, 2 told to stop */
+/* ---- the progress thread's work (the thread: hier_req_thread.c) ------------- */
 
 /* Where a request's run stands, as one number that changes whenever it
  * moves (a step, a chunk, a segment sent or received). */
@@ -591,7 +438,8 @@ static uint64_t hier_req_mark(const hier_req_t *q)
     if (!q->started || q->begun != HIER_OK || q->c->size == 1 || q->choice.path == HIER_PATH_SHM_LL)
         return q->started; /* (no run: begun or not is all it says) */
     uint64_t moved = r->r.netx ? r->r.netx->moved : 0;
-    return 1 + moved + ((uint64_t)r->at << 56) + ((uint64_t)r->k << 40) + ((uint64_t)r->started << 24) + r->pos;
+    return 1 + moved + ((uint64_t)r->plan.at << 56) + ((uint64_t)r->plan.k << 40) + ((uint64_t)r->plan.started << 24) +
+           r->pos;
 }
 
 /* What the thread does to a communicator's first request: moves its data
@@ -619,70 +467,19 @@ static int hier_req_thread_step(hier_comm_t *c)
     return hier_req_mark(q) != mark ? 2 : 1;
 }
 
-/* Passes over every communicator with requests; between them it naps:
- * HIER_REQ_THREAD_BUSY_NS after a pass that moved a request (the network's
- * pace), twice as long after each that did not, up to _WAIT_NS while its
- * requests wait for peers and _IDLE_NS while it has none it may move (only
- * MPI's thread moves some: between nodes when the MPI library drives
- * libfabric, over the point-to-point, set-ups). A thread that woke every
- * 10 us for requests it could not move took the CPU its rank needed: with
- * ranks sharing CPUs, calls took seconds. */
-#define HIER_REQ_THREAD_BUSY_NS 10000L
-#define HIER_REQ_THREAD_WAIT_NS 160000L
-#define HIER_REQ_THREAD_IDLE_NS 1000000L
-static void *hier_req_thread_main(void *arg)
+/* One pass of the progress thread (hier_req_thread.c) over every
+ * communicator with requests: 2 if one moved, 1 if some wait for a peer,
+ * 0 if none is the thread's to move. */
+static int hier_req_thread_pass(void)
 {
-    long nap = HIER_REQ_THREAD_IDLE_NS;
-    (void)arg;
-    while (atomic_load_explicit(&hier_req_thread_state, memory_order_acquire) == 1) {
-        int most = 0;
-        pthread_mutex_lock(&hier_req_mutex);
-        for (hier_comm_t *c = hier_req_comms; c; c = c->req_next) {
-            int got = hier_req_thread_step(c);
-            if (got > most) most = got;
-        }
-        pthread_mutex_unlock(&hier_req_mutex);
-        long most_nap = most ? HIER_REQ_THREAD_WAIT_NS : HIER_REQ_THREAD_IDLE_NS;
-        nap = most == 2 ? HIER_REQ_THREAD_BUSY_NS : nap * 2 < most_nap ? nap * 2 : most_nap;
-        nanosleep(&(struct timespec){.tv_nsec = nap}, NULL);
+    int most = 0;
+    pthread_mutex_lock(&hier_req_mutex);
+    for (hier_comm_t *c = hier_req_comms; c; c = c->req_next) {
+        int got = hier_req_thread_step(c);
+        if (got > most) most = got;
     }
-    return NULL;
-}
-
-/* At the first request, when asked for, where the locks are taken (the glue
- * says threads may call at once when the parameter is on). */
-static void hier_req_thread_start(void)
-{
-    int none = 0;
-    if (!hier_params.progress_thread || !hier_lock_threaded() ||
-        !atomic_compare_exchange_strong(&hier_req_thread_state, &none, 1))
-        return;
-    hier_proc_threads_guard();
-    if (pthread_create(&hier_req_thread, NULL, hier_req_thread_main, NULL) != 0) {
-        HIER_ERROR("no progress thread could be started: requests advance in MPI calls only");
-        atomic_store(&hier_req_thread_state, 0);
-    }
-}
-
-int hier_req_thread_choose(int local_ranks)
-{
-    cpu_set_t mine;
-    long cpus = hier_proc_cpus();
-    int allowed = sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 1;
-    int on = allowed > 1 && cpus > local_ranks;
-    HIER_LOG(HIER_LOG_COMM, "progress thread %s: %d rank(s) on this node, %ld CPU(s), %d this process may run on%s",
-             on ? "on" : "off", local_ranks, cpus, allowed,
-             on ? "" : allowed > 1 ? " (no CPU free for it)" : " (bound to one: it would take the rank's)");
-    return on;
-}
-
-void hier_req_thread_stop(void)
-{
-    int running = 1;
-    if (atomic_compare_exchange_strong(&hier_req_thread_state, &running, 2)) {
-        pthread_join(hier_req_thread, NULL);
-        atomic_store(&hier_req_thread_state, 0);
-    }
+    pthread_mutex_unlock(&hier_req_mutex);
+    return most;
 }
 
 hier_status_t hier_req_test(hier_req_t *q)

@@ -29,7 +29,7 @@
 #include "base/hier_params.h"
 #include "base/hier_sig.h"
 #include "comm/hier_comm_setup.h"
-#include "comm/hier_comm_host.h"
+#include "comm/hier_comm_choice.h"
 #include "exec/hier_reduce.h"
 #include "sched/hier_sched_pattern.h"
 

@@ -14,7 +14,6 @@
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_proc.h"
-#include "comm/hier_req.h"
 #include "net/hier_dev_mr.h"
 #include "net/hier_fi.h"
 #include "net/hier_pml.h"
@@ -118,11 +117,13 @@ static void hier_proc_warm_join(void)
  * and the opening thread was still in fi_getinfo at exit: a segfault after
  * a passing test, 2 runs in 100 of test_requests on 2 x 1. */
 static pid_t hier_proc_threads_pid; /* (a forked child that exits has none of them to join) */
+static void (*_Atomic hier_proc_thread_stop)(void); /* the progress thread's (hier_req.h) */
 
 static void hier_proc_at_exit(void)
 {
     if (getpid() != hier_proc_threads_pid) return;
-    hier_req_thread_stop();
+    void (*stop)(void) = atomic_load_explicit(&hier_proc_thread_stop, memory_order_acquire);
+    if (stop) stop();
     hier_proc_warm_join();
 }
 
@@ -132,9 +133,10 @@ static void hier_proc_at_exit_register(void)
     atexit(hier_proc_at_exit);
 }
 
-void hier_proc_threads_guard(void)
+void hier_proc_threads_guard(void (*stop)(void))
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (stop) atomic_store_explicit(&hier_proc_thread_stop, stop, memory_order_release);
     pthread_once(&once, hier_proc_at_exit_register);
 }
 
@@ -160,7 +162,7 @@ void hier_proc_fabric_warm(void)
         /* (running before the thread starts: a thread that ends at once, libfabric already
          * initialised by the MPI library's components, must not have its DONE overwritten) */
         atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_RUNNING, memory_order_relaxed);
-        if (!why) hier_proc_threads_guard();
+        if (!why) hier_proc_threads_guard(NULL);
         int ret = why ? 0 : pthread_create(&hier_proc_warm_thread, NULL, hier_proc_warm_main, NULL);
         if (!why && ret == 0) {
             HIER_LOG(HIER_LOG_COMM, "libfabric opens in a thread of hier's, in the background");

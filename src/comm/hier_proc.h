@@ -55,8 +55,9 @@ long hier_proc_cpus(void);
 size_t hier_proc_shm_budget(void);
 
 /* Before hier starts a thread: at exit, hier's threads are stopped and
- * joined first (registered once). */
-void hier_proc_threads_guard(void);
+ * joined first (registered once); `stop` (NULL: none) stops the thread
+ * about to start, the progress thread's. */
+void hier_proc_threads_guard(void (*stop)(void));
 /* Release everything the process holds (pools, channels, the endpoint, the topology). */
 void hier_proc_release(void);
 

@@ -10,24 +10,6 @@
 
 #include "base/hier_log.h"
 
-/* The numbered steps of hier_run_go's plan, where a run can stop. */
-enum {
-    HIER_RUN_FILL,       /* 1 */
-    HIER_RUN_FILL_LOCAL,
-    HIER_RUN_CHUNK,      /* 2 */
-    HIER_RUN_COPY_IN,
-    HIER_RUN_FINISH,     /* 3 */
-    HIER_RUN_COPY_OUT,
-    HIER_RUN_NEXT_LOCAL, /* 4 */
-    HIER_RUN_MEET,       /* 0 */
-    HIER_RUN_DONE
-};
-
-static int hier_run_is_net(const hier_step_t *s)
-{
-    return s->op == HIER_STEP_NET_SEND || s->op == HIER_STEP_NET_RECV;
-}
-
 /* Where chunk j's steps are (chunks k .. k + depth are in use at once). */
 static hier_run_chunk_t *hier_run_chunk(hier_run_req_t *q, size_t j)
 {
@@ -38,14 +20,8 @@ static hier_run_chunk_t *hier_run_chunk(hier_run_req_t *q, size_t j)
  * of them, so the one being copied in is none of the depth in flight. */
 static void hier_run_build(hier_run_req_t *q, size_t k, hier_run_chunk_t *ch)
 {
-    int cut = hier_sched_is_hier(q->args.kind);
-    ch->n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ % (q->r.depth + 1)), ch->steps);
-    ch->b1 = ch->net = ch->tail = ch->n;
-    if (!cut) return;
-    while (ch->tail > 0 && ch->steps[ch->tail - 1].op != HIER_STEP_BARRIER) ch->tail--;
-    if (ch->tail) ch->tail--; /* at the last barrier */
-    for (ch->net = ch->tail; ch->net > 0 && hier_run_is_net(&ch->steps[ch->net - 1]);) ch->net--;
-    for (ch->b1 = 0; ch->b1 < ch->net && ch->steps[ch->b1].op != HIER_STEP_BARRIER;) ch->b1++;
+    size_t n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ % (q->r.depth + 1)), ch->steps);
+    hier_plan_cut(ch->steps, n, hier_sched_is_hier(q->args.kind), ch->cut);
 }
 
 /* My error flag holds the status that failed here (minus it). */
@@ -67,7 +43,7 @@ static hier_status_t hier_run_fatal(hier_status_t failed)
 static hier_status_t hier_run_net_poll(hier_run_req_t *q)
 {
     hier_net_exec_t *x = q->r.netx;
-    if (q->failed == HIER_OK && x && q->started > q->k) q->failed = hier_net_exec_poll(x);
+    if (q->failed == HIER_OK && x && q->plan.started > q->plan.k) q->failed = hier_net_exec_poll(x);
     hier_run_flag(&q->r, q->failed);
     return hier_run_fatal(q->failed);
 }
@@ -83,12 +59,6 @@ static hier_status_t hier_run_barrier(hier_run_req_t *q, int block)
     hier_status_t st = hier_shm_barrier_pass(q->r.node, q->r.wait, q->target, &q->probe, block);
     if (st != HIER_IN_PROGRESS) q->target = 0;
     return st;
-}
-
-static void hier_run_range(hier_run_req_t *q, size_t from, size_t to)
-{
-    q->pos = from;
-    q->to = to;
 }
 
 /* The steps left in the chunk's range: local ones here, barriers through
@@ -122,8 +92,9 @@ static hier_status_t hier_run_local(hier_run_req_t *q, const hier_run_chunk_t *c
 static hier_status_t hier_run_start(hier_run_req_t *q, size_t j)
 {
     const hier_run_chunk_t *ch = hier_run_chunk(q, j);
-    if (q->failed != HIER_OK || ch->net == ch->tail) return HIER_OK;
-    q->failed = hier_net_exec_start(q->r.netx, (unsigned)(j % q->r.depth), ch->steps + ch->net, ch->tail - ch->net);
+    size_t net = ch->cut[HIER_PLAN_CUT_NET], tail = ch->cut[HIER_PLAN_CUT_TAIL];
+    if (q->failed != HIER_OK || net == tail) return HIER_OK;
+    q->failed = hier_net_exec_start(q->r.netx, (unsigned)(j % q->r.depth), ch->steps + net, tail - net);
     hier_run_flag(&q->r, q->failed);
     return hier_run_fatal(q->failed);
 }
@@ -131,10 +102,10 @@ static hier_status_t hier_run_start(hier_run_req_t *q, size_t j)
 /* Chunk k's network run over (none: HIER_OK), the executor's bytes
  * counted; HIER_IN_PROGRESS while it is not (block 0: the others in flight
  * move on meanwhile, as they do while a blocking finish waits). */
-static hier_status_t hier_run_finish(hier_run_req_t *q, int block)
+static hier_status_t hier_run_finish(hier_run_req_t *q, size_t k, int block)
 {
     hier_net_exec_t *x = q->r.netx;
-    unsigned d = (unsigned)(q->k % q->r.depth);
+    unsigned d = (unsigned)(k % q->r.depth);
     if (!x || !hier_net_exec_busy(x, d)) return HIER_OK;
     hier_status_t st = block ? hier_net_exec_finish(x, d) : hier_net_exec_test(x, d);
     if (st == HIER_IN_PROGRESS) return st;
@@ -173,8 +144,9 @@ static hier_status_t hier_run_verdict(hier_run_t *r, const hier_sched_args_t *ar
 void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
                     void *rbuf, hier_reduce_kernel_t kernel)
 {
-    *q = (hier_run_req_t){.r = *r, .args = *args, .nchunks = hier_sched_nchunks(args), .at = HIER_RUN_FILL};
+    *q = (hier_run_req_t){.r = *r, .args = *args};
     if (q->r.depth < 1 || q->r.depth > HIER_RUN_DEPTH_MAX) q->r.depth = 1;
+    hier_plan_begin(&q->plan, hier_sched_nchunks(args), q->r.depth);
     for (unsigned i = 0; i <= q->r.depth; i++) q->ch[i].steps = r->steps[i];
     q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
@@ -186,91 +158,45 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
 /* A failed data step must not make this rank skip barriers its peers wait
  * at: it keeps to the barriers, skips further data, and raises its error
  * flag; after the last barrier every rank sees every flag, so all return
- * the error together. Up to depth (D) chunks' network runs are in flight
- * while the next chunk copies its input in; barriers keep their order
- * (every rank, owner or not, alike):
- * 0. a call of no data (no chunks) only meets its node at one barrier: a
- *    rank that waited for no one could run on to the call after next and
- *    sign it over this call's signature (its parity) before a peer has
- *    checked it (hier_node_ran);
- * 1. chunks 0 .. D - 1 (as many as there are) up to their network runs,
- *    which start;
- * 2. for each chunk k: chunk k + D's copy in (polling the runs in flight);
- * 3. k's run finished, then k's part from its last barrier (copy out);
- * 4. chunk k + D from its first barrier up to its run, which starts.
- * Safe with D + 1 slot parities: k + D's copy in writes the parity of
- * k - 1, last read by k - 1's copy out, which every rank finished before
- * chunk k - 1 + D's first barrier (its step 4); it reads only this rank's
- * input, which the copies out write elsewhere (in place, below: reading
- * first is the safe order); the runs in flight touch their own parities.
- * HIER_OK: the run is over; any other status stops it where it is. */
+ * the error together. The order is hier_plan.c's: up to depth (D) chunks'
+ * network runs in flight while the next chunk copies its input in;
+ * barriers keep their order (every rank, owner or not, alike). A call of
+ * no data meets its node at one barrier (0): a rank that waited for no one
+ * could run on to the call after next and sign it over this call's
+ * signature (its parity) before a peer has checked it (hier_node_ran).
+ * Safe with D + 1 slot parities: k + D's copy in (2) writes the parity of
+ * k - 1, last read by k - 1's copy out (3), which every rank finished
+ * before chunk k - 1 + D's first barrier (its step 4); it reads only this
+ * rank's input, which the copies out write elsewhere (in place, below:
+ * reading first is the safe order); the runs in flight touch their own
+ * parities. HIER_OK: the run is over; any other status stops it where it
+ * is, to go on from there. */
 static hier_status_t hier_run_go(hier_run_req_t *q, int block)
 {
-    hier_status_t st;
     for (;;) {
-        hier_run_chunk_t *cur = hier_run_chunk(q, q->k), *nxt = hier_run_chunk(q, q->started);
-        int more = q->started < q->nchunks;
-        switch (q->at) {
-        case HIER_RUN_FILL:                                                                           /* 1 */
-            if (!q->nchunks) {
-                q->at = HIER_RUN_MEET;
-                break;
-            }
-            if (!more || q->started == q->r.depth) {
-                q->at = HIER_RUN_CHUNK;
-                break;
-            }
-            hier_run_build(q, q->started, nxt);
-            hier_run_range(q, 0, nxt->net);
-            q->at = HIER_RUN_FILL_LOCAL;
+        hier_plan_act_t a = hier_plan_act(&q->plan);
+        hier_run_chunk_t *ch = hier_run_chunk(q, a.chunk);
+        hier_status_t st = HIER_OK;
+        switch (a.op) {
+        case HIER_PLAN_BUILD: hier_run_build(q, a.chunk, ch); break;
+        case HIER_PLAN_LOCAL:
+            if (!q->ranged) q->pos = ch->cut[a.from], q->to = ch->cut[a.to], q->ranged = 1;
+            st = hier_run_local(q, ch, block);
             break;
-        case HIER_RUN_FILL_LOCAL:
-            if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, q->started)) != HIER_OK)
-                return st;
-            q->started++;
-            q->at = HIER_RUN_FILL;
-            break;
-        case HIER_RUN_CHUNK:                                                                          /* 2 */
-            hier_run_range(q, 0, 0);
-            if (more) {
-                hier_run_build(q, q->started, nxt);
-                hier_run_range(q, 0, nxt->b1);
-            }
-            q->at = HIER_RUN_COPY_IN;
-            break;
-        case HIER_RUN_COPY_IN:
-            if ((st = hier_run_local(q, nxt, block)) != HIER_OK) return st;
-            q->at = HIER_RUN_FINISH;
-            break;
-        case HIER_RUN_FINISH:                                                                         /* 3 */
-            if ((st = hier_run_finish(q, block)) != HIER_OK) return st;
-            hier_run_range(q, cur->tail, cur->n);
-            q->at = HIER_RUN_COPY_OUT;
-            break;
-        case HIER_RUN_COPY_OUT:
-            if ((st = hier_run_local(q, cur, block)) != HIER_OK) return st;
-            if (q->k + 1 == q->nchunks) return HIER_OK;
-            hier_run_range(q, more ? nxt->b1 : 0, more ? nxt->net : 0);
-            q->at = HIER_RUN_NEXT_LOCAL;
-            break;
-        case HIER_RUN_NEXT_LOCAL:                                                                     /* 4 */
-            if (more) {
-                if ((st = hier_run_local(q, nxt, block)) != HIER_OK || (st = hier_run_start(q, q->started)) != HIER_OK)
-                    return st;
-                q->started++;
-            }
-            q->k++;
-            q->at = HIER_RUN_CHUNK;
-            break;
-        case HIER_RUN_MEET: return hier_run_barrier(q, block);                                     /* 0 */
-        default: return HIER_OK;
+        case HIER_PLAN_NET_START: st = hier_run_start(q, a.chunk); break;
+        case HIER_PLAN_NET_FINISH: st = hier_run_finish(q, a.chunk, block); break;
+        case HIER_PLAN_MEET: return hier_run_barrier(q, block);
+        case HIER_PLAN_OVER: return HIER_OK;
         }
+        if (st != HIER_OK) return st;
+        q->ranged = 0;
+        hier_plan_next(&q->plan);
     }
 }
 
 hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes_p)
 {
-    hier_status_t st = q->at == HIER_RUN_DONE ? HIER_OK : hier_run_go(q, block);
+    hier_status_t st = q->done ? HIER_OK : hier_run_go(q, block);
     if (st == HIER_IN_PROGRESS) return st;
     hier_net_exec_t *x = q->r.netx;
     if (st != HIER_OK && x) { /* a dead or stuck peer, another call: the runs are abandoned with the call */
@@ -278,22 +204,19 @@ hier_status_t hier_run_advance(hier_run_req_t *q, int block, uint64_t *net_bytes
         x->net_bytes = 0;
         hier_net_exec_abandon(x);
     }
-    q->at = HIER_RUN_DONE;
+    q->done = 1;
     *net_bytes_p = q->net_bytes;
     return st != HIER_OK ? st : hier_run_verdict(&q->r, &q->args, q->failed);
 }
 
 void hier_run_describe(const hier_run_req_t *q)
 {
-    static const char *const at[] = {"1 (fill)", "1 (fill, local steps)", "2 (next chunk)", "2 (copy in)",
-                                     "3 (network run's end)", "3 (copy out)", "4 (next chunk's local steps)",
-                                     "0 (a call of no data meets its node)", "over"};
-    _Static_assert(sizeof(at) / sizeof(at[0]) == HIER_RUN_DONE + 1, "a name for every step of the plan");
     char phases[160];
     hier_shm_phases(q->r.node, q->r.wait->nranks, phases, sizeof(phases));
     HIER_ERROR("run at step %s: chunk %zu of %zu, %zu started, steps [%zu, %zu) of the chunk left; barrier "
                "awaited: phase %llu (0: none); barrier phases by local rank:%s",
-               at[q->at], q->k, q->nchunks, q->started, q->pos, q->to, (unsigned long long)q->target, phases);
+               q->done ? "over" : hier_plan_where(&q->plan), q->plan.k, q->plan.nchunks, q->plan.started, q->pos,
+               q->to, (unsigned long long)q->target, phases);
     if (q->r.netx) hier_net_exec_describe(q->r.netx);
 }
 

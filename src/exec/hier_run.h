@@ -6,6 +6,7 @@
 
 #include "exec/hier_exec.h"
 #include "exec/hier_net_exec.h"
+#include "exec/hier_plan.h"
 #include "sched/hier_sched_build.h"
 #include "shm/hier_shm.h"
 
@@ -30,26 +31,21 @@ typedef struct {
     uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline parity */
 } hier_run_t;
 
-/* A chunk's steps cut for the overlap: [0, b1) before its first barrier
- * (the copy in), [b1, net) up to its network run, [net, tail) the run
- * (net == tail: none on this rank), [tail, n) from its last barrier on (the
- * copy out). Only the inter-node schedules (two barriers per chunk, the run
- * between them) are cut; the others run whole: b1 == net == tail == n. */
+/* A chunk's steps, cut for the overlap (hier_plan_cut). */
 typedef struct {
     hier_step_t *steps;
-    size_t n, b1, net, tail;
+    size_t cut[HIER_PLAN_CUTS];
 } hier_run_chunk_t;
 
-/* A run in progress: where it stands in hier_run.c's numbered plan, so it
- * can stop wherever it would wait and go on later (a request). */
+/* A run in progress: where it stands in its plan (hier_plan.h), so it can
+ * stop wherever it would wait and go on later (a request). */
 typedef struct {
     hier_run_t r;
     hier_sched_args_t args;
     hier_exec_bufs_t bufs;         /* (the network executor points here) */
     hier_run_chunk_t ch[HIER_RUN_DEPTH_MAX + 1]; /* chunk j's in ch[j % (depth + 1)] */
-    size_t nchunks, k;             /* chunks, and the oldest not done */
-    size_t started;                /* chunks built and run up to their network runs, which started */
-    int at;                        /* the plan's step (hier_run.c) */
+    hier_plan_t plan;
+    int ranged, done;              /* the plan's local steps at hand are [pos, to); the run is over */
     size_t pos, to;                /* steps [pos, to) of the chunk at hand left to run */
     uint64_t target;               /* a barrier entered and not yet passed (0: none) */
     hier_shm_probe_t probe;

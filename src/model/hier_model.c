@@ -3,11 +3,7 @@
  * Every rank has threads of time: its main one (copies, reductions,
  * barriers: the steps outside a chunk's network run) and one per network
  * run in flight (sends and receives of a chunk; depth D of them). The main
- * thread follows hier_run's order:
- * 1. chunks 0 .. D - 1 up to their network runs, which start;
- * 2. for each chunk k: chunk k + D's copy in;
- * 3. k's run finished, then k's copy out (chunk k is done);
- * 4. chunk k + D from its first barrier up to its run, which starts.
+ * thread takes the run's plan (exec/hier_plan.h), the same iterator.
  * The thread with the earliest clock moves next (a heap), so NICs serve
  * shares in the order they were posted. A chunk's steps are built when its
  * rank reaches it and compacted: runs of local steps become one piece of
@@ -25,6 +21,7 @@
 #include "base/hier_nic.h"
 #include "base/hier_params.h"
 #include "exec/hier_exec_ll.h"
+#include "exec/hier_plan.h"
 #include "model/hier_model_impl.h"
 #include "sched/hier_sched_build.h"
 #include "select/hier_select_chunk.h"
@@ -77,22 +74,19 @@ static hier_status_t hier_model_compact(hier_model_sim_t *s, hier_model_chunk_t 
     return HIER_OK;
 }
 
-/* Chunk k of rank q, built and cut as hier_run cuts it: [0, b1) copy in,
- * [b1, net) up to the network run, [net, tail) the run, [tail, n) copy out. */
+/* Chunk k of rank q, built and cut as the run cuts it (hier_plan_cut), each
+ * part compacted on its own: at[i] .. at[i + 1] are part i's records. */
 static hier_status_t hier_model_build(hier_model_sim_t *s, hier_model_rank_t *q, size_t k)
 {
     hier_model_chunk_t *c = &q->chunk[k % (s->depth + 1)];
     hier_sched_args_t a = s->args;
     a.node = q->node;
     a.me = q->local;
-    size_t n = hier_sched_build(&a, k, (int)(k % (s->depth + 1)), s->steps), b1, net, tail = n;
-    while (tail > 0 && s->steps[tail - 1].op != HIER_STEP_BARRIER) tail--;
-    if (tail) tail--;
-    for (net = tail; net > 0 && s->steps[net - 1].op >= HIER_STEP_NET_SEND;) net--;
-    for (b1 = 0; b1 < net && s->steps[b1].op != HIER_STEP_BARRIER;) b1++;
+    size_t cut[HIER_PLAN_CUTS];
+    size_t n = hier_sched_build(&a, k, (int)(k % (s->depth + 1)), s->steps);
+    hier_plan_cut(s->steps, n, hier_sched_is_hier(a.kind), cut);
     c->n = c->range_start = 0;
-    size_t cut[5] = {0, b1, net, tail, n};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < HIER_PLAN_CUT_END; i++) {
         hier_status_t st = hier_model_compact(s, c, s->steps, cut[i], cut[i + 1]);
         if (st != HIER_OK) return st;
         c->at[i + 1] = c->n;
@@ -192,14 +186,14 @@ static hier_status_t hier_model_net_turn(hier_model_sim_t *s, int qi, unsigned d
     hier_model_net_t *nr = &q->net[d];
     const hier_model_chunk_t *c = &q->chunk[nr->k % (s->depth + 1)];
     if (!nr->active) return HIER_OK;
-    if (nr->pos < c->at[3]) {
+    if (nr->pos < c->at[HIER_PLAN_CUT_TAIL]) {
         int moved = hier_model_net_step(s, q, qi, d);
         if (moved < 0) return HIER_ERR_NO_MEMORY;
         if (moved) hier_model_wake(s, hier_model_tid(s, qi, 1 + (int)d), nr->t);
         return HIER_OK;
     }
     nr->active = 0;
-    if (q->main_waits_net && q->k == nr->k) {
+    if (q->main_waits_net && q->plan.k == nr->k) {
         q->main_waits_net = 0;
         if (nr->t > q->t) q->t = nr->t;
         hier_model_wake(s, hier_model_tid(s, qi, 0), q->t);
@@ -210,7 +204,8 @@ static hier_status_t hier_model_net_turn(hier_model_sim_t *s, int qi, unsigned d
 static void hier_model_net_start(hier_model_sim_t *s, hier_model_rank_t *q, int qi, size_t k)
 {
     unsigned d = (unsigned)(k % s->depth);
-    q->net[d] = (hier_model_net_t){.k = k, .pos = q->chunk[k % (s->depth + 1)].at[2], .t = q->t, .active = 1};
+    q->net[d] = (hier_model_net_t){.k = k, .pos = q->chunk[k % (s->depth + 1)].at[HIER_PLAN_CUT_NET], .t = q->t,
+                                   .active = 1};
     hier_model_wake(s, hier_model_tid(s, qi, 1 + (int)d), q->t);
 }
 
@@ -223,63 +218,42 @@ static void hier_model_range(hier_model_sim_t *s, hier_model_rank_t *q, size_t k
     q->end = q->chunk[q->buf].at[to];
 }
 
-/* The next part of hier_run's order (the numbers of the file's comment);
- * 0 when the thread waits (for its network run) or is done. */
+/* The plan's action at hand, as the run takes it (hier_plan.h): 0 in
+ * *go_p when the thread waits (for its network run) or is done. A chunk is
+ * done when its copy out's records are. */
 static hier_status_t hier_model_advance(hier_model_sim_t *s, hier_model_rank_t *q, int qi, int *go_p)
 {
+    hier_plan_act_t a = hier_plan_act(&q->plan);
     hier_status_t st = HIER_OK;
-    int more = q->started < s->simulate;
     *go_p = 1;
-    switch (q->stage) {
-    case 0: /* 1 */
-        if (!more || q->started == s->depth) {
-            q->stage = 2;
-            break;
-        }
-        st = hier_model_build(s, q, q->started);
-        hier_model_range(s, q, q->started, 0, 2);
-        q->stage = 1;
+    if (q->copied_out) {
+        size_t k = q->copied_out - 1;
+        if (q->t > s->chunk_done[k]) s->chunk_done[k] = q->t;
+        q->copied_out = 0;
+    }
+    switch (a.op) {
+    case HIER_PLAN_BUILD: st = hier_model_build(s, q, a.chunk); break;
+    case HIER_PLAN_LOCAL:
+        hier_model_range(s, q, a.chunk, a.from, a.to);
+        if (a.from == HIER_PLAN_CUT_TAIL) q->copied_out = a.chunk + 1;
         break;
-    case 1:
-        hier_model_net_start(s, q, qi, q->started++);
-        q->stage = 0;
-        break;
-    case 2: /* 2 */
-        q->pos = q->end = 0;
-        if (more) {
-            st = hier_model_build(s, q, q->started);
-            hier_model_range(s, q, q->started, 0, 1);
-        }
-        q->stage = 3;
-        break;
-    case 3: { /* 3 */
-        const hier_model_net_t *nr = &q->net[q->k % s->depth];
-        if (nr->active && nr->k == q->k) {
+    case HIER_PLAN_NET_START: hier_model_net_start(s, q, qi, a.chunk); break;
+    case HIER_PLAN_NET_FINISH: {
+        const hier_model_net_t *nr = &q->net[a.chunk % s->depth];
+        if (nr->active && nr->k == a.chunk) {
             q->main_waits_net = 1;
             *go_p = 0;
-            break;
+            return HIER_OK;
         }
-        if (nr->k == q->k && nr->t > q->t) q->t = nr->t;
-        hier_model_range(s, q, q->k, 3, 4);
-        q->stage = 4;
+        if (nr->k == a.chunk && nr->t > q->t) q->t = nr->t;
         break;
     }
-    case 4:
-        if (q->t > s->chunk_done[q->k]) s->chunk_done[q->k] = q->t;
-        if (q->k + 1 == s->simulate) {
-            q->finished = 1;
-            *go_p = 0;
-            break;
-        }
-        q->pos = q->end = 0;
-        if (more) hier_model_range(s, q, q->started, 1, 2); /* 4 */
-        q->stage = 5;
-        break;
-    default:
-        if (more) hier_model_net_start(s, q, qi, q->started++);
-        q->k++;
-        q->stage = 2;
+    default: /* (over; a call of no data is not modelled: its count is refused) */
+        q->finished = 1;
+        *go_p = 0;
+        return HIER_OK;
     }
+    hier_plan_next(&q->plan);
     return st;
 }
 
@@ -389,7 +363,10 @@ static hier_status_t hier_model_alloc(hier_model_sim_t *s, int size)
     p.rank_numa = numa + s->rails;
     hier_status_t st = hier_nic_assign(&p, &s->plan);
     free(numa);
-    for (int r = 0; r < size; r++) s->ranks[r] = (hier_model_rank_t){.node = r / s->ppn, .local = r % s->ppn};
+    for (int r = 0; r < size; r++) {
+        s->ranks[r] = (hier_model_rank_t){.node = r / s->ppn, .local = r % s->ppn};
+        hier_plan_begin(&s->ranks[r].plan, s->simulate, s->depth);
+    }
     return st;
 }
 
@@ -440,8 +417,8 @@ static hier_status_t hier_model_run(hier_model_sim_t *s, int size)
     }
     for (int r = 0; r < size && st == HIER_OK; r++)
         if (!s->ranks[r].finished) {
-            HIER_ERROR("model: rank %d stopped in chunk %zu (stage %d): its schedule waits for a message "
-                       "nobody sends", r, s->ranks[r].k, s->ranks[r].stage);
+            HIER_ERROR("model: rank %d stopped in chunk %zu (step %s): its schedule waits for a message "
+                       "nobody sends", r, s->ranks[r].plan.k, hier_plan_where(&s->ranks[r].plan));
             st = HIER_ERR_INTERNAL;
         }
     return st;

@@ -27,11 +27,11 @@ typedef struct {
     double cost;
 } hier_model_rec_t;
 
-/* One chunk of one rank: records, cut at[0..4] as hier_run cuts steps. */
+/* One chunk of one rank: records, cut at[HIER_PLAN_CUT_*] as the run cuts steps. */
 typedef struct {
     hier_model_rec_t *rec;
     size_t n, cap, range_start;
-    size_t at[5];
+    size_t at[HIER_PLAN_CUTS];
 } hier_model_chunk_t;
 
 /* A rank's network run d: the chunk it carries, where it is, its clock. */
@@ -41,15 +41,17 @@ typedef struct {
     int active;
 } hier_model_net_t;
 
-/* A rank: its main thread (hier_run's order) and a network thread per run
+/* A rank: its main thread (the run's plan) and a network thread per run
  * in flight (thread ids: rank * (depth + 1), then + 1 + d). */
 typedef struct {
     int node, local;
     hier_model_chunk_t chunk[HIER_RUN_DEPTH_MAX + 1]; /* chunk j's in [j % (depth + 1)] */
     hier_model_net_t net[HIER_RUN_DEPTH_MAX];         /* chunk j's run is net[j % depth] */
     double t;              /* the main thread's clock */
-    int stage, blocked, finished, main_waits_net;
-    size_t k, started, pos, end;
+    hier_plan_t plan;
+    int blocked, finished, main_waits_net;
+    size_t copied_out;     /* k + 1: chunk k's copy out is under way (0: none) */
+    size_t pos, end;
     int buf;
     unsigned next_lane;
 } hier_model_rank_t;

@@ -163,6 +163,18 @@ static void hier_chan_forgive(hier_chan_t *ch)
     ch->owing = 0;
 }
 
+/* The messages set aside and still held (the channel closing). */
+static void hier_chan_aside_free(hier_chan_t *ch)
+{
+    while (ch->aside) {
+        hier_chan_aside_t *a = ch->aside;
+        ch->aside = a->next;
+        free(a);
+    }
+    ch->aside_tail = &ch->aside;
+    ch->parked = 0;
+}
+
 void hier_chan_close(hier_chan_t *ch)
 {
     if (!ch) return;
@@ -181,7 +193,7 @@ void hier_chan_close(hier_chan_t *ch)
     hier_fabric_mr_dereg(ch->stage_mr);
     hier_fabric_mr_dereg(ch->ring_mr);
     hier_lock_drop();
-    hier_chan_recv_free(ch);
+    hier_chan_aside_free(ch);
     free(ch->consumed);
     free(ch->posted);
     free(ch->arrived);

@@ -81,7 +81,5 @@ struct hier_chan {
 
 /* Give back credit if half a ring was released without any (hier_chan.c). */
 hier_status_t hier_chan_credit_due(hier_chan_t *ch);
-/* Free what the receiving side holds (close). */
-void hier_chan_recv_free(hier_chan_t *ch);
 
 #endif

@@ -184,14 +184,3 @@ uint64_t hier_chan_set_aside(const hier_chan_t *ch)
 {
     HIER_LOCKED_RETURN(uint64_t, ch->set_aside);
 }
-
-void hier_chan_recv_free(hier_chan_t *ch)
-{
-    while (ch->aside) {
-        hier_chan_aside_t *a = ch->aside;
-        ch->aside = a->next;
-        free(a);
-    }
-    ch->aside_tail = &ch->aside;
-    ch->parked = 0;
-}

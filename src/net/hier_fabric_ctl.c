@@ -82,7 +82,7 @@ int hier_fabric_ctl_completion(hier_fabric_t *fab, void *context, uint64_t flags
     if (i < HIER_FABRIC_CTL_SENDS) {
         fab->ctl_send_busy[i] = 0;
         if (failed) HIER_LOG(HIER_LOG_COMM, "a control message to a peer failed on provider %s",
-                             hier_fabric_provider(fab));
+                             hier_fabric_prov(fab));
         return 1;
     }
     if ((i = hier_fabric_ctl_index(fab->ctl_recv_ctx, HIER_FABRIC_CTL_RECVS, context)) == HIER_FABRIC_CTL_RECVS)

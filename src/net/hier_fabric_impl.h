@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "net/hier_fabric.h"
+#include "net/hier_fi.h"
 
 #define HIER_FABRIC_IOV_MAX 4 /* pieces of one gathered write we ever need */
 #define HIER_FABRIC_RETIRED 1024 /* retired registrations kept; the oldest goes beyond */
@@ -94,10 +95,20 @@ struct hier_fabric_mr {
 static inline size_t hier_fabric_remote_index(hier_fabric_peer_t peer) { return (size_t)(peer >> HIER_FABRIC_LANE_BITS); }
 static inline unsigned hier_fabric_lane_of(hier_fabric_peer_t peer) { return (unsigned)(peer & 0xff); }
 
-hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret);
-/* Register on every rail (or the first only: control buffers). */
+/* A libfabric return code where it enters (hier_fi_fail), with the provider's name. */
+static inline const char *hier_fabric_prov(const hier_fabric_t *fab)
+{
+    return fab && fab->list ? fab->list->fabric_attr->prov_name : NULL;
+}
+static inline hier_status_t hier_fabric_fail(const hier_fabric_t *fab, const char *call, int ret)
+{
+    return hier_fi_fail(hier_fabric_prov(fab), call, ret);
+}
+/* Register on every rail (or the first only: control buffers; hier_fabric_mr.c). */
 hier_status_t hier_fabric_regattr(hier_fabric_t *fab, struct fi_mr_attr *attr, unsigned nrails, hier_fabric_mr_t **mr_p);
 void hier_fabric_mr_close(hier_fabric_mr_t *mr);
+/* Deregister every retired registration (the endpoint closing). */
+void hier_fabric_mr_retired_free(hier_fabric_t *fab);
 /* The rails (hier_fabric_rails.c): which NICs this process drives, opened
  * into fab->rail[]; closed in reverse. */
 hier_status_t hier_fabric_rails_open(hier_fabric_t *fab, const hier_fabric_config_t *cfg);

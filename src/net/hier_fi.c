@@ -2,6 +2,7 @@
 #include "net/hier_fi.h"
 
 #include <dlfcn.h>
+#include <rdma/fi_errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -85,3 +86,16 @@ const char *hier_fi_strerror(int errnum)
 {
     return hier_fi.strerror ? hier_fi.strerror(errnum) : strerror(errnum);
 }
+
+hier_status_t hier_fi_fail(const char *prov, const char *call, int ret)
+{
+    HIER_ERROR("%s on provider %s failed: %s (%d)", call, prov ? prov : "?", hier_fi_strerror(-ret), ret);
+    switch (-ret) {
+    case FI_ENOMEM: return HIER_ERR_NO_MEMORY;
+    case FI_ENODATA: case FI_ENOSYS: case FI_EOPNOTSUPP: return HIER_ERR_NOT_SUPPORTED;
+    case FI_ETIMEDOUT: return HIER_ERR_TIMEOUT;
+    case FI_ECONNREFUSED: case FI_ECONNRESET: case FI_ENOTCONN: case FI_EHOSTUNREACH: return HIER_ERR_PEER_DEAD;
+    default: return HIER_ERR_INTERNAL;
+    }
+}
+

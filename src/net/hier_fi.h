@@ -50,5 +50,8 @@ int hier_fi_shared(void);
 uint32_t hier_fi_runtime_version(void);
 /* fi_strerror, or a plain text before libfabric is loaded. */
 const char *hier_fi_strerror(int errnum);
+/* A libfabric return code where it enters hier: logged once with the call
+ * and the provider (NULL: not known yet), and its status. */
+hier_status_t hier_fi_fail(const char *prov, const char *call, int ret);
 
 #endif

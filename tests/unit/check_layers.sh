@@ -6,7 +6,8 @@
 #
 # (shm and net are siblings: neither includes the other). Inside a layer,
 # no two modules (foo.c, foo.h and its private foo_impl.h) include each
-# other, directly or through others. The glue in mca/ includes only the core's public headers: the
+# other, directly or through others; no two files call each other, directly
+# or through others (their objects' symbols). The glue in mca/ includes only the core's public headers: the
 # communicator (comm/hier_comm.h), base/, the accelerator registry and its
 # host mirrors (a device buffer whose layout only the MPI library can walk).
 set -u
@@ -48,6 +49,32 @@ if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
 fi
 rm -f "$edges.err"
 
+# Calls: no two files of src/ call each other, directly or through others
+# (the built objects' symbols: a file's undefined ones, defined by another).
+build=${HIER_BUILDDIR:-$PWD}
+syms=$(mktemp) && calls=$(mktemp) || exit 1
+trap 'rm -f "$edges" "$syms" "$calls"' EXIT
+for c in src/*/*.c; do
+    layer=$(basename "$(dirname "$c")") base=$(basename "$c" .c)
+    o=$(ls "$build/src/$layer/.libs/"*"-$base.o" "$build/src/$layer/"*"-$base.o" 2>/dev/null | head -n 1)
+    if [ -z "$o" ]; then
+        echo "FAIL: no object file for $c under $build (build first)"
+        fail=1
+        continue
+    fi
+    nm -g --defined-only "$o" | awk -v f="$layer/$base" 'NF == 3 { print "D", $3, f }'
+    nm -u "$o" | awk -v f="$layer/$base" '{ print "U", $NF, f }'
+done >"$syms"
+awk '$1 == "D" { def[$2] = $3 } $1 == "U" { n++; sym[n] = $2; user[n] = $3 }
+     END { for (i = 1; i <= n; i++) if ((sym[i] in def) && def[sym[i]] != user[i]) print user[i], def[sym[i]] }' \
+    "$syms" | sort -u >"$calls"
+if ! tsort "$calls" >/dev/null 2>"$calls.err"; then
+    echo "FAIL: files of src/ call each other in a circle:"
+    sed 's/^/    /' "$calls.err"
+    fail=1
+fi
+rm -f "$calls.err"
+
 for f in mca/coll/hier/*.c mca/coll/hier/*.h; do
     for inc in $(sed -n 's/^#include "\([a-z]*\/hier_[a-z0-9_]*\)\.h".*/\1/p' "$f"); do
         case $inc in
@@ -56,5 +83,5 @@ for f in mca/coll/hier/*.c mca/coll/hier/*.h; do
         esac
     done
 done
-[ $fail = 0 ] && echo "ok: every include in src/ points down its layers, no circles, mca/ uses public headers only"
+[ $fail = 0 ] && echo "ok: every include in src/ points down its layers, no include or call circles, mca/ uses public headers only"
 exit $fail
