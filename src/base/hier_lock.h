@@ -17,6 +17,8 @@
 #ifndef HIER_LOCK_H
 #define HIER_LOCK_H
 
+#include <pthread.h>
+
 /* Called once, before any communicator: whether the application's threads
  * may call at once (MPI_THREAD_MULTIPLE), and whether hier's progress
  * thread runs beside them; either takes the lock. */
@@ -36,6 +38,21 @@ static inline int hier_lock_callers_threaded(void)
     return hier_lock_callers_mt;
 }
 void hier_lock_drop(void);
+
+/* A lock of its own (a list, a free list), taken only where threads may
+ * call at once: without them, one predictable branch. */
+static inline void hier_lock_mutex_take(pthread_mutex_t *m)
+{
+    if (hier_lock_mt) pthread_mutex_lock(m);
+}
+static inline int hier_lock_mutex_try(pthread_mutex_t *m)
+{
+    return !hier_lock_mt || pthread_mutex_trylock(m) == 0;
+}
+static inline void hier_lock_mutex_drop(pthread_mutex_t *m)
+{
+    if (hier_lock_mt) pthread_mutex_unlock(m);
+}
 
 /* `return call;` with the lock held around the call. */
 #define HIER_LOCKED_RETURN(type, call)                                                                             \

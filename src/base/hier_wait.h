@@ -13,12 +13,8 @@ typedef void (*hier_progress_fn_t)(void);
 /* A wait past its spin yields the CPU every turn; where ranks outnumber
  * cores it calls Open MPI's progress every HIER_WAIT_PROGRESS_TURNS turns,
  * not every turn: Open MPI's progress polls every transport and there
- * (mpi_yield_when_idle) yields the CPU once more when it finds nothing. Four
- * ranks on two cores, an 8-byte allreduce took 5.6-9.8 us with it every
- * turn, 3.4-6.8 every 16th, tuned 4.5-7.0 (sets of runs minutes apart; in
- * each, every 16th was ahead of both). Other traffic still moves while hier
- * waits, 16 yields later at most. With a core each, every turn (2 ranks,
- * 8-16 MiB: up to 8% slower every 16th). */
+ * (mpi_yield_when_idle) yields the CPU once more when it finds nothing
+ * (docs/performance.md, "Waits on crowded nodes"). */
 #define HIER_WAIT_PROGRESS_TURNS 16
 
 /* Milliseconds on the monotonic clock. */

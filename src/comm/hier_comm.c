@@ -119,15 +119,15 @@ void hier_comm_fabric_driven(int driven)
     hier_proc_set_fabric_driven(driven);
 }
 
-/* Whether this call may make the set-up, and so ride on it (hier_comm_ride.c):
+/* Whether this call may make the set-up, and so be piggybacked on it (hier_comm_piggyback.c):
  * asked first, so a served communicator's calls never build an offer. */
-static int hier_comm_may_ride(const hier_comm_t *c)
+static int hier_comm_may_piggyback(const hier_comm_t *c)
 {
     return c->state == HIER_COMM_NEW;
 }
 
 /* A call the set-up's exchange served. */
-static hier_status_t hier_comm_rode(hier_result_t *res)
+static hier_status_t hier_comm_piggybacked(hier_result_t *res)
 {
     res->path = HIER_PATH_SETUP;
     return HIER_OK;
@@ -176,8 +176,8 @@ static inline int hier_comm_settled(const hier_comm_t *c, hier_coll_t coll)
  * 2. the communicator's requests over first (calls run in the order made);
  * 3. device memory or not (a buffer nothing here reaches: the previous
  *    component's);
- * 4. the set-up at the communicator's first call, the call riding on its
- *    exchange when it can (host buffers, few bytes: hier_comm_ride.c);
+ * 4. the set-up at the communicator's first call, the call piggybacked on its
+ *    exchange when it can (host buffers, few bytes: hier_comm_piggyback.c);
  * 5. device allgathers NIC to NIC when the communicator voted for it;
  * 6. host buffers to the algorithms; device buffers, and every rank's
  *    chunks on a communicator where some rank has a device backend,
@@ -196,11 +196,11 @@ static __attribute__((noinline)) hier_status_t hier_comm_run_steps(hier_comm_t *
                                            &st); /* 3 */
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_comm_dev_unknown(&res->path);
     if (st != HIER_OK) return st;
-    hier_ride_t ride, /* 4 */
-        *rider = !res->staged && hier_comm_may_ride(c) && hier_ride_offer(c, call, &ride) ? &ride : NULL;
-    ready = hier_comm_prepare(c, call->coll, call->bytes, rider, &res->path);
+    hier_piggyback_t pb, /* 4 */
+        *pb_p = !res->staged && hier_comm_may_piggyback(c) && hier_piggyback_offer(c, call, &pb) ? &pb : NULL;
+    ready = hier_comm_prepare(c, call->coll, call->bytes, pb_p, &res->path);
     if (ready == HIER_ERR_NOT_SUPPORTED) return ready;
-    if (rider && ride.done) return hier_comm_rode(res);
+    if (pb_p && pb.done) return hier_comm_piggybacked(res);
     hier_select_route_in_t in = {.coll = call->coll, .bytes = call->bytes, .block = call->count,
                                  .size = (uint32_t)c->size, .device_possible = ready == HIER_OK && c->dev_possible,
                                  .peer_direct = hier_comm_pd_voted(c)};

@@ -34,7 +34,7 @@ int hier_comm_switch_due(hier_comm_t *c, size_t bytes)
 
 /* Common entry: the set-up at the first call, a forced fallback (the
  * communicator's served bit, hier_comm_create), or one rank. */
-hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_ride_t *ride,
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_piggyback_t *pb,
                                 hier_path_t *path_p)
 {
     if (!(c->served_colls >> coll & 1)) {
@@ -49,7 +49,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, 
         hier_node_pipe_redepth(c);
         c->state = HIER_COMM_READY;
     }
-    if (c->state == HIER_COMM_NEW) hier_comm_setup(c, ride);
+    if (c->state == HIER_COMM_NEW) hier_comm_setup(c, pb);
     if (c->state == HIER_COMM_PML && !c->pml_calls && bytes >= hier_params.fabric_open_min)
         hier_proc_fabric_warm(); /* (the call that set it up may start the opening too) */
     if (c->state == HIER_COMM_REFUSED) {
@@ -92,53 +92,9 @@ hier_exec_ll_t hier_comm_ll(hier_comm_t *c)
     return (hier_exec_ll_t){.shm = c->node->small.seg, .wait = &c->node->wait};
 }
 
-/* The common start, after the caller's hier_comm_prepare (hier_comm.c; the
- * staging pipeline's chunks come through it too): HIER_OK to go on; a
- * one-rank communicator's result is its input, copied here
- * (HIER_IN_PROGRESS, which hier_coll_end takes as served); a communicator
- * refused since (a failed chunk) falls back. */
-static hier_status_t hier_coll_begin(hier_comm_t *c, const hier_call_t *call, hier_path_t *path_p)
-{
-    if (c->size == 1) {
-        *path_p = HIER_PATH_SELF;
-        if (call->sbuf) memcpy(call->rbuf, call->sbuf, call->count * call->esize);
-        return HIER_IN_PROGRESS;
-    }
-    if (c->state == HIER_COMM_REFUSED) {
-        *path_p = c->refused;
-        return HIER_ERR_NOT_SUPPORTED;
-    }
-    return HIER_OK;
-}
-
-/* The reduction's kernel (an allgather has none). */
-static hier_status_t hier_coll_kernel(const hier_call_t *call, hier_reduce_kernel_t *kernel_p, hier_path_t *path_p)
-{
-    *kernel_p = (hier_reduce_kernel_t){0};
-    if (call->coll == HIER_COLL_ALLGATHER || hier_reduce_kernel_get(call->dt, call->op, kernel_p) == HIER_OK)
-        return HIER_OK;
-    *path_p = HIER_PATH_FALLBACK_OP;
-    return HIER_ERR_NOT_SUPPORTED;
-}
-
-/* The path of a run: the choice, or, when the node refused it (a call no
- * buffer within the budget can carry), the previous component's. */
-static hier_path_t hier_coll_ran(hier_status_t st, hier_path_t chosen)
-{
-    return st == HIER_ERR_NOT_SUPPORTED ? HIER_PATH_FALLBACK_SHM : chosen;
-}
-
-/* The status a begin or a run leaves to the caller, with the path that served. */
-static hier_status_t hier_coll_end(hier_status_t st, hier_path_t path, hier_result_t *res)
-{
-    if (st == HIER_IN_PROGRESS) st = HIER_OK;
-    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) res->path = path;
-    return st;
-}
-
 /* A reduce_scatter's displacements, into the communicator's array (made at
  * set-up), and its signature's digest of the counts. */
-static uint32_t hier_coll_rs_displs(hier_comm_t *c, const size_t *rcounts)
+static uint32_t hier_comm_host_rs_displs(hier_comm_t *c, const size_t *rcounts)
 {
     size_t total = 0;
     for (int r = 0; r < c->size; r++) {
@@ -149,7 +105,7 @@ static uint32_t hier_coll_rs_displs(hier_comm_t *c, const size_t *rcounts)
 }
 
 /* The low-latency executor, each collective's. */
-static hier_status_t hier_coll_ll(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel)
+static hier_status_t hier_comm_host_ll(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel)
 {
     hier_exec_ll_t ll = hier_comm_ll(c);
     switch (call->coll) {
@@ -164,8 +120,8 @@ static hier_status_t hier_coll_ll(hier_comm_t *c, const hier_call_t *call, hier_
 }
 
 /* A schedule of the choice, run over the node (and the network). */
-static hier_status_t hier_coll_sched(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
-                                     hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
+static hier_status_t hier_comm_host_sched(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
+                                          hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
 {
     hier_sched_args_t args = hier_comm_args(c, choice, call->esize, call->count, call->sbuf == NULL);
     if (call->coll == HIER_COLL_REDUCE_SCATTER) {
@@ -182,29 +138,45 @@ static hier_status_t hier_coll_sched(hier_comm_t *c, const hier_call_t *call, co
     return hier_node_run(c, &args, call->sbuf, call->rbuf, kernel, net_bytes_p);
 }
 
-/* The choice run: low latency on one node; the pair path between two
- * nodes of one rank each; otherwise a schedule. */
-static hier_status_t hier_coll_go(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
-                                  hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
-{
-    if (choice->path == HIER_PATH_SHM_LL) return hier_coll_ll(c, call, kernel);
-    if (hier_net_pair_serves(c, call, choice)) return hier_net_pair(c, call, kernel, net_bytes_p);
-    return hier_coll_sched(c, call, choice, kernel, net_bytes_p);
-}
-
-/* A call on host buffers (the kernel, the start, its signature, select/'s
- * choice, the run), whichever collective. */
+/* A call on host buffers, whichever collective, after hier_comm_prepare
+ * (hier_comm.c; the staging pipeline's chunks come through here too):
+ * 1. the reduction's kernel (an allgather has none; an op without one is
+ *    the previous component's);
+ * 2. a one-rank communicator's result is its input; a communicator refused
+ *    since (a failed chunk) falls back;
+ * 3. the call's signature where the peers look (a reduce_scatter's with
+ *    its displacements' digest);
+ * 4. select/'s choice;
+ * 5. the run: low latency on one node, the pair path between two nodes of
+ *    one rank each, otherwise a schedule;
+ * 6. the verdict: a failure fails the communicator (hier_comm_failed); the
+ *    path that served, or the previous component's when the node refused
+ *    the run (a call no buffer within the budget carries). */
 hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res)
 {
-    hier_reduce_kernel_t kernel;
-    hier_path_t path;
+    hier_reduce_kernel_t kernel = {0};
     hier_select_t choice;
-    hier_status_t st = hier_coll_kernel(call, &kernel, &res->path);
-    if (st != HIER_OK) return st;
-    if ((st = hier_coll_begin(c, call, &path)) != HIER_OK) return hier_coll_end(st, path, res);
-    uint32_t digest = call->coll == HIER_COLL_REDUCE_SCATTER ? hier_coll_rs_displs(c, call->rcounts) : 0;
-    hier_comm_sign(c, call->coll, call->count, call->dt, call->op, digest);
-    st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);
-    if (st == HIER_OK) st = hier_coll_go(c, call, &choice, kernel, &res->net_bytes);
-    return hier_coll_end(hier_comm_failed(c, st), hier_comm_path(c, hier_coll_ran(st, choice.path)), res);
+    hier_status_t st;
+    if (call->coll != HIER_COLL_ALLGATHER && hier_reduce_kernel_get(call->dt, call->op, &kernel) != HIER_OK) { /* 1 */
+        res->path = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->size == 1 || c->state == HIER_COMM_REFUSED) {                                              /* 2 */
+        if (c->size == 1 && call->sbuf) memcpy(call->rbuf, call->sbuf, call->count * call->esize);
+        res->path = c->size == 1 ? HIER_PATH_SELF : c->refused;
+        return c->size == 1 ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
+    }
+    uint32_t digest = call->coll == HIER_COLL_REDUCE_SCATTER ? hier_comm_host_rs_displs(c, call->rcounts) : 0;
+    hier_comm_sign(c, call->coll, call->count, call->dt, call->op, digest);                         /* 3 */
+    st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);                     /* 4 */
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL)                                             /* 5 */
+        st = hier_comm_host_ll(c, call, kernel);
+    else if (st == HIER_OK && hier_net_pair_serves(c, call, &choice))
+        st = hier_net_pair(c, call, kernel, &res->net_bytes);
+    else if (st == HIER_OK)
+        st = hier_comm_host_sched(c, call, &choice, kernel, &res->net_bytes);
+    st = hier_comm_failed(c, st);                                                                    /* 6 */
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED)
+        res->path = hier_comm_path(c, st == HIER_OK ? choice.path : HIER_PATH_FALLBACK_SHM);
+    return st;
 }

@@ -15,9 +15,9 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
 /* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
  * communicator (the caller copies), or a fallback with its reason. bytes:
  * the call's whole vector, the same on every rank (it may start opening
- * libfabric: fabric_open_min). ride (may be NULL): the call, offered to the
- * set-up if this call makes one (ride->done: served, HIER_OK). */
-hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_ride_t *ride,
+ * libfabric: fabric_open_min). piggyback (may be NULL): the call, offered to the
+ * set-up if this call makes one (piggyback->done: served, HIER_OK). */
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_piggyback_t *pb,
                                 hier_path_t *path_p);
 /* A PML communicator's call of `bytes` (the whole vector): counted, the
  * opening started when due, and whether it is time to ask every rank

@@ -6,8 +6,8 @@
  *   made at set-up;
  * - libfabric, once every rank's endpoint is open: channels belong to
  *   process pairs (net/hier_peers.h), not communicators, so the level only
- *   names the processes it talks to and its box, where its messages land
- *   in every process: the set-up exchanges the boxes, and the peers'
+ *   names the processes it talks to and its mailbox, where its messages land
+ *   in every process: the set-up exchanges the mailboxes, and the peers'
  *   addresses only when some rank does not know them yet (once per
  *   process pair).
  * The move from one to the other is collective, at a call every rank
@@ -24,13 +24,13 @@
 #include "exec/hier_exec_pair.h"
 #include "sched/hier_sched_net.h"
 
-_Static_assert(HIER_RUN_DEPTH_MAX <= HIER_PML_BOXES, "a PML link has a box for every run in flight");
+_Static_assert(HIER_RUN_DEPTH_MAX <= HIER_PML_MBOXES, "a PML link has a mailbox for every run in flight");
 
 /* Polls of the endpoint before a waiting rank yields: each poll is a
  * system call on tcp, so a few are worth a shared-memory spin of thousands. */
 #define HIER_NET_SPIN 16
 
-static _Atomic uint32_t hier_net_next_box = 1; /* boxes are never reused (0: tests' channels) */
+static _Atomic uint32_t hier_net_next_mbox = 1; /* mailboxes are never reused (0: tests' channels) */
 
 /* The slot shape of every channel this process opens: the parameters
  * (the same on every rank, checked at set-up), within what the provider takes. */
@@ -52,19 +52,19 @@ static size_t hier_net_pml_segment(void)
     return seg & ~(size_t)63;
 }
 
-uint32_t hier_net_new_box(void)
+uint32_t hier_net_new_mbox(void)
 {
-    return atomic_fetch_add(&hier_net_next_box, HIER_RUN_DEPTH_MAX); /* (a box per run in flight) */
+    return atomic_fetch_add(&hier_net_next_mbox, HIER_RUN_DEPTH_MAX); /* (a mailbox per run in flight) */
 }
 
 hier_status_t hier_net_reserve(int size, hier_net_room_t *room)
 {
     size_t n = (size_t)size, most = (size_t)hier_sched_net_max_peers_upto(size); /* (nodes: at most the ranks) */
     hier_net_room_t r = {.net = calloc(1, sizeof(*r.net)), .peers = calloc(n, sizeof(*r.peers)),
-                         .boxes = calloc(n, sizeof(*r.boxes)), .links = calloc(n, sizeof(*r.links)),
+                         .mboxes = calloc(n, sizeof(*r.mboxes)), .links = calloc(n, sizeof(*r.links)),
                          .link_mem = calloc(most ? most : 1, hier_pml_size()),
                          .talk = malloc((most ? most : 1) * sizeof(*r.talk))};
-    if (!r.net || !r.peers || !r.boxes || !r.links || !r.link_mem || !r.talk) {
+    if (!r.net || !r.peers || !r.mboxes || !r.links || !r.link_mem || !r.talk) {
         hier_net_room_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
@@ -76,7 +76,7 @@ void hier_net_room_free(hier_net_room_t *room)
 {
     free(room->net);
     free(room->peers);
-    free(room->boxes);
+    free(room->mboxes);
     free(room->links);
     free(room->link_mem);
     free(room->talk);
@@ -116,12 +116,12 @@ static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
     return HIER_OK;
 }
 
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int fabric, hier_net_room_t *room, int *known_p)
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_room_t *room, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
     hier_net_t *net = room->net;
-    *net = (hier_net_t){.talk = room->talk, .links = room->links, .link_mem = room->link_mem, .box = box,
-                        .peers = room->peers, .boxes = room->boxes};
+    *net = (hier_net_t){.talk = room->talk, .links = room->links, .link_mem = room->link_mem, .mbox = mbox,
+                        .peers = room->peers, .mboxes = room->mboxes};
     c->net = net;
     *room = (hier_net_room_t){0};
     *known_p = 1;
@@ -149,7 +149,7 @@ void hier_net_free(hier_comm_t *c)
     free(net->links);
     free(net->link_mem);
     free(net->peers);
-    free(net->boxes);
+    free(net->mboxes);
     free(net);
     c->net = NULL;
 }
@@ -266,13 +266,13 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
                                                                 .cap = c->node->nsteps}
                                            : (hier_net_queue_t){0};
-    if (!net->fabric) { /* (Open MPI's point-to-point: a box is a tag, a run's box its index; sends are copied) */
+    if (!net->fabric) { /* (Open MPI's point-to-point: a mailbox is a tag, a run's mailbox its index; sends are copied) */
         x->link = &hier_link_pml;
         x->fab = NULL;
         x->peers = NULL;
         x->links = net->links;
-        x->boxes = NULL;
-        x->box = 0;
+        x->mboxes = NULL;
+        x->mbox = 0;
         x->mr = NULL;
         x->mr_base = NULL;
         x->mr_len = 0;
@@ -280,7 +280,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     }
     hier_fabric_t *fab = hier_proc_fabric();
     uint8_t *mine = tier ? tier->slots[c->layout.me] : NULL;
-    size_t len = tier ? hier_shm_parities(tier->seg) * hier_shm_parity_stride(tier->seg) : 0;
+    size_t len = tier ? hier_shm_nbufs(tier->seg) * hier_shm_buf_stride(tier->seg) : 0;
     if (tier && !tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
         hier_fabric_mr_reg(fab, mine, len, &tier->mr) != HIER_OK)
         tier->mr = NULL;
@@ -290,8 +290,8 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     x->fab = fab;
     x->peers = net->peers;
     x->links = NULL;
-    x->boxes = net->boxes;
-    x->box = net->box;
+    x->mboxes = net->mboxes;
+    x->mbox = net->mbox;
     x->mr = mr;
     x->mr_base = mr ? mine : NULL;
     x->mr_len = mr ? len : 0;

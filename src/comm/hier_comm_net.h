@@ -4,14 +4,14 @@
 
 #include "comm/hier_comm_state.h"
 
-/* A box for a new communicator (never reused). */
-uint32_t hier_net_new_box(void);
+/* A mailbox for a new communicator (never reused). */
+uint32_t hier_net_new_mbox(void);
 /* What the level needs for a communicator of `size` ranks, made before the
  * set-up's exchange. */
 typedef struct {
     hier_net_t *net;
     hier_peer_t **peers;
-    uint32_t *boxes;
+    uint32_t *mboxes;
     void **links;
     uint8_t *link_mem;
     int *talk;
@@ -29,7 +29,7 @@ int hier_net_peers_known(const hier_comm_t *c);
  * addresses are known. HIER_ERR_NOT_SUPPORTED without an endpoint;
  * HIER_ERR_NO_MEMORY for a peer never met before (the level stays, over
  * the point-to-point). */
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t box, int fabric, hier_net_room_t *room, int *known_p);
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_room_t *room, int *known_p);
 /* Collective, at a call every rank makes alike (a communicator over the
  * point-to-point, HIER_COMM_PML): whether every rank's endpoint is open
  * now, agreed; if so, its messages go over libfabric from this call on,

@@ -160,9 +160,9 @@ int hier_node_crowded(const hier_comm_t *c, int nlocal)
 }
 
 /* Polls before a waiting rank yields. When ranks outnumber the cores, the
- * rank we wait for is likely waiting for our core: spinning long only
- * delays it (on 4 ranks over 2 cores, 2000 polls made a small allreduce 3x
- * slower, and even 50 doubled its time against yielding at once). */
+ * rank we wait for is likely waiting for our core: spinning only delays it;
+ * sleeping waits only where the application's threads do not call at once
+ * (docs/performance.md, "Waits on crowded nodes"). */
 static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wait_t *w)
 {
     const hier_layout_t *l = &c->layout;
@@ -171,12 +171,6 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
-    /* (not where the application's threads call at once: several threads of
-     * a process in sleeping waits stalled this project's 2-core VMs whole,
-     * other processes' timers too, for up to 28 s, under Open MPI 5.0 and
-     * 6.0; yielding, 1.4 s at most: test_threads on 2 x 2 fake nodes. hier's
-     * progress thread never waits so: with it, ranks that only yielded kept
-     * the CPUs from another node's ranks for up to a minute, same bed) */
     w->sleep = w->spin_count == HIER_NODE_CROWDED_SPIN && hier_params.spin_count > 0 && !hier_lock_callers_threaded();
 }
 
@@ -381,14 +375,14 @@ static unsigned hier_node_transport_depth(const hier_comm_t *c)
 static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
 {
     return (hier_shm_shape_t){.kind = HIER_SHM_PIPE, .nranks = c->layout.nranks, .chunk_bytes = chunk,
-                              .parities = hier_node_transport_depth(c) + 1};
+                              .nbufs = hier_node_transport_depth(c) + 1};
 }
 
 void hier_node_pipe_redepth(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
     if (nd->pipe_state == HIER_PIPE_NONE) return;
-    if (nd->pipe_state == HIER_PIPE_READY && hier_shm_parities(nd->pipe.seg) == hier_node_transport_depth(c) + 1)
+    if (nd->pipe_state == HIER_PIPE_READY && hier_shm_nbufs(nd->pipe.seg) == hier_node_transport_depth(c) + 1)
         return;
     if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, c->layout.nranks, nd->small.seg);
     free(nd->pipe.slots);
@@ -470,10 +464,10 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * Made by a fiber (a nonblocking call's, hier_comm_pipe_begin), no call
  * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
  * of them too (a barrier of every rank: a node's spins would not yield). */
-/* The chunks in flight at once over `tier`: one fewer than its parities. */
+/* The chunks in flight at once over `tier`: one fewer than its pipeline buffers. */
 unsigned hier_node_tier_depth(const hier_tier_t *tier)
 {
-    return hier_shm_parities(tier->seg) - 1;
+    return hier_shm_nbufs(tier->seg) - 1;
 }
 
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)

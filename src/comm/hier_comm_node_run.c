@@ -180,7 +180,7 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
     if (st != HIER_OK) return st;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
-                          .parity_stride = hier_shm_parity_stride(tier->seg), .scratch = nd->scratch,
+                          .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,
                           .peer_read = hier_node_peer_read, .peer_ctx = nd,
                           .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
                           .depth = depth, .chunk_seq = &tier->chunk_seq};

@@ -31,7 +31,7 @@ typedef struct {
     /* Whether the runtime says processes outnumber cores (Open MPI's
      * yield_when_idle, known only once MPI_Init is done); may be NULL. */
     int (*oversubscribed)(void);
-    /* Point-to-point on the communicator, a box a tag of hier's own (net/hier_pml.h):
+    /* Point-to-point on the communicator, a mailbox a tag of hier's own (net/hier_pml.h):
      * the network level's transport until libfabric is open on every rank. */
     hier_pml_ops_t p2p;
     void *arg;

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hier_keep.h"
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
@@ -49,27 +50,23 @@
 static pthread_mutex_t hier_req_mutex = PTHREAD_MUTEX_INITIALIZER;
 static hier_comm_t *hier_req_comms; /* communicators with requests, a doubly linked list */
 
-/* Requests over, kept for the next ones (an allocation and its zeroing
- * were a tenth of an 8-byte call), under the lock. */
-#define HIER_REQ_KEEP 16
-static hier_req_t *hier_req_kept[HIER_REQ_KEEP];
-static int hier_req_nkept;
+static hier_keep_t hier_req_kept; /* requests over, kept for the next ones (under the lock) */
 
 /* The lock, where threads may call at once (MPI_THREAD_MULTIPLE): every
  * queue, the list and the kept requests. */
 static void hier_req_lock(void)
 {
-    if (hier_lock_threaded()) pthread_mutex_lock(&hier_req_mutex);
+    hier_lock_mutex_take(&hier_req_mutex);
 }
 
 static int hier_req_trylock(void)
 {
-    return !hier_lock_threaded() || pthread_mutex_trylock(&hier_req_mutex) == 0;
+    return hier_lock_mutex_try(&hier_req_mutex);
 }
 
 static void hier_req_unlock(void)
 {
-    if (hier_lock_threaded()) pthread_mutex_unlock(&hier_req_mutex);
+    hier_lock_mutex_drop(&hier_req_mutex);
 }
 
 /* ---- 1. made (the plan: hier_req_plan.c) ------------------------------------ */
@@ -84,7 +81,8 @@ hier_status_t hier_req_ready(hier_comm_t *c, hier_coll_t coll, hier_path_t *path
 /* (the lock held) */
 static hier_req_t *hier_req_alloc(const hier_comm_t *c, const hier_req_call_t *k, const hier_req_notify_t *notify)
 {
-    hier_req_t *q = hier_req_nkept ? hier_req_kept[--hier_req_nkept] : malloc(sizeof(*q));
+    hier_req_t *q = hier_keep_take(&hier_req_kept);
+    if (!q) q = malloc(sizeof(*q));
     if (!q) return NULL;
     q->c = (hier_comm_t *)c;
     q->next = NULL;
@@ -117,8 +115,7 @@ static void hier_req_release(hier_req_t *q)
 {
     free(q->counts);
     if (hier_req_staged(&q->call.stage)) hier_req_stage_free(&q->call.stage);
-    if (hier_req_nkept < HIER_REQ_KEEP) hier_req_kept[hier_req_nkept++] = q;
-    else free(q);
+    if (!hier_keep_put(&hier_req_kept, q)) free(q);
 }
 
 /* ---- 2-4. started, advanced, over ------------------------------------------- */

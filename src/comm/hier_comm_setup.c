@@ -1,51 +1,14 @@
 /* hier_comm_setup.c: a communicator's set-up, collective, at its first
- * call. One exchange when every rank is sure of its part (the common case
- * for communicators of processes that had one before), else one exchange
- * and one agreement:
- *
- * 1. locally: which ranks share my node (the glue says, and gives each
- *    process's identity): my node's name (its lowest rank) and its
- *    processes in local order; the memory everything after the exchange
- *    needs, made now; the local leader (that lowest rank) offers a node
- *    segment: a recycled one of these processes, or a fresh one; the others
- *    set aside the recycled ones their pools hold for these processes;
- *    each rank is "sure" when nothing it does after the exchange can fail:
- *    its memory is made and it knows the address of every rank off its node;
- * 2. allgather one record per rank: node name, NUMA domain (and where its
- *    NICs should be: its accelerator's, or the same), parameter digest,
- *    box, whether a device backend is here, whether this rank sees its
- *    node crowded, whether its libfabric endpoint is open (or can never
- *    be), whether it is sure, (leaders) the segment offered, (the others)
- *    the segments set aside, and the call that brought the set-up about
- *    when it is small enough to ride (hier_comm_ride.c);
- * 3. every rank has every record, so all reach the same verdict on the
- *    digests and the node names; each makes the layout, takes its leader's
- *    segment (recycled: set aside, or from its own pool; fresh: attached),
- *    makes its node level and, several nodes, its network level: over
- *    libfabric when every rank's endpoint is open (are the addresses of
- *    the peers it talks to known?), else over Open MPI's point-to-point
- *    (for good where some rank can have no endpoint). When every rank is sure and
- *    every leader's segment is recycled and set aside by each of its node's
- *    ranks, all say so alike and the set-up is done: nothing can have failed;
- * 4. else agree on the least status: a failure falls back for good; a
- *    recycled segment missing somewhere: everyone gives back what it took
- *    and goes again from 1 with fresh segments; addresses unknown
- *    somewhere: they are exchanged (once per process pair in the process's
- *    life); libfabric failing somewhere: the point-to-point for good;
- * 5. leaders unlink fresh segments' names (every rank has them mapped).
- * A set-up that ends well after 3 or 4 serves the call that rode on it,
- * when every record carries the same one (the same verdict everywhere).
- *
- * A rank that takes a recycled segment says it is joining until it has
- * cleared its signatures there (hier_shm_joining): with no agreement after
- * step 3, a peer may start the first call first, and must not take the
- * past communicator's signatures for another call.
- *
- * A communicator that spans nodes while some rank's endpoint is not open
- * yet (fabric_warmup: it opens in the background once the calls make it
- * worth it) is served over the point-to-point, HIER_COMM_PML: its calls
- * count toward asking every rank, and it moves to libfabric at the call
- * where every endpoint is open (hier_comm_net.c). */
+ * call: one exchange when every rank is sure of its part, else one
+ * exchange and one agreement (docs/design.md, "A communicator's life"):
+ * 1. locally: my node, the memory everything after the exchange needs, the
+ *    leader's segment offered (recycled or fresh), the others' set aside;
+ * 2. allgather one record per rank (with the first call, piggybacked);
+ * 3. every rank reaches the same verdict and makes its levels (between
+ *    nodes over libfabric, or Open MPI's point-to-point: HIER_COMM_PML);
+ * 4. else agree on the least status: retry with fresh segments, exchange
+ *    addresses, or fall back for good;
+ * 5. leaders unlink fresh segments' names. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,12 +50,12 @@ typedef struct {
     int32_t numa;     /* my NUMA domain, -1 unknown */
     int32_t nic_numa; /* where my NICs should be: my accelerator's domain, or numa */
     uint32_t digest;  /* of the parameters that shape what ranks do */
-    uint32_t box;     /* where this communicator's messages land for me */
+    uint32_t mbox;     /* where this communicator's messages land for me */
     uint32_t flags;
     uint64_t seg_id;  /* leaders: the offered segment's hier_shm_id */
     uint64_t cand[HIER_SETUP_CANDIDATES]; /* the others: the segments set aside (0: none) */
     char seg[HIER_SHM_NAME_MAX]; /* leaders: the node segment offered; empty if none could be */
-    hier_ride_rec_t ride; /* the first call, when it can ride (hier_comm_ride.c) */
+    hier_piggyback_rec_t pb; /* the first call, when it can piggyback (hier_comm_piggyback.c) */
 } hier_setup_rec_t;
 
 /* Step 1's locality: the node's processes, my place among them. */
@@ -242,14 +205,14 @@ static uint32_t hier_setup_fabric_flags(void)
 
 /* Step 1 for this rank: its record, its offer (leaders) or the segments it
  * sets aside (the others). */
-static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
-                            const hier_ride_t *ride, hier_setup_room_t *room, hier_node_offer_t *offer,
+static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t mbox,
+                            const hier_piggyback_t *pb, hier_setup_room_t *room, hier_node_offer_t *offer,
                             hier_setup_rec_t *mine)
 {
     int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
     *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_proc_my_numa(loc->me),
                                .nic_numa = hier_proc_nic_numa(loc->me), .digest = hier_params_digest(&hier_params) ^ hier_rules_digest(),
-                               .box = box,
+                               .mbox = mbox,
                                .flags = (hier_accel_has_backend() ? HIER_SETUP_DEVICE : 0) |
                                         (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
                                         (short_of ? HIER_SETUP_SHORT : 0)};
@@ -266,7 +229,7 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
         room->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, room->cand, HIER_SETUP_CANDIDATES);
     for (int k = 0; k < room->ncand; k++) mine->cand[k] = hier_shm_id(room->cand[k].seg);
     mine->flags |= sure ? HIER_SETUP_SURE : 0;
-    hier_ride_pack(ride, &mine->ride);
+    hier_piggyback_pack(pb, &mine->pb);
 }
 
 /* Step 3's transport between nodes, the same on every rank: libfabric
@@ -288,7 +251,7 @@ static int hier_setup_fabric_never(const hier_comm_t *c, const hier_setup_rec_t 
 
 /* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
  * failed here). `sure`: every rank's verdict that nothing can. */
-static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, uint32_t box,
+static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, uint32_t mbox,
                              const hier_setup_rec_t *all, hier_setup_room_t *room, hier_node_offer_t *offer)
 {
     const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
@@ -311,28 +274,28 @@ static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, 
     if (hier_setup_node(c, offer, all, room) != HIER_OK) return HIER_SETUP_NO_MEMORY;
     if (c->layout.nnodes > 1) {
         int fabric = hier_setup_fabric(c, all);
-        hier_status_t st = hier_net_make(c, box, fabric, &room->net, &known);
+        hier_status_t st = hier_net_make(c, mbox, fabric, &room->net, &known);
         status = st != HIER_OK || (!fabric && hier_setup_fabric_never(c, all)) ? HIER_SETUP_NET
                  : known                                                        ? HIER_SETUP_OK
                                                                                 : HIER_SETUP_ADDRESSES;
-        for (int i = 0; i < c->net->ntalk; i++) { /* every peer's box */
+        for (int i = 0; i < c->net->ntalk; i++) { /* every peer's mailbox */
             int n = c->net->talk[i];
-            c->net->boxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].box;
+            c->net->mboxes[n] = all[hier_layout_rank(&c->layout, n, c->layout.me)].mbox;
         }
     }
     return status;
 }
 
 /* Steps 1-4 with segments recycled (fresh_only 0) or fresh (1); the agreed
- * status. A set-up that ends well serves the call riding on it (3, 4). */
-static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t box,
-                          hier_ride_t *ride, hier_node_offer_t *offer)
+ * status. A set-up that ends well serves the call piggybacked on it (3, 4). */
+static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t mbox,
+                          hier_piggyback_t *pb, hier_node_offer_t *offer)
 {
     hier_setup_room_t room = {0};
     hier_setup_rec_t mine;
     int status = HIER_SETUP_OK, one = 0, sure = 0;
     *offer = (hier_node_offer_t){0};
-    hier_setup_mine(c, loc, fresh_only, box, ride, &room, offer, &mine);                             /* 1 */
+    hier_setup_mine(c, loc, fresh_only, mbox, pb, &room, offer, &mine);                             /* 1 */
     hier_setup_rec_t *all = room.all;
     if (!all || hier_xchg_allgather(c, &mine, all, sizeof(mine)) != 0) {                       /* 2 */
         all = NULL;
@@ -352,12 +315,12 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
         for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
         c->rs_displs = room.rs_displs;
         room.rs_displs = NULL;
-        status = hier_setup_levels(c, loc, sure, box, all, &room, offer);
+        status = hier_setup_levels(c, loc, sure, mbox, all, &room, offer);
     }
     if (!sure && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
     if (all && (status == HIER_SETUP_OK || status == HIER_SETUP_NET) &&
-        hier_ride_agreed(c, ride, &all[0].ride, sizeof(*all)))
-        hier_ride_serve(c, ride, &all[0].ride, sizeof(*all));
+        hier_piggyback_agreed(c, pb, &all[0].pb, sizeof(*all)))
+        hier_piggyback_serve(c, pb, &all[0].pb, sizeof(*all));
     hier_setup_room_free(&room, loc);
     return status;
 }
@@ -391,15 +354,15 @@ static const char *hier_setup_transport(hier_comm_t *c, int status)
     return ", Open MPI's point-to-point between nodes until every rank's libfabric endpoint is open";
 }
 
-hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride)
+hier_status_t hier_comm_setup(hier_comm_t *c, hier_piggyback_t *pb)
 {
     hier_setup_local_t loc = {0};
     hier_node_offer_t offer = {0};
     int status = HIER_SETUP_NO_MEMORY;
-    uint32_t box = hier_net_new_box();
+    uint32_t mbox = hier_net_new_mbox();
     if (hier_setup_locality(c, &loc) != HIER_OK) loc.procs = NULL;
     for (int fresh_only = 0; fresh_only < 2; fresh_only++) {
-        status = hier_setup_try(c, &loc, fresh_only, box, ride, &offer);
+        status = hier_setup_try(c, &loc, fresh_only, mbox, pb, &offer);
         if (status < HIER_SETUP_NO_MEMORY) break; /* refused on every rank alike (c->refused) */
         if (status == HIER_SETUP_ADDRESSES)
             status = hier_net_exchange_addresses(c) == HIER_OK ? HIER_SETUP_OK : HIER_SETUP_NET;

@@ -1,17 +1,17 @@
 /* hier_comm_setup.h: a communicator's set-up, collective, at its first call
  * (hier_comm_setup.c), and the first call itself when it is small enough to
- * ride on the set-up's exchange (hier_comm_ride.c). */
+ * be piggybacked on the set-up's exchange (hier_comm_piggyback.c). */
 #ifndef HIER_COMM_SETUP_H
 #define HIER_COMM_SETUP_H
 
 #include "comm/hier_comm_state.h"
 
-/* The most bytes of one rank's contribution that ride in its set-up record
+/* The most bytes of one rank's contribution that piggyback in its set-up record
  * (an allreduce's vector, an allgather's block, a reduce_scatter's whole
  * vector): 8 doubles, 4 double complex. */
-#define HIER_RIDE_MAX 64
+#define HIER_PIGGYBACK_MAX 64
 
-/* The call that brought the set-up about, offered to ride on its exchange.
+/* The call that brought the set-up about, offered to be piggybacked on its exchange.
  * in: my contribution (len bytes), out: where my result goes; for
  * reduce_scatter rcounts (every rank's) and displs (room for size). */
 typedef struct {
@@ -25,13 +25,13 @@ typedef struct {
     void *out;
     const size_t *rcounts;
     int done;       /* set by the set-up: the call is served, out holds the result */
-} hier_ride_t;
+} hier_piggyback_t;
 
 /* HIER_OK: served from now on; HIER_ERR_NOT_SUPPORTED: never (c->refused
- * says why). ride (may be NULL): the first call, served with the set-up
+ * says why). piggyback (may be NULL): the first call, served with the set-up
  * when every rank offered the same call and its result is the one the
- * call's own algorithm gives (ride->done). */
-hier_status_t hier_comm_setup(hier_comm_t *c, hier_ride_t *ride);
+ * call's own algorithm gives (piggyback->done). */
+hier_status_t hier_comm_setup(hier_comm_t *c, hier_piggyback_t *pb);
 /* The one way a communicator stops being served (hier_comm_setup.c): every
  * call from now on goes to the previous component, counted under `why`. */
 void hier_comm_refuse(hier_comm_t *c, hier_path_t why);
@@ -55,27 +55,27 @@ int hier_comm_switch_begin(hier_comm_t *c);
 int hier_comm_setup_step(hier_comm_t *c);
 
 
-/* hier_comm_ride.c. Whether this rank can offer its call (host buffers,
+/* hier_comm_piggyback.c. Whether this rank can offer its call (host buffers,
  * which the caller knows; few enough bytes, a predefined operation, no
- * algorithm forced): fills *ride. call->sbuf NULL: in place. */
-int hier_ride_offer(const hier_comm_t *c, const hier_call_t *call, hier_ride_t *ride);
+ * algorithm forced): fills *piggyback. call->sbuf NULL: in place. */
+int hier_piggyback_offer(const hier_comm_t *c, const hier_call_t *call, hier_piggyback_t *pb);
 
-/* What a rank's set-up record carries of its ride. */
+/* What a rank's set-up record carries of its piggyback. */
 typedef struct {
-    uint8_t coll;   /* hier_coll_t + 1; 0: nothing rides */
+    uint8_t coll;   /* hier_coll_t + 1; 0: nothing is piggybacked */
     uint8_t dt, op;
     uint8_t pad;
     uint32_t digest;
     uint64_t count;
-    uint8_t data[HIER_RIDE_MAX];
-} hier_ride_rec_t;
+    uint8_t data[HIER_PIGGYBACK_MAX];
+} hier_piggyback_rec_t;
 
-void hier_ride_pack(const hier_ride_t *ride, hier_ride_rec_t *rec);
+void hier_piggyback_pack(const hier_piggyback_t *pb, hier_piggyback_rec_t *rec);
 /* Whether every record (stride bytes apart, the first at recs) carries the
  * same call as mine, and the layout lets it be folded here exactly as its
  * algorithm would: the same verdict on every rank. */
-int hier_ride_agreed(const hier_comm_t *c, const hier_ride_t *ride, const void *recs, size_t stride);
-/* The call's result from every rank's contribution, into ride->out. */
-void hier_ride_serve(const hier_comm_t *c, hier_ride_t *ride, const void *recs, size_t stride);
+int hier_piggyback_agreed(const hier_comm_t *c, const hier_piggyback_t *pb, const void *recs, size_t stride);
+/* The call's result from every rank's contribution, into piggyback->out. */
+void hier_piggyback_serve(const hier_comm_t *c, hier_piggyback_t *pb, const void *recs, size_t stride);
 
 #endif

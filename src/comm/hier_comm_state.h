@@ -9,7 +9,7 @@
  *                        segment (hier_comm_node.c)
  *   hier_net_t           several nodes only: the ranks its schedules talk to,
  *                        over Open MPI's point-to-point (links) or, once every
- *                        rank's endpoint is open, libfabric (its box and the
+ *                        rank's endpoint is open, libfabric (its mailbox and the
  *                        peers' processes) (hier_comm_net.c)
  *   hier_pd, hier_stage  device buffers only (hier_comm_pd.c, exec/hier_stage.c) */
 #ifndef HIER_COMM_STATE_H
@@ -33,7 +33,7 @@ typedef struct {
     uint8_t **slots;        /* every local rank's */
     hier_fabric_mr_t *mr;   /* my slot, registered for sends in place (several nodes; NULL: sends copy) */
     int mr_tried;
-    uint64_t chunk_seq;     /* chunks run over it: picks the pipeline parity */
+    uint64_t chunk_seq;     /* chunks run over it: picks the pipeline buffer */
 } hier_tier_t;
 
 typedef enum {
@@ -70,9 +70,9 @@ typedef struct {
     int *talk, ntalk;            /* the nodes whose rank of my local index my schedules talk to */
     void **links;                /* by node: the link to that rank over the point-to-point (hier_pml_t) */
     uint8_t *link_mem;           /* (the links, ntalk of them) */
-    uint32_t box;                /* libfabric: where this communicator's messages land here */
+    uint32_t mbox;                /* libfabric: where this communicator's messages land here */
     hier_peer_t **peers;         /* by node: the process of my local index there (the ones I talk to) */
-    uint32_t *boxes;             /* by node: that process's box for this communicator */
+    uint32_t *mboxes;             /* by node: that process's mailbox for this communicator */
     hier_net_exec_t netx;
 } hier_net_t;
 

@@ -13,7 +13,7 @@ void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref)
     switch ((hier_buf_kind_t)ref.kind) {
     case HIER_BUF_SEND: return (void *)(bufs->sbuf + ref.off);
     case HIER_BUF_RECV: return bufs->rbuf + ref.off;
-    case HIER_BUF_SLOT: return bufs->slots[ref.rank] + ref.parity * bufs->parity_stride + ref.off;
+    case HIER_BUF_SLOT: return bufs->slots[ref.rank] + ref.buf * bufs->buf_stride + ref.off;
     case HIER_BUF_PEER_INPUT: break;
     }
     return NULL;

@@ -24,8 +24,8 @@ typedef hier_status_t (*hier_exec_peer_read_fn_t)(void *ctx, hier_ref_t ref, voi
 typedef struct {
     const uint8_t *sbuf;
     uint8_t *rbuf;
-    uint8_t *const *slots;  /* slot base of every local rank (parity 0) */
-    size_t parity_stride;   /* bytes from parity 0 to parity 1 in a slot */
+    uint8_t *const *slots;  /* slot base of every local rank (buffer 0) */
+    size_t buf_stride;      /* bytes from buffer 0 to buffer 1 in a slot */
     size_t esize;
     hier_reduce_kernel_t kernel;
     hier_exec_peer_read_fn_t peer_read; /* single-copy steps only */

@@ -33,14 +33,14 @@ static hier_status_t hier_net_push(hier_net_exec_t *x, unsigned d, hier_net_send
         hier_status_t st = hier_net_link(x, s->to, 1, &s->link);
         if (st != HIER_OK || !s->link) return st; /* (connecting: later) */
     }
-    uint32_t box = (x->boxes ? x->boxes[s->to] : 0) + d;
+    uint32_t mbox = (x->mboxes ? x->mboxes[s->to] : 0) + d;
     if (!s->seg) s->seg = x->link->segment(s->link, s->len);
     while (s->done < s->len) {
         size_t seg = s->len - s->done, max = s->seg;
         int sent;
         uint64_t msg;
         if (seg > max) seg = max;
-        hier_status_t st = x->link->try_send(s->link, box, s->tag, s->src + s->done, seg, s->mr, x->sig, &sent,
+        hier_status_t st = x->link->try_send(s->link, mbox, s->tag, s->src + s->done, seg, s->mr, x->sig, &sent,
                                              &msg);
         if (st != HIER_OK) return st;
         if (!sent) break;
@@ -163,7 +163,7 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
     size_t seg = r->seg;
     if (seg > r->len - r->done) seg = r->len - r->done;
     if (hier_net_unsent(q, r->dst + r->done, seg)) return HIER_OK;
-    hier_status_t st = x->link->try_recv(r->link, x->box + d, seg, &m, &got);
+    hier_status_t st = x->link->try_recv(r->link, x->mbox + d, seg, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
     if ((st = hier_net_check(x, r->link, r->from, &m, r->tag, seg)) != HIER_OK) return st;
@@ -499,7 +499,7 @@ hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, c
                                  size_t expect, hier_net_swap_t *sw_p)
 {
     void *out = NULL, *in = NULL;
-    uint32_t box = x->boxes ? x->boxes[p] : 0;
+    uint32_t mbox = x->mboxes ? x->mboxes[p] : 0;
     int sent = 0, got = 0;
     uint64_t msg, still_since = 0;
     hier_link_msg_t m;
@@ -508,13 +508,13 @@ hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, c
         uint64_t seen = x->moved;
         if (!out && (st = hier_net_link(x, p, 1, &out)) != HIER_OK) break;
         if (out && !sent) { /* (copied: mr NULL, so src is free once sent) */
-            if ((st = x->link->try_send(out, box, tag, src, len, NULL, x->sig, &sent, &msg)) != HIER_OK) break;
+            if ((st = x->link->try_send(out, mbox, tag, src, len, NULL, x->sig, &sent, &msg)) != HIER_OK) break;
             x->moved += (unsigned)sent;
             x->net_bytes += sent ? len : 0;
         }
         if (!in && (st = hier_net_link(x, p, 0, &in)) != HIER_OK) break;
         if (in && !got) {
-            if ((st = x->link->try_recv(in, x->box, expect, &m, &got)) != HIER_OK) break;
+            if ((st = x->link->try_recv(in, x->mbox, expect, &m, &got)) != HIER_OK) break;
             if (got && (st = hier_net_check(x, in, p, &m, tag, expect)) != HIER_OK) { /* (released) */
                 got = 0;
                 break;

@@ -100,11 +100,11 @@ typedef struct {
      * already connected (the PML's; tests' channels) */
     hier_peer_t *const *peers;
     void *const *links;
-    /* by participant: the first box its end takes this communicator's
-     * streams from (NULL: box 0); run d's messages go to that box + d, so
+    /* by participant: the first mailbox its end takes this communicator's
+     * streams from (NULL: mailbox 0); run d's messages go to that mailbox + d, so
      * runs in flight at once never take each other's */
-    const uint32_t *boxes;
-    uint32_t box;              /* the first box this end takes them from */
+    const uint32_t *mboxes;
+    uint32_t mbox;              /* the first mailbox this end takes them from */
     const hier_exec_bufs_t *bufs; /* what steps' buffers name, the element size and the kernel */
     hier_progress_fn_t progress;  /* Open MPI's progress while waiting (may be NULL) */
     int spin;                  /* polls before a waiting rank yields the CPU (0: never) */
@@ -158,7 +158,7 @@ typedef struct {
 /* One message each way with participant p, outside the runs (none may be
  * in flight; the pair path's, exec/hier_exec_pair.h): len bytes at src out
  * (copied: src is the caller's again on return), labelled tag, into run
- * 0's box, and p's message of exactly `expect` bytes in, checked as a run's
+ * 0's mailbox, and p's message of exactly `expect` bytes in, checked as a run's
  * receive is. Waits as finish does (the same turns and clock). Either
  * length may be 0: the message still goes, carrying the call's signature. */
 hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, const void *src, size_t len,

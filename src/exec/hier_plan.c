@@ -7,7 +7,7 @@
  * 2. for each chunk k: chunk k + D built and copied in;
  * 3. k's network run finished, then k's copy out (chunk k is done);
  * 4. chunk k + D from its first barrier up to its network run, which starts.
- * hier_run.c says why this order is safe with D + 1 slot parities. */
+ * hier_run.c says why this order is safe with D + 1 pipeline buffers per slot. */
 #include "exec/hier_plan.h"
 
 enum {

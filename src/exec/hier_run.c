@@ -16,7 +16,7 @@ static hier_run_chunk_t *hier_run_chunk(hier_run_req_t *q, size_t j)
     return &q->ch[j % (q->r.depth + 1)];
 }
 
-/* Chunks are built in order, each taking the tier's next parity: depth + 1
+/* Chunks are built in order, each taking the tier's next pipeline buffer: depth + 1
  * of them, so the one being copied in is none of the depth in flight. */
 static void hier_run_build(hier_run_req_t *q, size_t k, hier_run_chunk_t *ch)
 {
@@ -148,7 +148,7 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
     if (q->r.depth < 1 || q->r.depth > HIER_RUN_DEPTH_MAX) q->r.depth = 1;
     hier_plan_begin(&q->plan, hier_sched_nchunks(args), q->r.depth);
     for (unsigned i = 0; i <= q->r.depth; i++) q->ch[i].steps = r->steps[i];
-    q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .parity_stride = r->parity_stride,
+    q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .buf_stride = r->buf_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
                                  .peer_ctx = r->peer_ctx, .scratch = r->scratch};
     if (r->netx) r->netx->bufs = &q->bufs;
@@ -164,12 +164,12 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
  * no data meets its node at one barrier (0): a rank that waited for no one
  * could run on to the call after next and sign it over this call's
  * signature (its parity) before a peer has checked it (hier_node_ran).
- * Safe with D + 1 slot parities: k + D's copy in (2) writes the parity of
+ * Safe with D + 1 pipeline buffers per slot: k + D's copy in (2) writes the buffer of
  * k - 1, last read by k - 1's copy out (3), which every rank finished
  * before chunk k - 1 + D's first barrier (its step 4); it reads only this
  * rank's input, which the copies out write elsewhere (in place, below:
  * reading first is the safe order); the runs in flight touch their own
- * parities. HIER_OK: the run is over; any other status stops it where it
+ * buffers. HIER_OK: the run is over; any other status stops it where it
  * is, to go on from there. */
 static hier_status_t hier_run_go(hier_run_req_t *q, int block)
 {

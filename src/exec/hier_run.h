@@ -18,17 +18,17 @@ typedef struct {
     hier_shm_t *node;              /* the node segment: barriers, error flags, single-copy publication */
     const hier_shm_wait_t *wait;
     uint8_t *const *slots;         /* every local rank's slot of the tier the call runs in */
-    size_t parity_stride;
+    size_t buf_stride;
     uint8_t *scratch;              /* HIER_EXEC_SCRATCH_BYTES */
     hier_exec_peer_read_fn_t peer_read; /* single copy */
     void *peer_ctx;
     hier_net_exec_t *netx;         /* several nodes: settings filled by the caller, a send queue per run
                                     * below depth; else NULL */
     unsigned depth;                /* chunks whose network runs are in flight at once (1 .. HIER_RUN_DEPTH_MAX);
-                                    * the tier's slots hold depth + 1 pipeline buffers (parities) */
+                                    * the tier's slots hold depth + 1 pipeline buffers */
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* hier_sched_max_steps(args) each: the chunks in flight's,
                                     * and the next one's (min(nchunks, depth + 1) of them needed) */
-    uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline parity */
+    uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline buffer */
 } hier_run_t;
 
 /* A chunk's steps, cut for the overlap (hier_plan_cut). */

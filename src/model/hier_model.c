@@ -469,7 +469,7 @@ hier_status_t hier_model_predict(const hier_model_machine_t *m, const hier_model
     }
     out.chunk_bytes = s.args.chunk_bytes;
     out.nchunks = hier_sched_nchunks(&s.args);
-    /* the depth hier_node_prep gives the call: the pipeline segment's (its parities less one, fewer for
+    /* the depth hier_node_prep gives the call: the pipeline segment's (its pipeline buffers less one, fewer for
      * very long chunk schedules); the small slots carry one chunk at a time */
     s.depth = s.args.chunk_bytes == hier_select_small_chunk(call->ppn)
                   ? 1

@@ -374,7 +374,7 @@ size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
 /* Message k goes to slot k % slots: the header, then the data. The header
  * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
-static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
+static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data,
                                                     size_t len, hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p,
                                                     uint64_t *msg_p)
 {
@@ -384,7 +384,7 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t bo
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
-    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .box = box, .tag = tag, .sig = sig};
+    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .mbox = mbox, .tag = tag, .sig = sig};
     memcpy(src, &hdr, sizeof(hdr));
     hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
@@ -409,11 +409,11 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t bo
     return HIER_OK;
 }
 
-hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                  int *sent_p)
 {
     uint64_t msg;
-    return hier_chan_try_send_from(ch, box, tag, data, len, NULL, (hier_sig_t){0}, sent_p, &msg);
+    return hier_chan_try_send_from(ch, mbox, tag, data, len, NULL, (hier_sig_t){0}, sent_p, &msg);
 }
 
 /* Return credit: our release count into the sender's next word (round
@@ -552,11 +552,11 @@ int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
     HIER_LOCKED_RETURN(int, hier_chan_sent_done_locked(ch, msg));
 }
 
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                       hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
     HIER_LOCKED_RETURN(hier_status_t,
-                       hier_chan_try_send_from_locked(ch, box, tag, data, len, mr, sig, sent_p, msg_p));
+                       hier_chan_try_send_from_locked(ch, mbox, tag, data, len, mr, sig, sent_p, msg_p));
 }
 
 void hier_chan_report(const hier_chan_t *ch, const char *why)

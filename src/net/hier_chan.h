@@ -10,12 +10,12 @@
  * release count into a word the sender registered. So a fast sender waits
  * instead of overwriting data not yet consumed.
  *
- * A message's 32-byte header carries its length, that credit, the box it is
- * for, a tag and its call's signature. A box is what the receiving process calls one
+ * A message's 32-byte header carries its length, that credit, the mailbox it is
+ * for, a tag and its call's signature. A mailbox is what the receiving process calls one
  * communicator's stream (each communicator has its own, exchanged at
  * set-up); the tag names the message within a schedule, so a message that is
  * not the one expected is an error, never taken for it. A receiver asks for
- * the next message of a box: messages of other boxes found before it (another
+ * the next message of a mailbox: messages of other mailboxes found before it (another
  * thread's communicator, or one whose collective has not started here yet)
  * are moved aside, in arrival order, and their slots freed.
  *
@@ -62,16 +62,16 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
 /* HIER_ERR_INVALID_ARG when the peer's ring is shaped differently. */
 hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
 
-/* Send len <= slot_bytes bytes to the peer's box, labelled tag, without
+/* Send len <= slot_bytes bytes to the peer's mailbox, labelled tag, without
  * waiting: *sent_p = 0 when every slot is in use (or the provider has no
  * room). From `mr`, registered memory that holds the data, it goes to the
  * wire in place (NULL: copied): the provider reads it until
  * hier_chan_sent_done(ch, *msg_p), so it must not change before. sig: the
  * call it belongs to (the receiver checks). Without
  * gathering writes (iov_limit 1) the data is copied anyway. */
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                       hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
-hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                  int *sent_p);
 /* Whether message `msg` (from hier_chan_try_send_from) completed here: its
  * source may be reused. */
@@ -85,8 +85,8 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 #define HIER_CHAN_STRIPE_MIN 16384
 size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
 
-/* The next message of `box` if it is there (*got_p = 1), without waiting. */
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p);
+/* The next message of `mailbox` if it is there (*got_p = 1), without waiting. */
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p);
 /* Done with a message: its slot may be rewritten once every older one is
  * released too. Credit goes back in the header of our next message to the
  * peer, or, once half the slots are released without one, by a write of its

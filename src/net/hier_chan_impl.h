@@ -1,5 +1,5 @@
 /* hier_chan_impl.h: a channel's state, shared by hier_chan.c (set-up,
- * sending, credits, events) and hier_chan_recv.c (receiving, boxes). */
+ * sending, credits, events) and hier_chan_recv.c (receiving, mailboxes). */
 #ifndef HIER_CHAN_IMPL_H
 #define HIER_CHAN_IMPL_H
 
@@ -19,25 +19,25 @@
 
 /* A slot starts with this header: the message length, the sender's release
  * count of the other direction (so a channel used both ways returns credit
- * with its messages and needs no separate write), the box, the tag, and
+ * with its messages and needs no separate write), the mailbox, the tag, and
  * the signature of the call it belongs to (base/hier_sig.h; zero outside
  * calls), which the receiver compares with its own. */
 typedef struct {
     uint32_t len;
     uint32_t credit;
-    uint32_t box;
+    uint32_t mbox;
     uint32_t tag;
     hier_sig_t sig;
 } hier_chan_hdr_t;
 _Static_assert(sizeof(hier_chan_hdr_t) == 32, "a message header is 32 bytes on the wire");
 #define HIER_CHAN_HDR sizeof(hier_chan_hdr_t)
 
-/* A message of another box, found before the one asked for: parked where
+/* A message of another mailbox, found before the one asked for: parked where
  * it landed (in_ring: its slot, not released), or copied out of the ring
  * (hier_chan_recv.c). */
 typedef struct hier_chan_aside {
     struct hier_chan_aside *next;
-    uint32_t box, tag;
+    uint32_t mbox, tag;
     hier_sig_t sig;
     size_t len;
     const uint8_t *in_ring;
@@ -58,7 +58,7 @@ struct hier_chan {
     uint64_t next_recv;        /* messages taken from the ring */
     uint64_t released;         /* messages released, in ring order */
     uint64_t credited;         /* release count last sent back */
-    hier_chan_aside_t *aside;  /* other boxes' messages, oldest first */
+    hier_chan_aside_t *aside;  /* other mailboxes' messages, oldest first */
     hier_chan_aside_t **aside_tail;
     size_t parked;             /* of them, in the ring (at most half of it) */
     uint64_t set_aside;        /* how many were ever copied */

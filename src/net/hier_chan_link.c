@@ -8,10 +8,10 @@ static size_t hier_chan_link_segment(const void *link, size_t len)
     return hier_chan_segment(link, len);
 }
 
-static hier_status_t hier_chan_link_try_send(void *link, uint32_t box, uint32_t tag, const void *data, size_t len,
+static hier_status_t hier_chan_link_try_send(void *link, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                              hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
-    return hier_chan_try_send_from(link, box, tag, data, len, mr, sig, sent_p, msg_p);
+    return hier_chan_try_send_from(link, mbox, tag, data, len, mr, sig, sent_p, msg_p);
 }
 
 static int hier_chan_link_sent_done(const void *link, uint64_t msg)
@@ -25,11 +25,11 @@ static hier_status_t hier_chan_link_status(const void *link)
 }
 
 /* (a channel's slots bound every message: `expect` is checked by the executor) */
-static hier_status_t hier_chan_link_try_recv(void *link, uint32_t box, size_t expect, hier_link_msg_t *msg,
+static hier_status_t hier_chan_link_try_recv(void *link, uint32_t mbox, size_t expect, hier_link_msg_t *msg,
                                              int *got_p)
 {
     (void)expect;
-    return hier_chan_try_recv(link, box, msg, got_p);
+    return hier_chan_try_recv(link, mbox, msg, got_p);
 }
 
 static hier_status_t hier_chan_link_release(void *link, hier_link_msg_t *msg)

@@ -1,26 +1,26 @@
 /* hier_chan_recv.c: the receiving side of a channel, shared by every
- * communicator (box) of its two processes.
+ * communicator (mailbox) of its two processes.
  *
- * A receiver asks for the next message of its box:
- * 1. the oldest set-aside message of that box, if any (they are older than
+ * A receiver asks for the next message of its mailbox:
+ * 1. the oldest set-aside message of that mailbox, if any (they are older than
  *    anything still in the ring);
- * 2. else the ring's next message, in place, if it is for that box;
- * 3. else that message belongs to another box: it is set aside (in arrival
+ * 2. else the ring's next message, in place, if it is for that mailbox;
+ * 3. else that message belongs to another mailbox: it is set aside (in arrival
  *    order), and the next one is looked at. Set aside, it stays where it
- *    landed (parked) while at most half the ring is parked: a box of the
+ *    landed (parked) while at most half the ring is parked: a mailbox of the
  *    same communicator (another chunk in flight, hier_net_exec.h) takes it
  *    soon, in place; past that it is copied out and its slot marked done.
  * Slots are released in ring order: a slot marked done counts only once
  * every older one is done too, since the sender reuses slot k % slots as
  * soon as its count of released messages passes k, and learns that count
  * only once half a ring more is released. A parked message keeps every
- * later slot from being released; so when a receiver looks for its box in
+ * later slot from being released; so when a receiver looks for its mailbox in
  * vain while half the ring is taken and not released (the sender may be
- * stalled: a box that is not read soon, another communicator's collective
+ * stalled: a mailbox that is not read soon, another communicator's collective
  * not started here yet), the parked ones are copied out and their slots
  * released. A message taken in place is
  * released by its taker; the copied ones are freed when taken and
- * released. Messages of one box keep their order whatever boxes come
+ * released. Messages of one mailbox keep their order whatever mailboxes come
  * between them. */
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +60,13 @@ static hier_chan_aside_t *hier_chan_copy_out(hier_chan_t *ch, const hier_chan_hd
         HIER_ERROR("channel %u: no memory to set a %u-byte message aside", ch->id, hdr->len);
         return NULL;
     }
-    *a = (hier_chan_aside_t){.box = hdr->box, .tag = hdr->tag, .sig = hdr->sig, .len = hdr->len};
+    *a = (hier_chan_aside_t){.mbox = hdr->mbox, .tag = hdr->tag, .sig = hdr->sig, .len = hdr->len};
     memcpy(a->data, slot + HIER_CHAN_HDR, hdr->len);
     ch->set_aside++;
     return a;
 }
 
-/* Step 3: the ring's next message is another box's: parked, or copied. */
+/* Step 3: the ring's next message is another mailbox's: parked, or copied. */
 static hier_status_t hier_chan_set_aside_head(hier_chan_t *ch)
 {
     hier_chan_hdr_t hdr;
@@ -80,7 +80,7 @@ static hier_status_t hier_chan_set_aside_head(hier_chan_t *ch)
     hier_chan_aside_t *a = park ? malloc(sizeof(*a)) : hier_chan_copy_out(ch, &hdr, slot);
     if (!a) return HIER_ERR_NO_MEMORY;
     if (park) {
-        *a = (hier_chan_aside_t){.box = hdr.box, .tag = hdr.tag, .sig = hdr.sig, .len = hdr.len, .in_ring = slot};
+        *a = (hier_chan_aside_t){.mbox = hdr.mbox, .tag = hdr.tag, .sig = hdr.sig, .len = hdr.len, .in_ring = slot};
         ch->parked++;
     }
     *ch->aside_tail = a;
@@ -99,7 +99,7 @@ static hier_status_t hier_chan_unpark(hier_chan_t *ch)
     for (hier_chan_aside_t **pp = &ch->aside; *pp && ch->parked; pp = &(*pp)->next) {
         hier_chan_aside_t *p = *pp;
         if (!p->in_ring) continue;
-        hier_chan_hdr_t hdr = {.len = (uint32_t)p->len, .box = p->box, .tag = p->tag, .sig = p->sig};
+        hier_chan_hdr_t hdr = {.len = (uint32_t)p->len, .mbox = p->mbox, .tag = p->tag, .sig = p->sig};
         hier_chan_aside_t *a = hier_chan_copy_out(ch, &hdr, p->in_ring);
         if (!a) return HIER_ERR_NO_MEMORY;
         size_t slot = (size_t)(p->in_ring - ch->ring) / ch->stride;
@@ -114,10 +114,10 @@ static hier_status_t hier_chan_unpark(hier_chan_t *ch)
     return HIER_OK;
 }
 
-static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg)
+static int hier_chan_take_aside(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg)
 {
     for (hier_chan_aside_t **pp = &ch->aside; *pp; pp = &(*pp)->next) {
-        if ((*pp)->box != box) continue;
+        if ((*pp)->mbox != mbox) continue;
         hier_chan_aside_t *a = *pp;
         *pp = a->next;
         if (!*pp) ch->aside_tail = pp;
@@ -134,18 +134,18 @@ static int hier_chan_take_aside(hier_chan_t *ch, uint32_t box, hier_link_msg_t *
     return 0;
 }
 
-static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
+static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p)
 {
     *got_p = 0;
     if (ch->error != HIER_OK) return ch->error;
-    if (hier_chan_take_aside(ch, box, msg)) { /* 1 */
+    if (hier_chan_take_aside(ch, mbox, msg)) { /* 1 */
         *got_p = 1;
         return HIER_OK;
     }
     while (hier_chan_has_message(ch)) {
         hier_chan_hdr_t hdr;
         const uint8_t *slot = hier_chan_head(ch, &hdr);
-        if (hdr.box == box) { /* 2 */
+        if (hdr.mbox == mbox) { /* 2 */
             *msg = (hier_link_msg_t){.data = slot + HIER_CHAN_HDR, .len = hdr.len, .tag = hdr.tag, .sig = hdr.sig,
                                      .held = NULL};
             ch->next_recv++;
@@ -158,9 +158,9 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t box, hi
     return hier_chan_unpark(ch);
 }
 
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
+hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, box, msg, got_p));
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, mbox, msg, got_p));
 }
 
 static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_link_msg_t *msg)

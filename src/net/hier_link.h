@@ -9,7 +9,7 @@
  *                   per segment, one link per communicator and peer.
  *
  * A link is a stream of messages both ways with one peer; each message
- * carries its box (which stream of the receiver: a communicator's run),
+ * carries its mailbox (which stream of the receiver: a communicator's run),
  * its tag (which message of the schedule) and its call's signature, which
  * the executor checks on arrival. The executor holds links as `void *` and
  * calls them through the ops of the transport its communicator uses now
@@ -40,15 +40,15 @@ typedef struct {
     /* Send without waiting; *sent_p = 0: no room now. From mr (registered
      * memory holding the data; NULL: copied) the data stays read until
      * sent_done(*msg_p). */
-    hier_status_t (*try_send)(void *link, uint32_t box, uint32_t tag, const void *data, size_t len,
+    hier_status_t (*try_send)(void *link, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                               hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
     int (*sent_done)(const void *link, uint64_t msg);
     /* HIER_OK, or the error that ended the link (every later call says so). */
     hier_status_t (*status)(const void *link);
-    /* The next message of `box` if it is there (*got_p = 1), without
+    /* The next message of `mailbox` if it is there (*got_p = 1), without
      * waiting; `expect`: the bytes the schedule awaits (a longer message is
      * an error, never taken for it). */
-    hier_status_t (*try_recv)(void *link, uint32_t box, size_t expect, hier_link_msg_t *msg, int *got_p);
+    hier_status_t (*try_recv)(void *link, uint32_t mbox, size_t expect, hier_link_msg_t *msg, int *got_p);
     hier_status_t (*release)(void *link, hier_link_msg_t *msg);
     /* Log where the link stands (a wait that timed out). */
     void (*report)(const void *link, const char *why);

@@ -1,19 +1,10 @@
 /* hier_peers.h: the processes this one talks to over the network, and the
  * one channel it has with each, shared by every communicator that reaches
- * that process.
- *
- * A communicator's set-up makes sure the addresses of the peers its
- * schedules talk to are known (exchanged once per process pair, cached
- * here); channels are connected on first use, outside any collective: the
- * first process that needs to send opens its end and sends a REQUEST
- * control message with the end's description and its own address; the other
- * opens its end (the ring shape the requester chose), connects it, and
- * answers ACCEPT with its own description. When both request at once, each
- * connects the end it opened for its own request to the other's: the same
- * pair of ends either way (the ACCEPTs then find both connected). So however
- * many communicators, threads or nodes start talking at the same time, each
- * pair ends with exactly one channel, and no collective ever waits for a
- * connection another communicator is making. */
+ * that process. Addresses are exchanged once per process pair at a
+ * set-up; channels are connected on first use by a REQUEST/ACCEPT
+ * handshake outside any collective, so each pair ends with exactly one
+ * channel however many start talking at once (docs/design.md, "Between
+ * nodes": *Peers*). */
 #ifndef HIER_PEERS_H
 #define HIER_PEERS_H
 

@@ -29,9 +29,9 @@ struct hier_pml {
     size_t seg;
     hier_pml_buf_t send[HIER_PML_SENDS]; /* message k goes from send[k % HIER_PML_SENDS] */
     uint64_t sent;
-    hier_pml_buf_t recv[HIER_PML_BOXES]; /* a box's receive, posted when asked for */
-    size_t awaited[HIER_PML_BOXES];      /* ... and the bytes it awaits */
-    int held[HIER_PML_BOXES];            /* its message taken, not released yet */
+    hier_pml_buf_t recv[HIER_PML_MBOXES]; /* a mailbox's receive, posted when asked for */
+    size_t awaited[HIER_PML_MBOXES];      /* ... and the bytes it awaits */
+    int held[HIER_PML_MBOXES];            /* its message taken, not released yet */
     uint64_t received;
     hier_status_t error;
 };
@@ -105,7 +105,7 @@ void hier_pml_init(hier_pml_t *link, const hier_pml_ops_t *ops, int peer, size_t
 void hier_pml_fini(hier_pml_t *link)
 {
     if (!link || !link->ops) return;
-    for (unsigned b = 0; b < HIER_PML_BOXES; b++) {
+    for (unsigned b = 0; b < HIER_PML_MBOXES; b++) {
         if (link->recv[b].req) link->ops->cancel(link->recv[b].req);
         free(link->recv[b].buf);
     }
@@ -118,7 +118,7 @@ size_t hier_pml_bytes(const hier_pml_t *link)
 {
     size_t n = 0;
     for (unsigned k = 0; k < HIER_PML_SENDS; k++) n += link->send[k].cap;
-    for (unsigned b = 0; b < HIER_PML_BOXES; b++) n += link->recv[b].cap;
+    for (unsigned b = 0; b < HIER_PML_MBOXES; b++) n += link->recv[b].cap;
     return n;
 }
 
@@ -148,7 +148,7 @@ static size_t hier_pml_segment(const void *l, size_t len)
     return ((const hier_pml_t *)l)->seg;
 }
 
-static hier_status_t hier_pml_try_send(void *l, uint32_t box, uint32_t tag, const void *data, size_t len,
+static hier_status_t hier_pml_try_send(void *l, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                        hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
     hier_pml_t *link = l;
@@ -157,9 +157,9 @@ static hier_status_t hier_pml_try_send(void *l, uint32_t box, uint32_t tag, cons
     (void)mr; /* (copied whatever it is) */
     *sent_p = 0;
     if (link->error != HIER_OK) return link->error;
-    if (box >= HIER_PML_BOXES || len > link->seg) {
-        HIER_ERROR("pml: a %zu-byte message to box %u (at most %zu bytes, %d boxes)", len, box, link->seg,
-                   HIER_PML_BOXES);
+    if (mbox >= HIER_PML_MBOXES || len > link->seg) {
+        HIER_ERROR("pml: a %zu-byte message to mailbox %u (at most %zu bytes, %d mailboxes)", len, mbox, link->seg,
+                   HIER_PML_MBOXES);
         return hier_pml_fail(link, HIER_ERR_INVALID_ARG);
     }
     if (b->req) {
@@ -178,7 +178,7 @@ static hier_status_t hier_pml_try_send(void *l, uint32_t box, uint32_t tag, cons
     hier_pml_hdr_t hdr = {.len = len, .tag = tag, .sig = sig};
     memcpy(b->buf, &hdr, HIER_PML_HDR);
     if (len) memcpy(b->buf + HIER_PML_HDR, data, len);
-    if (link->ops->isend(b->buf, HIER_PML_HDR + len, link->peer, box, link->ops->arg, &b->req) != 0) {
+    if (link->ops->isend(b->buf, HIER_PML_HDR + len, link->peer, mbox, link->ops->arg, &b->req) != 0) {
         b->req = NULL;
         HIER_ERROR("pml: a send to rank %d could not be posted", link->peer);
         return hier_pml_fail(link, HIER_ERR_INTERNAL);
@@ -200,32 +200,32 @@ static hier_status_t hier_pml_status(const void *l)
     return ((const hier_pml_t *)l)->error;
 }
 
-/* Post box's receive for `expect` bytes, its buffer grown to them. */
-static hier_status_t hier_pml_post(hier_pml_t *link, uint32_t box, size_t expect)
+/* Post mailbox's receive for `expect` bytes, its buffer grown to them. */
+static hier_status_t hier_pml_post(hier_pml_t *link, uint32_t mbox, size_t expect)
 {
-    hier_pml_buf_t *b = &link->recv[box];
+    hier_pml_buf_t *b = &link->recv[mbox];
     if (hier_pml_room(b, HIER_PML_HDR + expect) != HIER_OK) {
         HIER_ERROR("pml: no memory to receive %zu bytes from rank %d", expect, link->peer);
         return hier_pml_fail(link, HIER_ERR_NO_MEMORY);
     }
-    if (link->ops->irecv(b->buf, HIER_PML_HDR + expect, link->peer, box, link->ops->arg, &b->req) != 0) {
+    if (link->ops->irecv(b->buf, HIER_PML_HDR + expect, link->peer, mbox, link->ops->arg, &b->req) != 0) {
         b->req = NULL;
         HIER_ERROR("pml: a receive from rank %d could not be posted", link->peer);
         return hier_pml_fail(link, HIER_ERR_INTERNAL);
     }
-    link->awaited[box] = expect;
+    link->awaited[mbox] = expect;
     return HIER_OK;
 }
 
 /* A receive that is over: its message, or why it is not one. */
-static hier_status_t hier_pml_take(hier_pml_t *link, uint32_t box, int done, size_t got, hier_link_msg_t *msg)
+static hier_status_t hier_pml_take(hier_pml_t *link, uint32_t mbox, int done, size_t got, hier_link_msg_t *msg)
 {
-    hier_pml_buf_t *b = &link->recv[box];
+    hier_pml_buf_t *b = &link->recv[mbox];
     hier_pml_hdr_t hdr;
     if (done == HIER_PML_TRUNCATED) {
         HIER_ERROR("mismatched collective: a message from rank %d (another node) is longer than the %zu bytes this "
                    "rank's call awaits (the ranks called different collectives, or with different counts)",
-                   link->peer, link->awaited[box]);
+                   link->peer, link->awaited[mbox]);
         return hier_pml_fail(link, HIER_ERR_MISMATCH);
     }
     if (done < 0) {
@@ -239,31 +239,31 @@ static hier_status_t hier_pml_take(hier_pml_t *link, uint32_t box, int done, siz
     }
     *msg = (hier_link_msg_t){.data = b->buf + HIER_PML_HDR, .len = hdr.len, .tag = hdr.tag, .sig = hdr.sig,
                              .held = b};
-    link->held[box] = 1;
+    link->held[mbox] = 1;
     link->received++;
     return HIER_OK;
 }
 
-static hier_status_t hier_pml_try_recv(void *l, uint32_t box, size_t expect, hier_link_msg_t *msg, int *got_p)
+static hier_status_t hier_pml_try_recv(void *l, uint32_t mbox, size_t expect, hier_link_msg_t *msg, int *got_p)
 {
     hier_pml_t *link = l;
     size_t got = 0;
     *got_p = 0;
     if (link->error != HIER_OK) return link->error;
-    if (box >= HIER_PML_BOXES || link->held[box]) {
-        HIER_ERROR("pml: a receive on box %u %s", box, box < HIER_PML_BOXES ? "whose last message is still held"
+    if (mbox >= HIER_PML_MBOXES || link->held[mbox]) {
+        HIER_ERROR("pml: a receive on mailbox %u %s", mbox, mbox < HIER_PML_MBOXES ? "whose last message is still held"
                                                                              : "the link does not have");
         return hier_pml_fail(link, HIER_ERR_INVALID_ARG);
     }
-    hier_pml_buf_t *b = &link->recv[box];
+    hier_pml_buf_t *b = &link->recv[mbox];
     if (!b->req) {
-        hier_status_t st = hier_pml_post(link, box, expect);
+        hier_status_t st = hier_pml_post(link, mbox, expect);
         if (st != HIER_OK) return st;
     }
     int done = link->ops->test(b->req, &got);
     if (done == 0) return HIER_OK;
     b->req = NULL;
-    hier_status_t st = hier_pml_take(link, box, done, got, msg);
+    hier_status_t st = hier_pml_take(link, mbox, done, got, msg);
     *got_p = st == HIER_OK;
     return st;
 }
@@ -281,7 +281,7 @@ static void hier_pml_report(const void *l, const char *why)
     const hier_pml_t *link = l;
     unsigned inflight = 0;
     for (unsigned k = 0; k < HIER_PML_SENDS; k++) inflight += link->send[k].req != NULL;
-    HIER_ERROR("pml link to rank %d, %s: sent %llu (%u in flight), received %llu, receives posted on boxes "
+    HIER_ERROR("pml link to rank %d, %s: sent %llu (%u in flight), received %llu, receives posted on mailboxes "
                "%s%s%s%s, error %d", link->peer, why, (unsigned long long)link->sent, inflight,
                (unsigned long long)link->received, link->recv[0].req ? "0 " : "", link->recv[1].req ? "1 " : "",
                link->recv[2].req ? "2 " : "", link->recv[3].req ? "3" : "", (int)link->error);

@@ -5,9 +5,9 @@
  * every rank, and for good where they cannot be (no usable provider).
  *
  * One link per communicator and peer rank (hier_link.h's ops:
- * hier_link_pml). The communicator is the PML's matching context and a box
- * is a tag (the glue maps boxes into the tag space Open MPI gives
- * collectives), so one box's messages arrive in order (MPI's
+ * hier_link_pml). The communicator is the PML's matching context and a mailbox
+ * is a tag (the glue maps mailboxes into the tag space Open MPI gives
+ * collectives), so one mailbox's messages arrive in order (MPI's
  * non-overtaking rule) and nothing is set aside. A message is one MPI
  * message: a 32-byte header (length, tag, the call's signature) and the
  * segment, copied into a buffer of the link's, so a send never holds the
@@ -23,7 +23,7 @@
 #include "base/hier_status.h"
 #include "net/hier_link.h"
 
-#define HIER_PML_BOXES 4 /* boxes of a link: one per run in flight (exec/hier_run.h: HIER_RUN_DEPTH_MAX) */
+#define HIER_PML_MBOXES 4 /* mailboxes of a link: one per run in flight (exec/hier_run.h: HIER_RUN_DEPTH_MAX) */
 #define HIER_PML_SENDS 8 /* sends in flight per link; the next waits for the oldest */
 
 /* test's answer for a receive that met a longer message (the request is freed). */
@@ -33,8 +33,8 @@
  * without progress of its own (the executor's waits run Open MPI's). */
 typedef struct {
     /* 0 posted (*req_p), negative failed */
-    int (*isend)(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p);
-    int (*irecv)(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p);
+    int (*isend)(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p);
+    int (*irecv)(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p);
     /* 1 over (freed; a receive's bytes in *len_p), 0 not yet, HIER_PML_TRUNCATED, or
      * another negative: failed (freed). Needs the request alone: it may be asked
      * after the communicator is gone (a send a closed link left in flight). */

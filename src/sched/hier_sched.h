@@ -8,8 +8,8 @@
  * x counts without processes.
  *
  * Buffers are named, not pointed at: the user's send and receive buffers and
- * each local rank's slot. A slot holds two pipeline buffers (parities) of
- * chunk_bytes each; consecutive chunks alternate parity, which is what lets
+ * each local rank's slot. A slot holds two or more pipeline buffers of
+ * chunk_bytes each; consecutive chunks take the next buffer, which is what lets
  * a rank refill its slot after a single barrier (hier_sched_intra.c).
  *
  * Nothing here has a size limit: ranks, peers and tags are 32-bit, and the
@@ -31,7 +31,7 @@ typedef enum {
 
 typedef struct {
     uint8_t kind;   /* hier_buf_kind_t */
-    uint8_t parity; /* HIER_BUF_SLOT: which pipeline buffer */
+    uint8_t buf;    /* HIER_BUF_SLOT: which pipeline buffer */
     uint32_t rank;  /* HIER_BUF_SLOT, PEER_*: whose (ignored by REDUCE sources) */
     size_t off;     /* bytes from the start of that buffer */
 } hier_ref_t;
@@ -65,7 +65,7 @@ typedef struct {
     uint8_t has_dst2;      /* REDUCE: the result is also stored at dst2 (while still in L1) */
     uint8_t net_reduce;    /* NET_RECV: reduce into dst (len elements) instead of copying (len bytes) */
     hier_ref_t dst;
-    hier_ref_t src;        /* COPY: the source. REDUCE: slot parity and offset of every operand */
+    hier_ref_t src;        /* COPY: the source. REDUCE: slot buffer and offset of every operand */
     size_t len;            /* COPY: bytes. REDUCE: elements */
     const uint32_t *ranks; /* REDUCE: dst = src[ranks[0]] op src[ranks[1]] op ... in this order */
     uint32_t nranks;

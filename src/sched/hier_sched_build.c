@@ -88,7 +88,7 @@ static void hier_sched_chunk_range(const hier_sched_args_t *a, size_t k, size_t 
     hier_part_range(total, (int)n, (int)k, align, first_p, len_p);
 }
 
-size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_step_t *steps)
+size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int buf, hier_step_t *steps)
 {
     hier_sched_out_t out = {.steps = steps, .n = 0};
     size_t first = 0, len;
@@ -100,8 +100,8 @@ size_t hier_sched_build(const hier_sched_args_t *a, size_t k, int parity, hier_s
     if (hier_sched_is_cma(a->kind))
         hier_sched_cma_build(a, &out);
     else if (hier_sched_is_hier(a->kind))
-        hier_sched_hier_build(a, first, len, parity, &out);
+        hier_sched_hier_build(a, first, len, buf, &out);
     else
-        hier_sched_intra_build(a, k, first, len, parity, &out);
+        hier_sched_intra_build(a, k, first, len, buf, &out);
     return out.n;
 }

@@ -17,9 +17,9 @@ size_t hier_sched_max_steps(const hier_sched_args_t *args);
  * kinds whose most is at most `cap`; 0 if none's is. What a communicator can
  * make room for before its first call. */
 size_t hier_sched_max_steps_within(const hier_sched_args_t *layout, size_t cap);
-/* Steps of chunk `k` for rank args->me, using pipeline buffer `parity`,
+/* Steps of chunk `k` for rank args->me, using pipeline buffer `buf`,
  * into `steps` (hier_sched_max_steps of them); their number. */
-size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int parity, hier_step_t *steps);
+size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int buf, hier_step_t *steps);
 
 /* Single-copy kinds publish where their input starts: the send buffer, or
  * (in place) the receive buffer plus this offset. */

@@ -9,9 +9,9 @@ typedef struct {
     size_t n;
 } hier_sched_out_t;
 
-static inline hier_ref_t hier_ref(hier_buf_kind_t kind, int rank, int parity, size_t off)
+static inline hier_ref_t hier_ref(hier_buf_kind_t kind, int rank, int buf, size_t off)
 {
-    return (hier_ref_t){.kind = (uint8_t)kind, .parity = (uint8_t)parity, .rank = (uint32_t)rank, .off = off};
+    return (hier_ref_t){.kind = (uint8_t)kind, .buf = (uint8_t)buf, .rank = (uint32_t)rank, .off = off};
 }
 
 static inline void hier_sched_copy(hier_sched_out_t *out, hier_ref_t dst, hier_ref_t src, size_t bytes)

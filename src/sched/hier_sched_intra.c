@@ -2,7 +2,7 @@
  *
  * Why one barrier per chunk is enough to reuse a pipeline buffer: every chunk
  * contains at least one barrier, and a rank reaches chunk k+1's first barrier
- * only after finishing every step of chunk k. Chunk k+2 uses chunk k's parity
+ * only after finishing every step of chunk k. Chunk k+2 uses chunk k's buffer
  * again, and a rank writes into it only after passing a barrier of chunk k+1,
  * so by then every rank has finished reading what chunk k left there. The
  * chunk counter runs across calls, so this holds from one collective to the

@@ -101,7 +101,7 @@ void hier_select_route(const hier_select_route_in_t *in, hier_select_route_t *ou
 
 /* The algorithm the user set for a collective (coll_hier_<coll>_algorithm:
  * HIER_ALGO_AUTO, a forced one, or HIER_ALGO_FALLBACK): whether hier may
- * serve it at all, and whether its first call may ride on the set-up. */
+ * serve it at all, and whether its first call may be piggybacked on the set-up. */
 int hier_select_algorithm(hier_coll_t coll);
 
 /* A communicator's choices, remembered by (collective, bytes): a choice

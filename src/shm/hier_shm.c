@@ -61,14 +61,14 @@ static size_t hier_shm_slots_off(const hier_shm_shape_t *s)
     return hier_shm_round(end, HIER_SHM_PAGE);
 }
 
-static unsigned hier_shm_shape_parities(const hier_shm_shape_t *s)
+static unsigned hier_shm_shape_nbufs(const hier_shm_shape_t *s)
 {
-    return s->kind == HIER_SHM_NODE || !s->parities ? HIER_SHM_PARITIES : s->parities;
+    return s->kind == HIER_SHM_NODE || !s->nbufs ? HIER_SHM_BUFS : s->nbufs;
 }
 
 static size_t hier_shm_slot_stride(const hier_shm_shape_t *s)
 {
-    return hier_shm_round(hier_shm_shape_parities(s) * s->chunk_bytes, HIER_SHM_PAGE);
+    return hier_shm_round(hier_shm_shape_nbufs(s) * s->chunk_bytes, HIER_SHM_PAGE);
 }
 
 size_t hier_shm_size(const hier_shm_shape_t *s)
@@ -233,7 +233,7 @@ hier_status_t hier_shm_create(const char *dir, const hier_shm_shape_t *shape, hi
     h->slots_off = hier_shm_slots_off(shape);
     h->slot_stride = hier_shm_slot_stride(shape);
     h->total_bytes = shm->size;
-    h->parities = hier_shm_shape_parities(shape);
+    h->nbufs = hier_shm_shape_nbufs(shape);
     if (shape->kind == HIER_SHM_NODE) {
         atomic_init(&hier_shm_offer(shm)->seq, 0);
         for (int r = 0; r < shape->nranks; r++) atomic_init(&hier_shm_ctl(shm, r)->phase, 0);
@@ -251,12 +251,12 @@ hier_status_t hier_shm_attach(const char *dir, const char *name, const hier_shm_
     const hier_shm_header_t *h = hier_shm_header(shm);
     if (h->magic != HIER_SHM_MAGIC || h->version != HIER_SHM_VERSION || h->kind != (uint32_t)shape->kind ||
         h->nranks != (uint32_t)shape->nranks || h->chunk_bytes != shape->chunk_bytes || h->total_bytes != shm->size ||
-        h->parities != hier_shm_shape_parities(shape)) {
+        h->nbufs != hier_shm_shape_nbufs(shape)) {
         HIER_ERROR("segment %s has layout version %u, kind %u, %u ranks, chunk %llu x %u; expected version %u, kind %d, "
                    "%d ranks, chunk %zu x %u (mixed coll/hier builds or parameters?)",
-                   shm->path, h->version, h->kind, h->nranks, (unsigned long long)h->chunk_bytes, h->parities,
+                   shm->path, h->version, h->kind, h->nranks, (unsigned long long)h->chunk_bytes, h->nbufs,
                    HIER_SHM_VERSION, (int)shape->kind, shape->nranks, shape->chunk_bytes,
-                   hier_shm_shape_parities(shape));
+                   hier_shm_shape_nbufs(shape));
         hier_shm_detach(shm);
         return HIER_ERR_SHM;
     }
@@ -312,14 +312,14 @@ uint8_t *hier_shm_slot(hier_shm_t *shm, int rank)
     return shm->base + h->slots_off + (size_t)rank * h->slot_stride;
 }
 
-size_t hier_shm_parity_stride(const hier_shm_t *shm)
+size_t hier_shm_buf_stride(const hier_shm_t *shm)
 {
     return hier_shm_header(shm)->chunk_bytes;
 }
 
-unsigned hier_shm_parities(const hier_shm_t *shm)
+unsigned hier_shm_nbufs(const hier_shm_t *shm)
 {
-    return hier_shm_header(shm)->parities;
+    return hier_shm_header(shm)->nbufs;
 }
 
 uint64_t hier_shm_phase_next(hier_shm_t *shm)

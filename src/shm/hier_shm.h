@@ -19,7 +19,7 @@
  *                                 chunk_bytes (a few KiB), page aligned
  *
  * A pipeline segment, made at the first call too large for the small
- * slots: rank r's slot of `parities` pipeline buffers of chunk_bytes each
+ * slots: rank r's slot of `nbufs` pipeline buffers of chunk_bytes each
  * (two; between nodes, one more than the chunks in flight at once).
  *   [0, 128)                      hier_shm_header_t
  *   [slots_off + r * slot_stride) rank r's slot, page aligned
@@ -64,7 +64,7 @@ typedef struct {
     uint64_t slots_off;
     uint64_t slot_stride;
     uint64_t total_bytes;
-    uint32_t parities;  /* pipeline buffers per slot */
+    uint32_t nbufs;     /* pipeline buffers per slot */
     uint32_t pad0;
     uint8_t pad[HIER_SHM_LINE - 56];
 } hier_shm_header_t;
@@ -127,11 +127,11 @@ typedef struct {
     hier_shm_kind_t kind;
     int nranks;
     size_t chunk_bytes; /* per pipeline buffer */
-    unsigned parities;  /* pipeline buffers a slot holds (0: HIER_SHM_PARITIES); a node segment's hold two */
+    unsigned nbufs;     /* pipeline buffers a slot holds (0: HIER_SHM_BUFS); a node segment's hold two */
 } hier_shm_shape_t;
 
 /* A slot's pipeline buffers where the shape says nothing else. */
-#define HIER_SHM_PARITIES 2u
+#define HIER_SHM_BUFS 2u
 
 typedef struct hier_shm hier_shm_t;
 
@@ -157,11 +157,11 @@ hier_status_t hier_shm_claim(hier_shm_t *shm, int me);
 void hier_shm_unlink(hier_shm_t *shm);
 void hier_shm_detach(hier_shm_t *shm); /* NULL is fine */
 
-/* Rank's slot: parity 0, then parity p p * parity_stride bytes later. */
+/* Rank's slot: buffer 0, then buffer b b * buf_stride bytes later. */
 uint8_t *hier_shm_slot(hier_shm_t *shm, int rank);
-size_t hier_shm_parity_stride(const hier_shm_t *shm);
-/* Its pipeline buffers (parities) per slot. */
-unsigned hier_shm_parities(const hier_shm_t *shm);
+size_t hier_shm_buf_stride(const hier_shm_t *shm);
+/* Its pipeline buffers per slot. */
+unsigned hier_shm_nbufs(const hier_shm_t *shm);
 
 /* ---- node segments only ---- */
 hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);

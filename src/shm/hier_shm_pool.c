@@ -78,7 +78,7 @@ static int hier_pool_matches(const hier_pool_entry_t *e, const hier_shm_shape_t 
 {
     const hier_shm_shape_t *s = hier_shm_shape(e->shm);
     return s->kind == shape->kind && s->nranks == shape->nranks && s->chunk_bytes == shape->chunk_bytes &&
-           s->parities == shape->parities &&
+           s->nbufs == shape->nbufs &&
            e->nprocs == nprocs && !memcmp(e->procs, procs, (size_t)nprocs * sizeof(*procs)) &&
            (!name || !strcmp(name, hier_shm_name(e->shm)));
 }

@@ -8,9 +8,9 @@
 
 /* Send, polling the endpoint while the channel has no room (a minute at
  * most). *waited_p (may be NULL) counts the sends that could not go at once. */
-hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data,
+hier_status_t tchan_send(hier_fabric_t *fab, hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data,
                          size_t len, unsigned long *waited_p);
-/* The next message of `box`, polling until it is there (a minute at most). */
-hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg);
+/* The next message of `mailbox`, polling until it is there (a minute at most). */
+hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg);
 
 #endif

@@ -52,7 +52,7 @@ static int fork_agree(int *values, int n, void *arg)
 }
 
 /* ---- Open MPI's point-to-point between the forked ranks (the glue's p2p,
- * net/hier_pml.h): a ring of FORK_P2P_SLOTS messages per (from, to, box)
+ * net/hier_pml.h): a ring of FORK_P2P_SLOTS messages per (from, to, mailbox)
  * in a shared mapping; a send finds room or waits, in order, in its
  * rank's own list until a test finds room. One context for every
  * communicator of the bodies: they run their collectives one at a time. */
@@ -68,18 +68,18 @@ typedef struct {
 typedef struct fork_req {
     struct fork_req *next; /* a send waiting for room, in its ring's order */
     int send, peer, posted;
-    uint32_t box;
+    uint32_t mbox;
     void *buf;
     size_t len;
 } fork_req_t;
 
-static fork_ring_t *fork_rings; /* [from][to][box] */
+static fork_ring_t *fork_rings; /* [from][to][mailbox] */
 static int fork_n;
 static fork_req_t *fork_waiting; /* this rank's sends not in a ring yet, oldest first */
 
-static fork_ring_t *fork_ring(int from, int to, uint32_t box)
+static fork_ring_t *fork_ring(int from, int to, uint32_t mbox)
 {
-    return &fork_rings[((size_t)from * (size_t)fork_n + (size_t)to) * HIER_PML_BOXES + box];
+    return &fork_rings[((size_t)from * (size_t)fork_n + (size_t)to) * HIER_PML_MBOXES + mbox];
 }
 
 /* Sends waiting for room go in, oldest first (one ring's stay in order). */
@@ -87,10 +87,10 @@ static void fork_p2p_push(int me)
 {
     for (fork_req_t **p = &fork_waiting; *p;) {
         fork_req_t *q = *p;
-        fork_ring_t *g = fork_ring(me, q->peer, q->box);
+        fork_ring_t *g = fork_ring(me, q->peer, q->mbox);
         uint64_t h = atomic_load_explicit(&g->head, memory_order_relaxed);
         int blocked = 0;
-        for (fork_req_t *o = fork_waiting; o != q; o = o->next) blocked |= o->peer == q->peer && o->box == q->box;
+        for (fork_req_t *o = fork_waiting; o != q; o = o->next) blocked |= o->peer == q->peer && o->mbox == q->mbox;
         if (blocked || h - atomic_load_explicit(&g->tail, memory_order_acquire) == FORK_P2P_SLOTS) {
             p = &q->next;
             continue;
@@ -105,7 +105,7 @@ static void fork_p2p_push(int me)
     }
 }
 
-static int fork_p2p_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+static int fork_p2p_isend(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p)
 {
     fork_rank_t *r = arg;
     fork_req_t *q = calloc(1, sizeof(*q)), **p = &fork_waiting;
@@ -114,7 +114,7 @@ static int fork_p2p_isend(const void *buf, size_t len, int to, uint32_t box, voi
         return -1;
     }
     memcpy(q->buf, buf, len);
-    *q = (fork_req_t){.send = 1, .peer = to, .box = box, .buf = q->buf, .len = len};
+    *q = (fork_req_t){.send = 1, .peer = to, .mbox = mbox, .buf = q->buf, .len = len};
     while (*p) p = &(*p)->next;
     *p = q;
     fork_p2p_push(r->me);
@@ -122,12 +122,12 @@ static int fork_p2p_isend(const void *buf, size_t len, int to, uint32_t box, voi
     return 0;
 }
 
-static int fork_p2p_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+static int fork_p2p_irecv(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p)
 {
     (void)arg;
     fork_req_t *q = calloc(1, sizeof(*q));
     if (!q) return -1;
-    *q = (fork_req_t){.peer = from, .box = box, .buf = buf, .len = len};
+    *q = (fork_req_t){.peer = from, .mbox = mbox, .buf = buf, .len = len};
     *req_p = q;
     return 0;
 }
@@ -143,7 +143,7 @@ static int fork_p2p_test(void *req, size_t *len_p)
         free(q);
         return 1;
     }
-    fork_ring_t *g = fork_ring(q->peer, fork_p2p_me, q->box);
+    fork_ring_t *g = fork_ring(q->peer, fork_p2p_me, q->mbox);
     uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
     if (atomic_load_explicit(&g->head, memory_order_acquire) == t) return 0;
     size_t len = g->len[t % FORK_P2P_SLOTS];
@@ -175,7 +175,7 @@ hier_comm_ops_t fork_ops;
 int run_ranks(int n, rank_body_t body, int *statuses)
 {
     fork_world_t *w = mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    size_t rings = (size_t)n * (size_t)n * HIER_PML_BOXES * sizeof(fork_ring_t);
+    size_t rings = (size_t)n * (size_t)n * HIER_PML_MBOXES * sizeof(fork_ring_t);
     pid_t pids[64];
     int ok = 0;
     memset(w, 0, sizeof(*w));

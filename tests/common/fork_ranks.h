@@ -1,6 +1,6 @@
 /* fork_ranks.h: forked "ranks" of one core communicator for unit tests,
  * with the glue's services (allgather, agree, point-to-point) over
- * anonymous shared mappings: test_shm, test_mismatch, test_ride. */
+ * anonymous shared mappings: test_shm, test_mismatch, test_piggyback. */
 #ifndef FORK_RANKS_H
 #define FORK_RANKS_H
 

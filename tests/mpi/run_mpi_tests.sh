@@ -854,7 +854,7 @@ nodes2x2_threads_tcp                | 4 | 2x2 | - | -                      | - |
 nodes2x2_threads_shm                | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider shm | $T/test_threads --threads 3
 nodes2x2_threads_persistent_tcp     | 4 | 2x2 | - | -                      | - | --mca coll_hier_fabric_provider tcp \
     | $T/test_threads --threads 3 --iters 3 --persistent
-# communicator churn between nodes: each dup's box on the shared channels
+# communicator churn between nodes: each dup's mailbox on the shared channels
 nodes2x2_churn_tcp                  | 4 | 2x2 | - | has_churn_net_stats    | - | --mca coll_hier_fabric_provider tcp --mca coll_hier_stats 1 \
     | $B/contrib/hier_churn --iters 30 --comms 30
 nodes2x2_ddp_gloo                   | 4 | 2x2 | torch | -                  | - | -x GLOO_SOCKET_IFNAME=lo --mca coll ^hier \

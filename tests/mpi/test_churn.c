@@ -14,7 +14,7 @@
  * ranks: its set-up's allgather, no agreement (these processes had such
  * communicators before: the segments are recycled, the addresses known),
  * none in the calls. The first allreduce on each communicator of several
- * ranks (8 bytes, 2 ranks) rides on that exchange: counted under path
+ * ranks (8 bytes, 2 ranks) is piggybacked on that exchange: counted under path
  * "setup", the second one not.
  *
  *   test_churn [--rounds N]   (default 10000)
@@ -126,9 +126,9 @@ int main(int argc, char **argv)
           "hier made %lu exchanges of its own over %lu communicators of several ranks: 1 each expected "
           "(the set-up's allgather), at most %lu", exchanges, shared, most_exchanges);
     int setup = check_path_index("setup");
-    unsigned long rode = b.path_calls[0][setup] - a.path_calls[0][setup];
-    CHECK(rode == shared, "%lu first calls rode on their communicator's set-up, of %lu communicators of several ranks",
-          rode, shared);
+    unsigned long piggybacked = b.path_calls[0][setup] - a.path_calls[0][setup];
+    CHECK(piggybacked == shared, "%lu first calls was piggybacked on their communicator's set-up, of %lu communicators of several ranks",
+          piggybacked, shared);
     CHECK(rss1 - rss0 <= TEST_CHURN_RSS_SLACK_KB, "resident memory grew by %ld kB over %d rounds", rss1 - rss0,
           n_rounds);
     long grew = rss1 - rss0, most;
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("test_churn: %d rounds of split + 2 allreduces + free, %.1f us each; hier's exchanges %lu, first calls "
                "served by them %lu; descriptors %ld -> %ld, coll-hier files %ld -> %ld, resident memory +%ld kB at "
-               "most\n", n_rounds, t / n_rounds * 1e6, exchanges, rode, fds0, fds1, shm0, shm1, most);
+               "most\n", n_rounds, t / n_rounds * 1e6, exchanges, piggybacked, fds0, fds1, shm0, shm1, most);
     check_pvars_close();
     return check_finish("test_churn");
 }

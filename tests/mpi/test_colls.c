@@ -535,13 +535,13 @@ static void verify(const char *label, const check_counters_t *before, const chec
         CHECK(p >= 0, "unknown path %s", paths[k]);
         if (p < 0) continue;
         /* one-rank communicators always take the self path; under auto (a rules file) a communicator's
-         * first call may ride on its set-up's exchange (path setup: served, with the set-up) */
+         * first call may be piggybacked on its set-up's exchange (path setup: served, with the set-up) */
         long want = p == self ? e->calls[k] : e->calls[k] - e->single[k];
         long got = (long)(after->path_calls[k][p] - before->path_calls[k][p]);
         long got_self = (long)(after->path_calls[k][self] - before->path_calls[k][self]);
         long got_setup = p == self ? 0 : (long)(after->path_calls[k][setup] - before->path_calls[k][setup]);
         CHECK(got + got_setup == want && (p == self || got_self == e->single[k]),
-              "%s: %s: %ld of %ld calls via %s (and %ld riding on set-ups), %ld of %ld via self", label,
+              "%s: %s: %ld of %ld calls via %s (and %ld piggybacked on set-ups), %ld of %ld via self", label,
               check_colls[k], got, want, paths[k], got_setup, got_self, e->single[k]);
     }
 }

@@ -86,8 +86,8 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
         for (int r = 0; r < n; r++) {
             args.me = r;
             for (size_t k = 0; k < nchunks; k++) {
-                int parity = sim->break_parity ? 0 : (int)((sim->chunk_seq + k) & 1);
-                sim_prog_append(&progs[r], steps, hier_sched_build(&args, k, parity, steps), c);
+                int buf = sim->break_buf ? 0 : (int)((sim->chunk_seq + k) & 1);
+                sim_prog_append(&progs[r], steps, hier_sched_build(&args, k, buf, steps), c);
             }
         }
         sim->chunk_seq += nchunks;
@@ -107,7 +107,7 @@ int sim_run_calls(sim_t *sim, const sim_call_t *calls, int ncalls, unsigned seed
             const sim_call_t *call = &calls[s->call];
             sim_peers_t peers = {.args = call->args, .sbufs = call->sbufs, .rbufs = call->rbufs};
             hier_exec_bufs_t bufs = {.sbuf = call->sbufs[r], .rbuf = call->rbufs[r], .slots = sim->slots,
-                                     .parity_stride = sim->chunk_bytes, .esize = call->args->esize,
+                                     .buf_stride = sim->chunk_bytes, .esize = call->args->esize,
                                      .kernel = call->kernel, .peer_read = sim_peer_read, .peer_ctx = &peers,
                                      .scratch = scratch};
             if (hier_exec_step(&bufs, &s->step) != HIER_OK) rc = -1;

@@ -15,7 +15,7 @@ typedef struct {
     size_t chunk_bytes;
     uint8_t **slots;      /* nranks of them */
     uint64_t chunk_seq;   /* continues across calls, like hier_comm */
-    int break_parity;     /* test hook: always use parity 0 (must make races visible) */
+    int break_buf;        /* test hook: always use buffer 0 (must make races visible) */
 } sim_t;
 
 int sim_open(sim_t *sim, int nranks, size_t chunk_bytes);

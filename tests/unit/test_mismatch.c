@@ -11,7 +11,7 @@
 #include "fork_ranks.h"
 #include "base/hier_params.h"
 #include "base/hier_sig.h"
-#include "comm/hier_comm_state.h" /* (white box: a rank that signs a call and stops inside it) */
+#include "comm/hier_comm_state.h" /* (white mailbox: a rank that signs a call and stops inside it) */
 #include "shm/hier_shm.h"
 
 Test(sig, names_what_differs)

@@ -28,16 +28,16 @@ typedef struct pmsg {
 
 typedef struct {
     int send, to, from;
-    uint32_t box;
+    uint32_t mbox;
     uint8_t *buf;
     size_t len;
 } preq_t;
 
 static pthread_mutex_t pml_lock = PTHREAD_MUTEX_INITIALIZER;
-static pmsg_t *pml_q[2][2][HIER_PML_BOXES]; /* [from][to][box], oldest first */
+static pmsg_t *pml_q[2][2][HIER_PML_MBOXES]; /* [from][to][mailbox], oldest first */
 static int rank_ids[2] = {0, 1};
 
-static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+static int f_isend(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p)
 {
     preq_t *r = calloc(1, sizeof(*r));
     pmsg_t *m = malloc(sizeof(*m) + len);
@@ -46,7 +46,7 @@ static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg,
     *m = (pmsg_t){.len = len};
     memcpy(m->data, buf, len);
     pthread_mutex_lock(&pml_lock);
-    pmsg_t **p = &pml_q[*(const int *)arg][to][box];
+    pmsg_t **p = &pml_q[*(const int *)arg][to][mbox];
     while (*p) p = &(*p)->next;
     *p = m;
     pthread_mutex_unlock(&pml_lock);
@@ -54,11 +54,11 @@ static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg,
     return 0;
 }
 
-static int f_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+static int f_irecv(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p)
 {
     preq_t *r = malloc(sizeof(*r));
     if (!r) return -1;
-    *r = (preq_t){.to = *(const int *)arg, .from = from, .box = box, .buf = buf, .len = len};
+    *r = (preq_t){.to = *(const int *)arg, .from = from, .mbox = mbox, .buf = buf, .len = len};
     *req_p = r;
     return 0;
 }
@@ -71,8 +71,8 @@ static int f_test(void *req, size_t *len_p)
         return 1;
     }
     pthread_mutex_lock(&pml_lock);
-    pmsg_t *m = pml_q[r->from][r->to][r->box];
-    if (m) pml_q[r->from][r->to][r->box] = m->next;
+    pmsg_t *m = pml_q[r->from][r->to][r->mbox];
+    if (m) pml_q[r->from][r->to][r->mbox] = m->next;
     pthread_mutex_unlock(&pml_lock);
     if (!m) return 0;
     int ret = m->len > r->len ? HIER_PML_TRUNCATED : 1;
@@ -92,7 +92,7 @@ static void pml_clear(void)
 {
     for (int f = 0; f < 2; f++)
         for (int t = 0; t < 2; t++)
-            for (int b = 0; b < HIER_PML_BOXES; b++)
+            for (int b = 0; b < HIER_PML_MBOXES; b++)
                 while (pml_q[f][t][b]) {
                     pmsg_t *m = pml_q[f][t][b];
                     pml_q[f][t][b] = m->next;
@@ -352,7 +352,7 @@ Test(pair, schedules_fold_mine_first)
                     mine = s[i].dst, have_mine = 1; /* (my input, copied into my slot) */
                 } else if (s[i].op == HIER_STEP_NET_RECV) {
                     cr_assert(s[i].net_reduce, "kind %zu rank %d: the peer's operand is not folded on arrival", k, me);
-                    cr_assert(have_mine && s[i].dst.kind == mine.kind && s[i].dst.parity == mine.parity,
+                    cr_assert(have_mine && s[i].dst.kind == mine.kind && s[i].dst.buf == mine.buf,
                               "kind %zu rank %d: the fold lands elsewhere than my operand", k, me);
                     size_t at = rs ? mine.off + rd[me] * 8 : mine.off;
                     cr_assert_eq(s[i].dst.off, at, "kind %zu rank %d: folded at %zu, my operand at %zu", k, me,

@@ -1,4 +1,4 @@
-/* Channels shared by communicators: boxes, messages parked in place, releases in ring order, the
+/* Channels shared by communicators: mailboxes, messages parked in place, releases in ring order, the
  * connection handshake between processes, and the executor refusing a
  * message that is not the one its schedule expects. Two forked processes
  * over the tcp and shm providers. */
@@ -14,11 +14,11 @@
 
 static const char *const providers[] = {"tcp", "shm"};
 
-/* Rank 0 sends 300 messages, every third to box 2, the others to box 1;
- * rank 1 takes box 2's first, then box 1's: each box's come in order, the
+/* Rank 0 sends 300 messages, every third to mailbox 2, the others to mailbox 1;
+ * rank 1 takes mailbox 2's first, then mailbox 1's: each mailbox's come in order, the
  * ones in between are set aside, and their slots freed (the sender, on 4
  * slots, would stall otherwise). */
-static int boxes(int me, xchg_t *x, const char *prov)
+static int mboxes(int me, xchg_t *x, const char *prov)
 {
     hier_fabric_t *fab;
     hier_chan_t *ch;
@@ -28,17 +28,17 @@ static int boxes(int me, xchg_t *x, const char *prov)
         for (uint32_t i = 0; i < 300; i++)
             if (tchan_send(fab, ch, i % 3 == 0 ? 2 : 1, i, &i, sizeof(i), NULL) != HIER_OK) return 14;
     } else {
-        for (int box = 2; box >= 1; box--)
+        for (int mbox = 2; mbox >= 1; mbox--)
             for (uint32_t i = 0; i < 300; i++) {
-                if ((i % 3 == 0) != (box == 2)) continue;
+                if ((i % 3 == 0) != (mbox == 2)) continue;
                 hier_link_msg_t m;
                 uint32_t v;
-                if (tchan_recv(fab, ch, (uint32_t)box, &m) != HIER_OK) return 20;
+                if (tchan_recv(fab, ch, (uint32_t)mbox, &m) != HIER_OK) return 20;
                 memcpy(&v, m.data, sizeof(v));
                 if (m.tag != i || v != i || m.len != sizeof(v)) return 21;
                 if (hier_chan_release(ch, &m) != HIER_OK) return 22;
             }
-        if (hier_chan_set_aside(ch) < 150) return 23; /* box 1's, found on the way to box 2's */
+        if (hier_chan_set_aside(ch) < 150) return 23; /* mailbox 1's, found on the way to mailbox 2's */
     }
     atomic_store(&x->stage[me], 4);
     if (wait_stage(x, !me, 4, fab, 30)) return 30;
@@ -47,9 +47,9 @@ static int boxes(int me, xchg_t *x, const char *prov)
     return 0;
 }
 
-/* Two boxes read alternately against their arrival (a communicator's two
- * chunks in flight): rank 0 sends pairs (box 1, box 2), rank 1 asks box 2
- * first each time. Box 1's message waits parked in its slot and is taken
+/* Two mailboxes read alternately against their arrival (a communicator's two
+ * chunks in flight): rank 0 sends pairs (mailbox 1, mailbox 2), rank 1 asks mailbox 2
+ * first each time. Mailbox 1's message waits parked in its slot and is taken
  * there: none is copied out, every value and tag right, and the sender
  * never stalls for good on 4 slots. */
 static int parked(int me, xchg_t *x, const char *prov)
@@ -63,7 +63,7 @@ static int parked(int me, xchg_t *x, const char *prov)
             if (tchan_send(fab, ch, 1 + i % 2, i, &i, sizeof(i), NULL) != HIER_OK) return 14;
     } else {
         for (uint32_t i = 0; i < 200; i += 2)
-            for (int k = 1; k >= 0; k--) { /* (box 2's, i + 1, then box 1's, i) */
+            for (int k = 1; k >= 0; k--) { /* (mailbox 2's, i + 1, then mailbox 1's, i) */
                 hier_link_msg_t m;
                 uint32_t v, want = i + (uint32_t)k;
                 if (tchan_recv(fab, ch, (uint32_t)(1 + k), &m) != HIER_OK) return 20;
@@ -81,8 +81,8 @@ static int parked(int me, xchg_t *x, const char *prov)
 }
 
 /* A message taken in place and not released keeps the sender off its
- * slot, though a later one was released: rank 1 takes m0 (box 1) and m1
- * (box 2), releases m1 only; rank 0 cannot send m2 into 2 slots; m0's bytes
+ * slot, though a later one was released: rank 1 takes m0 (mailbox 1) and m1
+ * (mailbox 2), releases m1 only; rank 0 cannot send m2 into 2 slots; m0's bytes
  * stay intact; released, both slots free at once. */
 static int held(int me, xchg_t *x, const char *prov)
 {
@@ -207,7 +207,7 @@ ParameterizedTestParameters(peers, channel_behaviour)
 ParameterizedTest(int *p, peers, channel_behaviour, .timeout = 120)
 {
     const char *prov = providers[*p];
-    cr_assert_eq(run_pair(boxes, prov), 2, "%s: boxes", prov);
+    cr_assert_eq(run_pair(mboxes, prov), 2, "%s: mailboxes", prov);
     cr_assert_eq(run_pair(parked, prov), 2, "%s: parked in place", prov);
     cr_assert_eq(run_pair(held, prov), 2, "%s: a held message", prov);
     cr_assert_eq(run_pair(both_ask, prov), 2, "%s: both ask at once", prov);

@@ -6,7 +6,7 @@
  * direction, at most a few unreleased per direction as credits allow; a send
  * from the slots, registered, is read where it lies when it lands, as a
  * NIC reads it, so a source reused before its write completed shows;
- * another box's messages found first are set aside, as hier_chan_recv.c
+ * another mailbox's messages found first are set aside, as hier_chan_recv.c
  * does), every rank advanced without waiting in a seeded random order.
  * Pipeline depth 1..4, every inter-node kind and algorithm, even and uneven
  * layouts, counts and chunk sizes that make many chunks, in place or not,
@@ -32,11 +32,11 @@
 
 typedef struct fmsg {
     struct fmsg *next;
-    uint32_t box, tag;
+    uint32_t mbox, tag;
     hier_sig_t sig;
     size_t len;
     unsigned due;   /* the turn it has arrived by */
-    int aside;      /* another box's, passed over: its credit went back */
+    int aside;      /* another mailbox's, passed over: its credit went back */
     const uint8_t *src; /* sent in place: read only when it lands (as a NIC reads registered memory) */
     uint64_t num;   /* its number in its direction */
     uint8_t data[];
@@ -56,11 +56,11 @@ static unsigned fake_turn, fake_seed, fake_slots = 3, fake_delay = 8;
 static const size_t fake_seg = 1000; /* (a multiple of every element size) */
 
 size_t __wrap_hier_chan_segment(const hier_chan_t *ch, size_t len);
-hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                              hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
 int __wrap_hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 hier_status_t __wrap_hier_chan_status(const hier_chan_t *ch);
-hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p);
+hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p);
 hier_status_t __wrap_hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg);
 hier_status_t __wrap_hier_chan_progress(hier_fabric_t *fab);
 hier_status_t __wrap_hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every,
@@ -75,7 +75,7 @@ size_t __wrap_hier_chan_segment(const hier_chan_t *ch, size_t len)
 
 /* A message sent from registered memory (mr) is read where it lies when it
  * lands: its source must not change until hier_chan_sent_done says so. */
-hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint32_t tag, const void *data, size_t len,
+hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                              hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
     fdir_t *d = ((fend_t *)ch)->out;
@@ -84,7 +84,7 @@ hier_status_t __wrap_hier_chan_try_send_from(hier_chan_t *ch, uint32_t box, uint
     fmsg_t *m = malloc(sizeof(*m) + len);
     cr_assert_not_null(m);
     unsigned due = fake_turn + (unsigned)rand_r(&fake_seed) % fake_delay;
-    *m = (fmsg_t){.box = box, .tag = tag, .sig = sig, .len = len, .due = due > d->last_due ? due : d->last_due,
+    *m = (fmsg_t){.mbox = mbox, .tag = tag, .sig = sig, .len = len, .due = due > d->last_due ? due : d->last_due,
                   .src = mr ? data : NULL, .num = d->sent++};
     if (!mr) memcpy(m->data, data, len);
     d->last_due = m->due;
@@ -121,13 +121,13 @@ hier_status_t __wrap_hier_chan_status(const hier_chan_t *ch)
     return HIER_OK;
 }
 
-hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t box, hier_link_msg_t *msg, int *got_p)
+hier_status_t __wrap_hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p)
 {
     fdir_t *d = ((fend_t *)ch)->in;
     *got_p = 0;
     fake_land(d);
     for (fmsg_t *m = d->head; m && m->due <= fake_turn; m = m->next) {
-        if (m->box != box) {
+        if (m->mbox != mbox) {
             if (!m->aside) d->held--;
             m->aside = 1;
             continue;
@@ -177,8 +177,8 @@ void __wrap_hier_chan_report(const hier_chan_t *ch, const char *why)
 
 /* ---- Open MPI's point-to-point, in memory (the glue's ops for hier_pml.c) ----
  * MPI's matching: a message goes to the oldest receive of the same (source,
- * destination, box) once it has landed (after a random delay, in order per
- * direction and box); a longer message than the receive is truncated. Sends
+ * destination, mailbox) once it has landed (after a random delay, in order per
+ * direction and mailbox); a longer message than the receive is truncated. Sends
  * of 1000 bytes and less complete when posted (eager), longer ones when
  * matched (rendezvous: the sender's credit is the receiver's posting). */
 
@@ -196,19 +196,19 @@ typedef struct {
 } pq_t;
 
 #define PML_EAGER 1000
-static pq_t pml_q[MAXN * MAXP][MAXN * MAXP][HIER_PML_BOXES]; /* [from][to][box] */
+static pq_t pml_q[MAXN * MAXP][MAXN * MAXP][HIER_PML_MBOXES]; /* [from][to][mailbox] */
 
 typedef struct {
     int send, rank, from, done;
-    uint32_t box;
+    uint32_t mbox;
     uint8_t *buf;
     size_t len;
 } preq_t;
 
-static int pml_fake_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+static int pml_fake_isend(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p)
 {
     int me = *(const int *)arg;
-    pq_t *q = &pml_q[me][to][box];
+    pq_t *q = &pml_q[me][to][mbox];
     preq_t *r = calloc(1, sizeof(*r));
     pmsg_t *m = malloc(sizeof(*m) + len);
     cr_assert(r && m);
@@ -225,11 +225,11 @@ static int pml_fake_isend(const void *buf, size_t len, int to, uint32_t box, voi
     return 0;
 }
 
-static int pml_fake_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+static int pml_fake_irecv(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p)
 {
     preq_t *r = malloc(sizeof(*r));
     cr_assert(r);
-    *r = (preq_t){.rank = *(const int *)arg, .from = from, .box = box, .buf = buf, .len = len};
+    *r = (preq_t){.rank = *(const int *)arg, .from = from, .mbox = mbox, .buf = buf, .len = len};
     *req_p = r;
     return 0;
 }
@@ -242,7 +242,7 @@ static int pml_fake_test(void *req, size_t *len_p)
         free(r);
         return 1;
     }
-    pq_t *q = &pml_q[r->from][r->rank][r->box];
+    pq_t *q = &pml_q[r->from][r->rank][r->mbox];
     pmsg_t *m = q->head;
     if (!m || m->due > fake_turn) return 0;
     q->head = m->next;
@@ -265,7 +265,7 @@ static void pml_fake_clear(void)
 {
     for (int f = 0; f < MAXN * MAXP; f++)
         for (int t = 0; t < MAXN * MAXP; t++)
-            for (int b = 0; b < HIER_PML_BOXES; b++) {
+            for (int b = 0; b < HIER_PML_MBOXES; b++) {
                 pq_t *q = &pml_q[f][t][b];
                 while (q->head) {
                     pmsg_t *m = q->head;
@@ -309,7 +309,7 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
 {
     int P = b->L.nlocal[n];
     hier_shm_shape_t ns = {.kind = HIER_SHM_NODE, .nranks = P, .chunk_bytes = node_chunk};
-    hier_shm_shape_t ps = {.kind = HIER_SHM_PIPE, .nranks = P, .chunk_bytes = b->chunk, .parities = b->depth + 1};
+    hier_shm_shape_t ps = {.kind = HIER_SHM_PIPE, .nranks = P, .chunk_bytes = b->chunk, .nbufs = b->depth + 1};
     cr_assert_eq(hier_shm_create(NULL, &ns, &b->nseg[n][0]), HIER_OK);
     cr_assert_eq(hier_shm_create(NULL, &ps, &b->pseg[n][0]), HIER_OK);
     for (int l = 1; l < P; l++) {
@@ -322,7 +322,7 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
     }
     hier_shm_unlink(b->nseg[n][0]);
     hier_shm_unlink(b->pseg[n][0]);
-    cr_assert_eq(hier_shm_parities(b->pseg[n][0]), b->depth + 1);
+    cr_assert_eq(hier_shm_nbufs(b->pseg[n][0]), b->depth + 1);
     for (int l = 0; l < P; l++) {
         for (int q = 0; q < P; q++) b->slots[n][l][q] = hier_shm_slot(b->pseg[n][l], q);
         b->wait[n][l] = (hier_shm_wait_t){.nranks = P, .me = l, .spin_count = 1};
@@ -334,11 +334,11 @@ static void open_node(bed_t *b, int n, size_t node_chunk)
         *x = (hier_net_exec_t){.link = b->pml ? &hier_link_pml : &hier_link_chan, .links = b->chans[n][l],
                                .mr = (hier_fabric_mr_t *)&b->x[n][l],
                                .mr_base = b->slots[n][l][l],
-                               .mr_len = (b->depth + 1) * hier_shm_parity_stride(b->pseg[n][l])};
+                               .mr_len = (b->depth + 1) * hier_shm_buf_stride(b->pseg[n][l])};
         for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++)
             x->run[d].q = (hier_net_queue_t){.q = b->sendq[n][l] + d * b->cap, .cap = b->cap};
         b->run[n][l] = (hier_run_t){.node = b->nseg[n][l], .wait = &b->wait[n][l], .slots = b->slots[n][l],
-                                    .parity_stride = hier_shm_parity_stride(b->pseg[n][l]), .scratch = b->scratch[n][l],
+                                    .buf_stride = hier_shm_buf_stride(b->pseg[n][l]), .scratch = b->scratch[n][l],
                                     .netx = x, .depth = b->depth, .chunk_seq = &b->chunk_seq[n][l]};
         memcpy(b->run[n][l].steps, b->steps[n][l], sizeof(b->run[n][l].steps));
     }

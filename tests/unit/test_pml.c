@@ -1,5 +1,5 @@
 /* Links over Open MPI's point-to-point (net/hier_pml.c) against an
- * in-memory PML: one box's messages in order and apart from the others', a
+ * in-memory PML: one mailbox's messages in order and apart from the others', a
  * longer message than awaited is a mismatch that ends the link, sends in
  * flight bounded, a closed link's sends in flight kept until the PML is
  * done with them, failed requests. (The executor over these links:
@@ -19,17 +19,17 @@ typedef struct fmsg {
 
 typedef struct {
     int send, done, fail;
-    uint32_t box;
+    uint32_t mbox;
     void *buf;
     size_t len;
 } freq_t;
 
-static fmsg_t *queue[HIER_PML_BOXES]; /* messages to this end, by box, oldest first */
+static fmsg_t *queue[HIER_PML_MBOXES]; /* messages to this end, by mailbox, oldest first */
 static int hold_sends;                /* sends complete only when matched */
 static int fail_next;                 /* the next request fails */
 static int live;                      /* requests not freed */
 
-static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+static int f_isend(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p)
 {
     (void)to, (void)arg;
     freq_t *r = calloc(1, sizeof(*r));
@@ -39,7 +39,7 @@ static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg,
     fail_next = 0;
     *m = (fmsg_t){.len = len, .sender_done = hold_sends ? &r->done : NULL};
     memcpy(m->data, buf, len);
-    fmsg_t **p = &queue[box];
+    fmsg_t **p = &queue[mbox];
     while (*p) p = &(*p)->next;
     *p = m;
     live++;
@@ -47,12 +47,12 @@ static int f_isend(const void *buf, size_t len, int to, uint32_t box, void *arg,
     return 0;
 }
 
-static int f_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+static int f_irecv(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p)
 {
     (void)from, (void)arg;
     freq_t *r = calloc(1, sizeof(*r));
     cr_assert(r);
-    *r = (freq_t){.box = box, .buf = buf, .len = len};
+    *r = (freq_t){.mbox = mbox, .buf = buf, .len = len};
     live++;
     *req_p = r;
     return 0;
@@ -64,9 +64,9 @@ static int f_test(void *req, size_t *len_p)
     int ret = 1;
     if (r->send && !r->done) return 0;
     if (!r->send) {
-        fmsg_t *m = queue[r->box];
+        fmsg_t *m = queue[r->mbox];
         if (!m) return 0;
-        queue[r->box] = m->next;
+        queue[r->mbox] = m->next;
         if (m->sender_done) *m->sender_done = 1;
         ret = m->len > r->len ? HIER_PML_TRUNCATED : 1;
         *len_p = m->len > r->len ? r->len : m->len;
@@ -89,7 +89,7 @@ static const hier_pml_ops_t ops = {.isend = f_isend, .irecv = f_irecv, .test = f
 
 static void reset(void)
 {
-    for (int b = 0; b < HIER_PML_BOXES; b++)
+    for (int b = 0; b < HIER_PML_MBOXES; b++)
         while (queue[b]) {
             fmsg_t *m = queue[b];
             queue[b] = m->next;
@@ -117,31 +117,31 @@ static void pml_close(hier_pml_t *link)
     free(link);
 }
 
-static void send1(void *link, uint32_t box, uint32_t tag, const void *data, size_t len)
+static void send1(void *link, uint32_t mbox, uint32_t tag, const void *data, size_t len)
 {
     int sent = 0;
     uint64_t msg;
-    cr_assert_eq(hier_link_pml.try_send(link, box, tag, data, len, NULL, sig_of(len), &sent, &msg), HIER_OK);
+    cr_assert_eq(hier_link_pml.try_send(link, mbox, tag, data, len, NULL, sig_of(len), &sent, &msg), HIER_OK);
     cr_assert(sent);
     cr_assert(hier_link_pml.sent_done(link, msg)); /* (copied: the caller's bytes are free at once) */
 }
 
-static int recv1(void *link, uint32_t box, size_t expect, hier_link_msg_t *m)
+static int recv1(void *link, uint32_t mbox, size_t expect, hier_link_msg_t *m)
 {
     int got = 0;
-    cr_assert_eq(hier_link_pml.try_recv(link, box, expect, m, &got), HIER_OK);
+    cr_assert_eq(hier_link_pml.try_recv(link, mbox, expect, m, &got), HIER_OK);
     return got;
 }
 
-Test(pml, messages_of_a_box_in_order_and_boxes_apart)
+Test(pml, messages_of_a_mailbox_in_order_and_mailboxes_apart)
 {
     hier_pml_t *link;
     hier_link_msg_t m;
     reset();
     link = pml_open(1, 4096);
     cr_assert_eq(hier_link_pml.segment(link, 1 << 20), 4096);
-    send1(link, 1, 7, "box one", 8);
-    cr_assert(!recv1(link, 0, 6, &m), "box 0 took box 1's message");
+    send1(link, 1, 7, "mbox #1", 8);
+    cr_assert(!recv1(link, 0, 6, &m), "mailbox 0 took mailbox 1's message");
     send1(link, 0, 3, "first", 6);
     send1(link, 0, 4, "second", 7);
     cr_assert(recv1(link, 0, 6, &m));
@@ -155,12 +155,12 @@ Test(pml, messages_of_a_box_in_order_and_boxes_apart)
                  "a second message taken while the first is held");
     pml_close(link);
     link = pml_open(1, 4096);
-    send1(link, 0, 4, "second", 7); /* (a fresh link: its box is free) */
+    send1(link, 0, 4, "second", 7); /* (a fresh link: its mailbox is free) */
     cr_assert(recv1(link, 0, 7, &m));
     cr_assert_str_eq(m.data, "second");
     cr_assert_eq(hier_link_pml.release(link, &m), HIER_OK);
     cr_assert(recv1(link, 1, 8, &m));
-    cr_assert_str_eq(m.data, "box one");
+    cr_assert_str_eq(m.data, "mbox #1");
     cr_assert_eq(m.tag, 7);
     hier_link_pml.release(link, &m);
     cr_assert(recv1(link, 0, 7, &m)); /* the first link's "second", still queued */

@@ -49,7 +49,7 @@ static void node_open(node_t *nd, int n, size_t chunk, size_t max_steps)
         for (int p = 0; p < 2; p++) nd->steps[r][p] = malloc(max_steps * sizeof(hier_step_t));
         nd->scratch[r] = malloc(HIER_EXEC_SCRATCH_BYTES);
         nd->run[r] = (hier_run_t){.node = nd->seg[r], .wait = &nd->wait[r], .slots = nd->slots[r],
-                                  .parity_stride = hier_shm_parity_stride(nd->seg[r]), .scratch = nd->scratch[r],
+                                  .buf_stride = hier_shm_buf_stride(nd->seg[r]), .scratch = nd->scratch[r],
                                   .steps = {nd->steps[r][0], nd->steps[r][1]}, .chunk_seq = &nd->chunk_seq[r]};
     }
 }

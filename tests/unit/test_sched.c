@@ -101,7 +101,7 @@ static void run_allreduce(hier_sched_kind_t kind, int n, size_t count, size_t ch
     hier_sched_args_t a = {.kind = kind, .nranks = n, .esize = sizeof(double), .count = count,
                            .in_place = in_place, .chunk_bytes = chunk, .order = order,
                            .groups = sched_groups()};
-    /* twice: the second call starts on the other parity */
+    /* twice: the second call starts on the other buffer */
     for (int call = 0; call < 2; call++) {
         cr_assert_eq(sim_run(&sim, &a, b.s, b.r, k, seed + (unsigned)call), 0);
         for (int r = 0; r < n; r++)
@@ -139,13 +139,13 @@ Test(sched, allreduce_sixteen_ranks)
     run_allreduce(HIER_SCHED_ALLREDUCE_NUMA, 16, 700, 512, 1, 8);
 }
 
-static void run_allgather_kind(hier_sched_kind_t kind, int n, size_t block, size_t chunk, int in_place, int break_parity,
+static void run_allgather_kind(hier_sched_kind_t kind, int n, size_t block, size_t chunk, int in_place, int break_buf,
                                int *bad_p)
 {
     sim_t sim;
     bufs_t b;
     cr_assert_eq(sim_open(&sim, n, chunk), 0);
-    sim.break_parity = break_parity;
+    sim.break_buf = break_buf;
     for (int r = 0; r < n; r++) {
         b.s[r] = malloc(block + 1);
         b.r[r] = malloc((size_t)n * block + 1);
@@ -177,10 +177,10 @@ out:
     sim_close(&sim);
 }
 
-static void run_allgather(int n, size_t block, size_t chunk, int in_place, int break_parity, int *bad_p)
+static void run_allgather(int n, size_t block, size_t chunk, int in_place, int break_buf, int *bad_p)
 {
-    run_allgather_kind(HIER_SCHED_ALLGATHER, n, block, chunk, in_place, break_parity, bad_p);
-    if (!break_parity) run_allgather_kind(HIER_SCHED_CMA_ALLGATHER, n, block, chunk, in_place, 0, bad_p);
+    run_allgather_kind(HIER_SCHED_ALLGATHER, n, block, chunk, in_place, break_buf, bad_p);
+    if (!break_buf) run_allgather_kind(HIER_SCHED_CMA_ALLGATHER, n, block, chunk, in_place, 0, bad_p);
 }
 
 Test(sched, allgather_sweep)
@@ -192,9 +192,9 @@ Test(sched, allgather_sweep)
                 for (int ip = 0; ip < 2; ip++) run_allgather(n, blocks[bi], chunks[hi], ip, 0, NULL);
 }
 
-/* The simulator must be able to see a pipeline race: with the parity
- * alternation switched off, some interleaving corrupts a multi-chunk call. */
-Test(sched, simulator_detects_parity_race)
+/* The simulator must be able to see a pipeline race: with the pipeline
+ * buffers' alternation switched off, some interleaving corrupts a multi-chunk call. */
+Test(sched, simulator_detects_buffer_race)
 {
     int bad = 0;
     for (unsigned seed = 0; seed < 40 && !bad; seed++) run_allgather(4, 4096, 64, 0, 1, &bad);
@@ -273,7 +273,7 @@ static int64_t seq_input(int call, int rank, size_t i)
 }
 
 /* Runs the sequence; returns how many result elements were wrong. */
-static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
+static long run_sequence(int n, size_t chunk, int break_buf, unsigned seed)
 {
     static const seq_call_t seq[] = {
         {HIER_SCHED_ALLREDUCE_RSAG, 0, 300}, {HIER_SCHED_ALLGATHER, 0, 40},     {HIER_SCHED_ALLREDUCE_FLAT, 0, 50},
@@ -294,7 +294,7 @@ static long run_sequence(int n, size_t chunk, int break_parity, unsigned seed)
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_INT64, HIER_OP_SUM, &k), HIER_OK);
     make_groups(n, 2);
     cr_assert_eq(sim_open(&sim, n, chunk), 0);
-    sim.break_parity = break_parity;
+    sim.break_buf = break_buf;
     for (int c = 0; c < NC; c++) {
         const seq_call_t *q = &seq[c];
         int gather = q->kind == HIER_SCHED_ALLGATHER || q->kind == HIER_SCHED_CMA_ALLGATHER;

@@ -149,7 +149,7 @@ static int step(sim_t *s, int i)
     program(s, r);
     if (r->pos == r->n) return 1; /* an empty chunk */
     const hier_step_t *st = &r->steps[r->pos];
-    hier_exec_bufs_t bufs = {.sbuf = r->sb, .rbuf = r->rb, .slots = s->slots[r->node], .parity_stride = s->L->chunk,
+    hier_exec_bufs_t bufs = {.sbuf = r->sb, .rbuf = r->rb, .slots = s->slots[r->node], .buf_stride = s->L->chunk,
                              .esize = s->es, .kernel = s->k, .scratch = s->fold};
     s->steps_run++;
     if (st->op == HIER_STEP_BARRIER) {

@@ -22,7 +22,7 @@
 #include "fork_ranks.h"
 #include "accel/hier_accel.h"
 #include "comm/hier_comm.h"
-#include "comm/hier_comm_state.h" /* (white box: the reduce_scatter slice layout) */
+#include "comm/hier_comm_state.h" /* (white mailbox: the reduce_scatter slice layout) */
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "shm/hier_shm.h"
@@ -140,7 +140,7 @@ static int unlinked_after_setup(hier_comm_t *comm, int me, int n, fork_world_t *
     int64_t x = me, y;
     hier_result_t res;
     (void)n;
-    for (int i = 0; i < 2; i++) { /* (the first may ride on the set-up's exchange) */
+    for (int i = 0; i < 2; i++) { /* (the first may be piggybacked on the set-up's exchange) */
         if (hier_comm_allreduce(comm, &x, &y, 1, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 1;
         if (res.path >= HIER_PATH_FIRST_FALLBACK || y != 3) return 3;
     }
@@ -500,7 +500,7 @@ static int missing(hier_comm_t *comm, int me, int n, fork_world_t *w)
     int before;
     (void)comm;
     /* (counted with no set-up under way, and at the end after every rank's
-     * last one: a call riding on its set-up can end on rank 1 before the
+     * last one: a call piggybacked on its set-up can end on rank 1 before the
      * leader unlinks the fresh segment, a moment later) */
     fork_barrier(w);
     before = count_segments();
@@ -613,7 +613,7 @@ static void nodes_setup(const char *provider)
 /* Between nodes too, once every rank knows the others' addresses: the
  * first communicator exchanges them (an exchange and an agreement more),
  * the next ones set up in one exchange, which serves their first call
- * (hier_comm_ride.c), and their calls after it are served between nodes. */
+ * (hier_comm_piggyback.c), and their calls after it are served between nodes. */
 static int one_exchange_across(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     (void)comm, (void)w;
@@ -623,7 +623,7 @@ static int one_exchange_across(hier_comm_t *comm, int me, int n, fork_world_t *w
         int64_t x[3] = {me + 1, i, -me}, y[3];
         int before = fork_exchanges;
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
-        for (int call = 0; call < 2; call++) { /* (the first rides on the set-up once addresses are known) */
+        for (int call = 0; call < 2; call++) { /* (the first is piggybacked on the set-up once addresses are known) */
             if (hier_comm_allreduce(c, x, y, 3, HIER_DT_INT64, HIER_OP_SUM, &res) != HIER_OK) return 2;
             if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != (int64_t)n * i || y[2] != -(int64_t)n * (n - 1) / 2)
                 return 3;
@@ -761,7 +761,7 @@ Test(shm, warm_up_serves_over_the_point_to_point_until_every_endpoint_is_open)
 /* A rule's chunk= cuts calls between nodes below the pipeline segment's
  * chunk: a 640 KB allreduce on 2 nodes x 2 runs, under `chunk=16K`, as
  * many chunks through a 64 KiB segment as through a 16 KiB one without
- * rules, more than through the 64 KiB one without (white box: the
+ * rules, more than through the 64 KiB one without (white mailbox: the
  * pipeline tier's chunk count), and its results are right. */
 static int chunks_of_one_call(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {

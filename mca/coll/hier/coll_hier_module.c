@@ -143,11 +143,11 @@ static int mca_coll_hier_core_agree(int *values, int n, void *arg)
  * receive on a tag of hier's own, so that no collective's messages match
  * them: the far end of the tags Open MPI gives collectives (4.1 and 5.0:
  * hcoll's last, which it counts down to from its base; 6.0 ends them at
- * MCA_COLL_BASE_TAG_NEIGHBOR_END, far above); the network level's boxes
+ * MCA_COLL_BASE_TAG_NEIGHBOR_END, far above); the network level's mailboxes
  * over the point-to-point (net/hier_pml.h) next to it. */
 #define MCA_COLL_HIER_TAG_SETUP (-INT_MAX + 1)
-#define MCA_COLL_HIER_TAG_BOX(box) (-INT_MAX + 2 + (int)(box))
-_Static_assert(HIER_PML_BOXES <= 8, "hier's tags stay at the far end of the collectives' range");
+#define MCA_COLL_HIER_TAG_MBOX(mbox) (-INT_MAX + 2 + (int)(mbox))
+_Static_assert(HIER_PML_MBOXES <= 8, "hier's tags stay at the far end of the collectives' range");
 
 typedef struct {
     ompi_request_t *reqs[2];
@@ -189,22 +189,22 @@ static int mca_coll_hier_core_sendrecv_test(void *pending, void *arg)
 
 /* ---- the network level over Open MPI's point-to-point (net/hier_pml.h) ---- */
 
-static int mca_coll_hier_p2p_isend(const void *buf, size_t len, int to, uint32_t box, void *arg, void **req_p)
+static int mca_coll_hier_p2p_isend(const void *buf, size_t len, int to, uint32_t mbox, void *arg, void **req_p)
 {
     mca_coll_hier_module_t *hm = arg;
     ompi_request_t *req;
-    if (MCA_PML_CALL(isend(buf, len, MPI_BYTE, to, MCA_COLL_HIER_TAG_BOX(box), MCA_PML_BASE_SEND_STANDARD, hm->comm,
+    if (MCA_PML_CALL(isend(buf, len, MPI_BYTE, to, MCA_COLL_HIER_TAG_MBOX(mbox), MCA_PML_BASE_SEND_STANDARD, hm->comm,
                            &req)) != OMPI_SUCCESS)
         return -1;
     *req_p = req;
     return 0;
 }
 
-static int mca_coll_hier_p2p_irecv(void *buf, size_t len, int from, uint32_t box, void *arg, void **req_p)
+static int mca_coll_hier_p2p_irecv(void *buf, size_t len, int from, uint32_t mbox, void *arg, void **req_p)
 {
     mca_coll_hier_module_t *hm = arg;
     ompi_request_t *req;
-    if (MCA_PML_CALL(irecv(buf, len, MPI_BYTE, from, MCA_COLL_HIER_TAG_BOX(box), hm->comm, &req)) != OMPI_SUCCESS)
+    if (MCA_PML_CALL(irecv(buf, len, MPI_BYTE, from, MCA_COLL_HIER_TAG_MBOX(mbox), hm->comm, &req)) != OMPI_SUCCESS)
         return -1;
     *req_p = req;
     return 0;

@@ -19,6 +19,7 @@
 
 #include "opal/runtime/opal_progress.h"
 
+#include "base/hier_keep.h"
 #include "base/hier_lock.h"
 
 static OBJ_CLASS_INSTANCE(mca_coll_hier_nb_t, ompi_coll_base_nbc_request_t, NULL, NULL);
@@ -41,9 +42,7 @@ static _Atomic int mca_coll_hier_nb_registered;
 /* MPI requests over, kept for the next calls (an object's allocation and
  * construction are a good part of a small call), under a lock where
  * threads may call at once. */
-#define MCA_COLL_HIER_NB_KEEP 16
-static mca_coll_hier_nb_t *mca_coll_hier_nb_kept[MCA_COLL_HIER_NB_KEEP];
-static int mca_coll_hier_nb_nkept;
+static hier_keep_t mca_coll_hier_nb_kept;
 static pthread_mutex_t mca_coll_hier_nb_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* The persistent request freed last: Open MPI's free of a persistent
  * request that retained its operation reads the request after ours
@@ -57,34 +56,31 @@ static mca_coll_hier_nb_t *mca_coll_hier_nb_dead;
 static mca_coll_hier_nb_t *mca_coll_hier_nb_take(void)
 {
     mca_coll_hier_nb_t *r = NULL;
-    if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
+    hier_lock_mutex_take(&mca_coll_hier_nb_mutex);
     mca_coll_hier_nb_t *dead = mca_coll_hier_nb_dead;
     mca_coll_hier_nb_dead = NULL;
-    if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+    hier_lock_mutex_drop(&mca_coll_hier_nb_mutex);
     while (dead) {
         mca_coll_hier_nb_t *next = dead->dead;
         mca_coll_hier_nb_release(dead);
         dead = next;
     }
-    if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
-    if (mca_coll_hier_nb_nkept) r = mca_coll_hier_nb_kept[--mca_coll_hier_nb_nkept];
-    if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+    hier_lock_mutex_take(&mca_coll_hier_nb_mutex);
+    r = hier_keep_take(&mca_coll_hier_nb_kept);
+    hier_lock_mutex_drop(&mca_coll_hier_nb_mutex);
     return r ? r : OBJ_NEW(mca_coll_hier_nb_t);
 }
 
 static void mca_coll_hier_nb_keep(mca_coll_hier_nb_t *r)
 {
-    if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
+    hier_lock_mutex_take(&mca_coll_hier_nb_mutex);
     if (r->persistent) {
         mca_coll_hier_nb_t *older = mca_coll_hier_nb_parked;
         mca_coll_hier_nb_parked = r;
         r = older;
     }
-    if (r && mca_coll_hier_nb_nkept < MCA_COLL_HIER_NB_KEEP) {
-        mca_coll_hier_nb_kept[mca_coll_hier_nb_nkept++] = r;
-        r = NULL;
-    }
-    if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+    if (r && hier_keep_put(&mca_coll_hier_nb_kept, r)) r = NULL;
+    hier_lock_mutex_drop(&mca_coll_hier_nb_mutex);
     if (r) OBJ_RELEASE(r);
 }
 
@@ -98,7 +94,7 @@ void mca_coll_hier_nb_close(void)
     if (atomic_exchange(&mca_coll_hier_nb_registered, 0)) opal_progress_unregister(mca_coll_hier_nb_progress);
     /* (their memory only: at close Open MPI's request classes may be gone
      * already, and construction allocated nothing) */
-    while (mca_coll_hier_nb_nkept) free(mca_coll_hier_nb_kept[--mca_coll_hier_nb_nkept]);
+    for (void *r; (r = hier_keep_take(&mca_coll_hier_nb_kept));) free(r);
     free(mca_coll_hier_nb_parked);
     mca_coll_hier_nb_parked = NULL;
 }
@@ -172,10 +168,10 @@ static int mca_coll_hier_nb_prev_done(ompi_request_t *inner)
     mca_coll_hier_nb_t *r = inner->req_complete_cb_data;
     r->super.super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
     if (r->orphan) {
-        if (hier_lock_threaded()) pthread_mutex_lock(&mca_coll_hier_nb_mutex);
+        hier_lock_mutex_take(&mca_coll_hier_nb_mutex);
         r->dead = mca_coll_hier_nb_dead;
         mca_coll_hier_nb_dead = r;
-        if (hier_lock_threaded()) pthread_mutex_unlock(&mca_coll_hier_nb_mutex);
+        hier_lock_mutex_drop(&mca_coll_hier_nb_mutex);
         return 0;
     }
     ompi_request_complete(&r->super.super, true);

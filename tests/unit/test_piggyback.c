@@ -1,6 +1,6 @@
-/* test_ride: a communicator's first call, small, served by the set-up's
- * exchange (hier_comm_ride.c). Forked ranks on one node and on two nodes
- * over tcp: which first calls ride (path "setup") and which go the usual
+/* test_piggyback: a communicator's first call, small, served by the set-up's
+ * exchange (hier_comm_piggyback.c). Forked ranks on one node and on two nodes
+ * over tcp: which first calls piggyback (path "setup") and which go the usual
  * way, each result against a reference computed here, and every first
  * call's result bit for bit the same as the same call made again on the
  * communicator (the algorithm's own); the verdict on records, as a pure
@@ -32,7 +32,7 @@ static void nodes_setup(void)
     hier_params.fabric_warmup = 0;
 }
 
-TestSuite(ride, .init = setup, .timeout = 60);
+TestSuite(pb, .init = setup, .timeout = 60);
 
 /* Values whose sum depends on the order of the additions. */
 static double order_sensitive(int me)
@@ -42,8 +42,8 @@ static double order_sensitive(int me)
 }
 
 /* One first call (allreduce) on a fresh communicator, then the same call
- * again: 0, or why not. want_ride: whether the first must ride. */
-static int allreduce_twice(int me, int n, const void *x, size_t count, hier_dtype_t dt, hier_op_t op, int want_ride,
+ * again: 0, or why not. want_ride: whether the first must piggyback. */
+static int allreduce_twice(int me, int n, const void *x, size_t count, hier_dtype_t dt, hier_op_t op, int want_pb,
                            void *first)
 {
     hier_comm_t *c;
@@ -52,7 +52,7 @@ static int allreduce_twice(int me, int n, const void *x, size_t count, hier_dtyp
     size_t bytes = count * hier_dtype_size(dt);
     if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 1;
     if (hier_comm_allreduce(c, x, first, count, dt, op, &res1) != HIER_OK) return 2;
-    if (want_ride >= 0 && (res1.path == HIER_PATH_SETUP) != want_ride) return 3;
+    if (want_pb >= 0 && (res1.path == HIER_PATH_SETUP) != want_pb) return 3;
     if (hier_comm_allreduce(c, x, again, count, dt, op, &res2) != HIER_OK || res2.path == HIER_PATH_SETUP) return 4;
     if (memcmp(first, again, bytes)) return 5; /* (the first call's order is the algorithm's) */
     hier_comm_destroy(c);
@@ -81,21 +81,21 @@ static int warm(int me, int n)
 }
 
 /* Whether a floating sum's first call (an allreduce of a few bytes) must
- * ride: one node (of one NUMA domain: the NUMA tree folds in another
+ * piggyback: one node (of one NUMA domain: the NUMA tree folds in another
  * order), two nodes, or more, where recursive doubling carries it; -1:
  * either. */
-static int sum_rides(int n)
+static int sum_pbs(int n)
 {
     int per = fork_ranks_per_node, nodes = per ? (n + per - 1) / per : 1;
     if (nodes == 1 && n > 2 && access("/sys/devices/system/node/node1", F_OK) == 0) return -1;
     return 1;
 }
 
-static int ride_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
+static int pb_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     (void)comm, (void)w;
     if (warm(me, n)) return 9;
-    int sum_ride = sum_rides(n);
+    int sum_pb = sum_pbs(n);
     int rc;
     { /* integers: exact in any order: always */
         int64_t x[3] = {me + 1, -me, (int64_t)1 << (40 + me)}, y[3];
@@ -104,11 +104,11 @@ static int ride_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
         for (int r = 0; r < n; r++) hi += (int64_t)1 << (40 + r);
         if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != -(int64_t)n * (n - 1) / 2 || y[2] != hi) return 19;
     }
-    { /* double SUM: rides only where the order is the algorithm's */
+    { /* double SUM: is piggybacked only where the order is the algorithm's */
         double x = order_sensitive(me), y;
         long double want = 0;
         for (int r = 0; r < n; r++) want += order_sensitive(r);
-        if ((rc = allreduce_twice(me, n, &x, 1, HIER_DT_DOUBLE, HIER_OP_SUM, sum_ride, &y))) return 20 + rc;
+        if ((rc = allreduce_twice(me, n, &x, 1, HIER_DT_DOUBLE, HIER_OP_SUM, sum_pb, &y))) return 20 + rc;
         if (!near(y, want, 2e16)) return 29;
     }
     { /* double MAX with -0.0 and +0.0: exact (the kernels order them): always */
@@ -122,7 +122,7 @@ static int ride_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
         if ((rc = allreduce_twice(me, n, &x, 1, HIER_DT_DOUBLE_COMPLEX, HIER_OP_PROD, 0, &y))) return 40 + rc;
         if (cabs(y - want) > 1e-12 * cabs(want)) return 49;
     }
-    { /* 9 doubles (72 bytes): too large to ride */
+    { /* 9 doubles (72 bytes): too large to be piggybacked */
         double x[9], y[9];
         for (int i = 0; i < 9; i++) x[i] = me * 10 + i;
         if ((rc = allreduce_twice(me, n, x, 9, HIER_DT_DOUBLE, HIER_OP_MAX, 0, y))) return 50 + rc;
@@ -132,7 +132,7 @@ static int ride_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
 }
 
 /* allgather and reduce_scatter first calls, and in place. */
-static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
+static int pb_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
 {
     (void)comm, (void)w;
     hier_comm_t *c;
@@ -175,7 +175,7 @@ static int ride_more_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
     { /* in-place allreduce of doubles */
         double y = order_sensitive(me), first;
         if (hier_comm_create(n, me, &fork_ops, &c) != HIER_OK) return 20;
-        int want = sum_rides(n);
+        int want = sum_pbs(n);
         if (hier_comm_allreduce(c, HIER_IN_PLACE, &y, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &res) != HIER_OK ||
             (want >= 0 && (res.path == HIER_PATH_SETUP) != want))
             return 21;
@@ -199,16 +199,16 @@ static void run(int n, int per_node, rank_body_t body)
     cr_assert_eq(ok, n, "%d ranks (%d per node): statuses %d %d %d %d", n, per_node, st[0], st[1], st[2], st[3]);
 }
 
-Test(ride, one_node_two_ranks) { run(2, 0, ride_body); run(2, 0, ride_more_body); }
-Test(ride, one_node_three_ranks) { run(3, 0, ride_body); run(3, 0, ride_more_body); }
-Test(ride, two_nodes_of_two_over_tcp) { run(4, 2, ride_body); run(4, 2, ride_more_body); }
-Test(ride, two_nodes_two_and_one_over_tcp) { run(3, 2, ride_body); run(3, 2, ride_more_body); }
-Test(ride, two_nodes_of_three_over_tcp) { run(6, 3, ride_body); run(6, 3, ride_more_body); }
-Test(ride, three_nodes_of_two_over_tcp) { run(6, 2, ride_body); run(6, 2, ride_more_body); }
-Test(ride, one_node_five_ranks) { run(5, 0, ride_body); run(5, 0, ride_more_body); }
-Test(ride, four_nodes_of_one_over_tcp) { run(4, 1, ride_body); run(4, 1, ride_more_body); }
-Test(ride, five_nodes_of_one_over_tcp) { run(5, 1, ride_body); run(5, 1, ride_more_body); }
-Test(ride, seven_ranks_on_nodes_of_two_over_tcp) { run(7, 2, ride_body); run(7, 2, ride_more_body); }
+Test(pb, one_node_two_ranks) { run(2, 0, pb_body); run(2, 0, pb_more_body); }
+Test(pb, one_node_three_ranks) { run(3, 0, pb_body); run(3, 0, pb_more_body); }
+Test(pb, two_nodes_of_two_over_tcp) { run(4, 2, pb_body); run(4, 2, pb_more_body); }
+Test(pb, two_nodes_two_and_one_over_tcp) { run(3, 2, pb_body); run(3, 2, pb_more_body); }
+Test(pb, two_nodes_of_three_over_tcp) { run(6, 3, pb_body); run(6, 3, pb_more_body); }
+Test(pb, three_nodes_of_two_over_tcp) { run(6, 2, pb_body); run(6, 2, pb_more_body); }
+Test(pb, one_node_five_ranks) { run(5, 0, pb_body); run(5, 0, pb_more_body); }
+Test(pb, four_nodes_of_one_over_tcp) { run(4, 1, pb_body); run(4, 1, pb_more_body); }
+Test(pb, five_nodes_of_one_over_tcp) { run(5, 1, pb_body); run(5, 1, pb_more_body); }
+Test(pb, seven_ranks_on_nodes_of_two_over_tcp) { run(7, 2, pb_body); run(7, 2, pb_more_body); }
 
 /* The verdict from the records alone: the same call everywhere, and an
  * order that cannot differ from the algorithm's. */
@@ -219,46 +219,46 @@ static int no_peer(int rank, uint64_t *proc_p, void *arg)
     return 0;
 }
 
-/* An allreduce's call as hier_comm_allreduce makes it, offered to ride. */
+/* An allreduce's call as hier_comm_allreduce makes it, offered to be piggybacked. */
 static int offer_allreduce(const hier_comm_t *c, const void *in, void *out, size_t count, hier_dtype_t dt,
-                           hier_op_t op, hier_ride_t *ride)
+                           hier_op_t op, hier_piggyback_t *pb)
 {
     size_t es = hier_dtype_size(dt);
     hier_call_t call = {.coll = HIER_COLL_ALLREDUCE, .sbuf = in, .rbuf = out, .count = count, .esize = es, .dt = dt,
                         .op = op, .sbytes = count * es, .rbytes = count * es, .bytes = count * es};
-    return hier_ride_offer(c, &call, ride);
+    return hier_piggyback_offer(c, &call, pb);
 }
 
-Test(ride, verdict_on_records)
+Test(pb, verdict_on_records)
 {
     int32_t two_nodes[4] = {0, 0, 2, 2}, three_nodes[4] = {0, 0, 2, 3};
     hier_comm_t *c;
     hier_comm_ops_t ops = {.peer = no_peer};
-    hier_ride_rec_t recs[4];
+    hier_piggyback_rec_t recs[4];
     double x = 1.0, out;
-    hier_ride_t ride;
+    hier_piggyback_t pb;
     cr_assert_eq(hier_comm_create(4, 0, &ops, &c), HIER_OK);
     cr_assert_eq(hier_layout_make(4, 0, two_nodes, &c->layout), HIER_OK);
-    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &ride));
-    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
-    cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "the same double sum on 2 x 2");
+    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_SUM, &pb));
+    for (int r = 0; r < 4; r++) hier_piggyback_pack(&pb, &recs[r]);
+    cr_assert(hier_piggyback_agreed(c, &pb, recs, sizeof(recs[0])), "the same double sum on 2 x 2");
     recs[3].count = 2;
-    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "a count differs");
-    hier_ride_pack(NULL, &recs[3]);
-    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "one rank offers nothing");
+    cr_assert(!hier_piggyback_agreed(c, &pb, recs, sizeof(recs[0])), "a count differs");
+    hier_piggyback_pack(NULL, &recs[3]);
+    cr_assert(!hier_piggyback_agreed(c, &pb, recs, sizeof(recs[0])), "one rank offers nothing");
     hier_layout_free(&c->layout);
     cr_assert_eq(hier_layout_make(4, 0, three_nodes, &c->layout), HIER_OK);
-    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
-    cr_assert(!hier_ride_agreed(c, &ride, recs, sizeof(recs[0])),
+    for (int r = 0; r < 4; r++) hier_piggyback_pack(&pb, &recs[r]);
+    cr_assert(!hier_piggyback_agreed(c, &pb, recs, sizeof(recs[0])),
               "three nodes and no network level to say how they combine: the sum's order may differ");
-    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride));
-    for (int r = 0; r < 4; r++) hier_ride_pack(&ride, &recs[r]);
-    cr_assert(hier_ride_agreed(c, &ride, recs, sizeof(recs[0])), "MAX is exact on any layout");
-    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_USER, &ride), "a user's op");
+    cr_assert(offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &pb));
+    for (int r = 0; r < 4; r++) hier_piggyback_pack(&pb, &recs[r]);
+    cr_assert(hier_piggyback_agreed(c, &pb, recs, sizeof(recs[0])), "MAX is exact on any layout");
+    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_USER, &pb), "a user's op");
     hier_params.allreduce_algorithm = HIER_ALGO_FLAT;
-    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &ride), "a forced algorithm");
+    cr_assert(!offer_allreduce(c, &x, &out, 1, HIER_DT_DOUBLE, HIER_OP_MAX, &pb), "a forced algorithm");
     hier_params.allreduce_algorithm = HIER_ALGO_AUTO;
     double big[9] = {0};
-    cr_assert(!offer_allreduce(c, big, big, 9, HIER_DT_DOUBLE, HIER_OP_SUM, &ride), "72 bytes");
+    cr_assert(!offer_allreduce(c, big, big, 9, HIER_DT_DOUBLE, HIER_OP_SUM, &pb), "72 bytes");
     hier_comm_destroy(c);
 }
