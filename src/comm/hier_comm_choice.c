@@ -46,8 +46,8 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
         }
         int cma = hier_node_cma(c);
         if (cma < 0) return (hier_status_t)cma;
-        int window_wanted = hier_params.allgather_algorithm == HIER_ALGO_AUTO &&
-                            (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max); /* (forced: no window) */
+        int window_wanted = hier_params.allgather_algorithm == HIER_ALGO_AUTO && /* (forced: no window) */
+                            (!hier_params.allgather_cma_min || !hier_params.allgather_cma_max);
         if (cma && window_wanted) {
             hier_status_t st = hier_probe_cma_window(c, &c->node->cma_window);
             if (st != HIER_OK) return st;

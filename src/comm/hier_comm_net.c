@@ -110,7 +110,8 @@ static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
     for (int i = 0; i < net->ntalk; i++) {
         uint64_t proc;
         c->ops.peer(hier_layout_rank(l, net->talk[i], l->me), &proc, c->ops.arg);
-        if (!(net->peers[net->talk[i]] = hier_peers_get(proc))) return HIER_ERR_NO_MEMORY; /* (met for the first time) */
+        net->peers[net->talk[i]] = hier_peers_get(proc); /* (made when met for the first time) */
+        if (!net->peers[net->talk[i]]) return HIER_ERR_NO_MEMORY;
         if (!hier_peer_known(net->peers[net->talk[i]])) *known_p = 0;
     }
     return HIER_OK;
@@ -159,7 +160,8 @@ size_t hier_net_bytes(const hier_comm_t *c)
     const hier_net_t *net = c->net;
     size_t n = (size_t)c->size, bytes = sizeof(*net) + n * (2 * sizeof(void *) + sizeof(uint32_t));
     for (int i = 0; i < net->ntalk; i++)
-        bytes += sizeof(int) + hier_pml_size() + hier_pml_bytes((hier_pml_t *)(net->link_mem + (size_t)i * hier_pml_size()));
+        bytes += sizeof(int) + hier_pml_size() +
+                 hier_pml_bytes((hier_pml_t *)(net->link_mem + (size_t)i * hier_pml_size()));
     return bytes;
 }
 
@@ -266,7 +268,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
                                                                 .cap = c->node->nsteps}
                                            : (hier_net_queue_t){0};
-    if (!net->fabric) { /* (Open MPI's point-to-point: a mailbox is a tag, a run's mailbox its index; sends are copied) */
+    if (!net->fabric) { /* (Open MPI's point-to-point: a mailbox is a tag, a run's its index; sends copied) */
         x->link = &hier_link_pml;
         x->fab = NULL;
         x->peers = NULL;

@@ -117,12 +117,13 @@ int hier_piggyback_agreed(const hier_comm_t *c, const hier_piggyback_t *pb, cons
             return 0;
     }
     if (first->coll - 1 == HIER_COLL_ALLGATHER) return 1; /* 2 */
-    return hier_piggyback_exact((hier_dtype_t)first->dt, (hier_op_t)first->op) || hier_piggyback_same_order(c, first); /* 3, 4 */
+    return hier_piggyback_exact((hier_dtype_t)first->dt, (hier_op_t)first->op) || /* 3 */
+           hier_piggyback_same_order(c, first);                                   /* 4 */
 }
 
 /* Node n's partial: its ranks in local order, the earlier operand first. */
-static void hier_piggyback_node(const hier_comm_t *c, const hier_piggyback_t *pb, hier_reduce_kernel_t k, const void *recs,
-                           size_t stride, int n, unsigned char *out)
+static void hier_piggyback_node(const hier_comm_t *c, const hier_piggyback_t *pb, hier_reduce_kernel_t k,
+                                const void *recs, size_t stride, int n, unsigned char *out)
 {
     alignas(max_align_t) unsigned char in[HIER_PIGGYBACK_MAX];
     uint32_t first = c->layout.node_first[n], end = c->layout.node_first[n + 1];
@@ -138,7 +139,8 @@ static void hier_piggyback_node(const hier_comm_t *c, const hier_piggyback_t *pb
  * folded into their neighbours, then a balanced tree over the virtual
  * ranks, kept as a stack of subtrees (a binary counter). With one or two
  * nodes that is node 0's partial, then node 1's. */
-static void hier_piggyback_fold(const hier_comm_t *c, const hier_piggyback_t *pb, const void *recs, size_t stride, void *out)
+static void hier_piggyback_fold(const hier_comm_t *c, const hier_piggyback_t *pb, const void *recs, size_t stride,
+                                void *out)
 {
     enum { DEPTH = 32 };
     hier_reduce_kernel_t k;

@@ -30,7 +30,8 @@ void hier_plan_cut(const hier_step_t *steps, size_t n, int overlap, size_t cut[H
     if (overlap) {
         while (tail > 0 && steps[tail - 1].op != HIER_STEP_BARRIER) tail--;
         if (tail) tail--; /* at the last barrier */
-        for (net = tail; net > 0 && (steps[net - 1].op == HIER_STEP_NET_SEND || steps[net - 1].op == HIER_STEP_NET_RECV);)
+        net = tail;
+        while (net > 0 && (steps[net - 1].op == HIER_STEP_NET_SEND || steps[net - 1].op == HIER_STEP_NET_RECV))
             net--;
         for (b1 = 0; b1 < net && steps[b1].op != HIER_STEP_BARRIER;) b1++;
     }
@@ -60,8 +61,10 @@ hier_plan_act_t hier_plan_act(const hier_plan_t *p)
     case HIER_PLAN_NEXT_BUILD: return (hier_plan_act_t){.op = HIER_PLAN_BUILD, .chunk = p->started};
     case HIER_PLAN_FILL_LOCAL:
         return (hier_plan_act_t){HIER_PLAN_LOCAL, HIER_PLAN_CUT_BEGIN, HIER_PLAN_CUT_NET, p->started};
-    case HIER_PLAN_COPY_IN: return (hier_plan_act_t){HIER_PLAN_LOCAL, HIER_PLAN_CUT_BEGIN, HIER_PLAN_CUT_B1, p->started};
-    case HIER_PLAN_NEXT_LOCAL: return (hier_plan_act_t){HIER_PLAN_LOCAL, HIER_PLAN_CUT_B1, HIER_PLAN_CUT_NET, p->started};
+    case HIER_PLAN_COPY_IN:
+        return (hier_plan_act_t){HIER_PLAN_LOCAL, HIER_PLAN_CUT_BEGIN, HIER_PLAN_CUT_B1, p->started};
+    case HIER_PLAN_NEXT_LOCAL:
+        return (hier_plan_act_t){HIER_PLAN_LOCAL, HIER_PLAN_CUT_B1, HIER_PLAN_CUT_NET, p->started};
     case HIER_PLAN_FILL_START:
     case HIER_PLAN_NEXT_START: return (hier_plan_act_t){.op = HIER_PLAN_NET_START, .chunk = p->started};
     case HIER_PLAN_FINISH: return (hier_plan_act_t){.op = HIER_PLAN_NET_FINISH, .chunk = p->k};

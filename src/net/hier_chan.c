@@ -211,7 +211,8 @@ static void hier_chan_info_locked(const hier_chan_t *ch, hier_chan_info_t *info)
     info->slots = ch->slots;
 }
 
-static hier_status_t hier_chan_connect_locked(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info)
+static hier_status_t hier_chan_connect_locked(hier_chan_t *ch, hier_fabric_peer_t peer,
+                                              const hier_chan_info_t *peer_info)
 {
     if (peer_info->slot_bytes != ch->slot_bytes || peer_info->slots != ch->slots) {
         HIER_ERROR("channel %u: the peer's ring has %llu slots of %u bytes, mine %zu of %zu (different settings?)",
@@ -239,7 +240,8 @@ static void hier_chan_write_failed(hier_chan_t *ch, const hier_fabric_event_t *e
     default: ch->done++; ch->posted[HIER_CHAN_CTX_SLOT(ev->context) % ch->slots] = 0;
     }
     if (ch->error == HIER_OK)
-        HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch->id, hier_fi_strerror((int)ev->data), ev->data);
+        HIER_ERROR("channel %u: a write to the peer failed: %s (%u)", ch->id, hier_fi_strerror((int)ev->data),
+                   ev->data);
     ch->error = peer_gone ? HIER_ERR_PEER_DEAD : HIER_ERR_INTERNAL;
 }
 
@@ -384,9 +386,11 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t mb
     if (!hier_chan_can_send(ch)) return HIER_OK;
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
-    hier_chan_hdr_t hdr = {.len = (uint32_t)len, .credit = (uint32_t)ch->released, .mbox = mbox, .tag = tag, .sig = sig};
+    hier_chan_hdr_t hdr = {
+        .len = (uint32_t)len, .credit = (uint32_t)ch->released, .mbox = mbox, .tag = tag, .sig = sig};
     memcpy(src, &hdr, sizeof(hdr));
-    hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr}, {.buf = data, .len = len, .mr = mr}};
+    hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr},
+                                {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
     if (!mr || hier_fabric_iov_limit(ch->fab) < 2 || !len) {
         memcpy(src + HIER_CHAN_HDR, data, len);

@@ -127,7 +127,8 @@ int main(int argc, char **argv)
           "(the set-up's allgather), at most %lu", exchanges, shared, most_exchanges);
     int setup = check_path_index("setup");
     unsigned long piggybacked = b.path_calls[0][setup] - a.path_calls[0][setup];
-    CHECK(piggybacked == shared, "%lu first calls was piggybacked on their communicator's set-up, of %lu communicators of several ranks",
+    CHECK(piggybacked == shared,
+          "%lu first calls were piggybacked on their communicator's set-up, of %lu communicators of several ranks",
           piggybacked, shared);
     CHECK(rss1 - rss0 <= TEST_CHURN_RSS_SLACK_KB, "resident memory grew by %ld kB over %d rounds", rss1 - rss0,
           n_rounds);

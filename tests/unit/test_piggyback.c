@@ -104,7 +104,7 @@ static int pb_body(hier_comm_t *comm, int me, int n, fork_world_t *w)
         for (int r = 0; r < n; r++) hi += (int64_t)1 << (40 + r);
         if (y[0] != (int64_t)n * (n + 1) / 2 || y[1] != -(int64_t)n * (n - 1) / 2 || y[2] != hi) return 19;
     }
-    { /* double SUM: is piggybacked only where the order is the algorithm's */
+    { /* double SUM: piggybacked only where the order is the algorithm's */
         double x = order_sensitive(me), y;
         long double want = 0;
         for (int r = 0; r < n; r++) want += order_sensitive(r);
