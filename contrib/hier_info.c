@@ -6,13 +6,15 @@
  *
  *   hier-info --coll allreduce|allgather|reduce_scatter [--nodes N] [--ppn P]
  *             [--rules FILE] [--numa G] [--crowded] [--cma-window LO:HI|none]
- *             [-b MIN] [-e MAX] [--param NAME=VALUE]... [--print-rules]
+ *             [--ll-top SIZE|any] [-b MIN] [-e MAX] [--param NAME=VALUE]...
+ *             [--print-rules]
  *
  * Sizes as hier_bench's (allreduce the vector, allgather the result,
  * reduce_scatter the send buffer), powers of two from -b to -e. One node's
- * single copy is assumed available; its window is the node's measurement
- * at run time (--cma-window gives one). --print-rules prints the rules in
- * force as a rules file and exits. */
+ * single copy is assumed available; its window, and the low-latency
+ * cut-off, are the node's measurements at run time (--cma-window and
+ * --ll-top give them; without, any window and the area's whole size).
+ * --print-rules prints the rules in force as a rules file and exits. */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,8 +33,8 @@ static void usage(int rc)
 {
     fprintf(rc ? stderr : stdout,
             "usage: hier-info --coll allreduce|allgather|reduce_scatter [--nodes N] [--ppn P] [--rules FILE]\n"
-            "                 [--numa G] [--crowded] [--cma-window LO:HI|none] [-b MIN] [-e MAX]\n"
-            "                 [--param NAME=VALUE]...\n"
+            "                 [--numa G] [--crowded] [--cma-window LO:HI|none] [--ll-top SIZE|any]\n"
+            "                 [-b MIN] [-e MAX] [--param NAME=VALUE]...\n"
             "                 [--print-rules]\n");
     exit(rc);
 }
@@ -113,12 +115,14 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"coll", 1, 0, 'c'},    {"nodes", 1, 0, 'N'},   {"ppn", 1, 0, 'P'},         {"rules", 1, 0, 'r'},
         {"numa", 1, 0, 'u'},    {"crowded", 0, 0, 'w'}, {"cma-window", 1, 0, 'x'},     {"param", 1, 0, 'p'},
-        {"print-rules", 0, 0, 'R'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"ll-top", 1, 0, 'l'},  {"print-rules", 0, 0, 'R'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *coll_name = NULL, *rules = NULL;
     int nodes = 1, ppn = 2, numa = 1, crowded = 0, print = 0;
     size_t lo = 8, hi = (size_t)1 << 30;
     hier_select_window_t cma = HIER_SELECT_WINDOW_ANY;
     int cma_given = 0;
+    size_t ll_top = SIZE_MAX; /* (as measured to pay wherever the area holds the call) */
+    int ll_given = 0;
     hier_params_defaults(&hier_params);
     for (int o; (o = getopt_long(argc, argv, "c:b:e:h", opts, NULL)) != -1;) {
         switch (o) {
@@ -137,6 +141,11 @@ int main(int argc, char **argv)
                 usage(2);
             break;
         }
+        case 'l':
+            ll_given = 1;
+            if (!strcmp(optarg, "any")) ll_top = SIZE_MAX;
+            else if (hier_cli_parse_size(optarg, &ll_top) || !ll_top) usage(2);
+            break;
         case 'b': if (hier_cli_parse_size(optarg, &lo) || !lo) usage(2); break;
         case 'e': if (hier_cli_parse_size(optarg, &hi)) usage(2); break;
         case 'R': print = 1; break;
@@ -160,12 +169,16 @@ int main(int argc, char **argv)
     if (nodes == 1)
         shape = (hier_select_shape_t){.size = (uint32_t)ppn, .nnodes = 1, .local_ranks = (uint32_t)ppn,
                                       .numa_groups = (uint32_t)numa, .crowded = crowded, .cma = 1,
-                                      .cma_window = cma, .ll_capacity = hier_exec_ll_capacity()};
+                                      .cma_window = cma, .ll_capacity = hier_exec_ll_capacity(),
+                                      .ll_top = {ll_top, ll_top, ll_top}};
     int level = nodes > 1;
     const hier_rules_t *r = hier_rules_active();
     printf("# %s on %d node(s) x %d rank(s); rules: %s%s%s\n", coll_names[coll], nodes, ppn,
            rules ? rules : "built in", r->machine[0] ? ", made on " : "", r->machine);
     if (nodes == 1) printf("# low-latency area: %zu bytes\n", hier_exec_ll_capacity());
+    if (nodes == 1 && !ll_given && !*hier_rules_ll_max(coll))
+        printf("# low latency (shm_ll): from %d B, up to the cut-off the node measures at run time, shown here as "
+               "far as the area holds the call (--ll-top to give one)\n", HIER_SELECT_LL_PROBE_MIN);
     if (nodes == 1 && coll == HIER_COLL_ALLGATHER && !cma_given)
         printf("# single copy (cma_copy) within the window the node measures at run time (--cma-window to give "
                "one)\n");

@@ -63,15 +63,20 @@ static const hier_param_desc_t hier_param_table[] = {
      HIER_PARAM_OFF(reduce_scatter_algorithm),
      HIER_ALGO_BIT(HIER_ALGO_AUTO) | HIER_ALGO_BIT(HIER_ALGO_LL) | HIER_ALGO_BIT(HIER_ALGO_SHM) |
          HIER_ALGO_BIT(HIER_ALGO_FALLBACK), 0, 4},
-    {"allreduce_ll_max", HIER_PARAM_SIZE, "2K",
+    {"allreduce_ll_max", HIER_PARAM_SIZE, "0",
      "Largest allreduce (bytes per rank) that auto sends through the low-latency path, where the data carries "
-     "its own ready flag (at most about 8 KiB: forcing ll above that uses the next algorithm)",
+     "its own ready flag (at most about 8 KiB: above that the next algorithm serves). 0 = measured on the node: "
+     "at the first allreduce from 1 KiB that the path could carry, the node's ranks time it against the "
+     "schedule on 1-8 KiB (a millisecond or so, once per process and local rank count; coll_hier_verbose 1 "
+     "logs the times); below 1 KiB it always serves",
      HIER_PARAM_OFF(allreduce_ll_max), 0, 0, 5},
-    {"allgather_ll_max", HIER_PARAM_SIZE, "8K",
-     "Largest allgather (bytes per rank) that auto sends through the low-latency path",
+    {"allgather_ll_max", HIER_PARAM_SIZE, "0",
+     "Largest allgather (bytes per rank) that auto sends through the low-latency path; 0 = measured on the "
+     "node, as allreduce_ll_max",
      HIER_PARAM_OFF(allgather_ll_max), 0, 0, 5},
-    {"reduce_scatter_ll_max", HIER_PARAM_SIZE, "2K",
-     "Largest reduce_scatter (bytes of the whole send buffer) that auto sends through the low-latency path",
+    {"reduce_scatter_ll_max", HIER_PARAM_SIZE, "0",
+     "Largest reduce_scatter (bytes of the whole send buffer) that auto sends through the low-latency path; "
+     "0 = measured on the node, as allreduce_ll_max",
      HIER_PARAM_OFF(reduce_scatter_ll_max), 0, 0, 5},
     {"allreduce_flat_max", HIER_PARAM_SIZE, "2K",
      "Largest allreduce (bytes per rank) served by the flat or NUMA algorithm under auto, above the low-latency "

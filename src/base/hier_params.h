@@ -34,7 +34,7 @@ typedef struct {
     int allreduce_algorithm;      /* hier_algo_t: AUTO, LL, FLAT, NUMA, RSAG or FALLBACK */
     int allgather_algorithm;      /* AUTO, LL, SHM, CMA or FALLBACK */
     int reduce_scatter_algorithm; /* AUTO, LL, SHM or FALLBACK */
-    size_t allreduce_ll_max;      /* bytes per rank: the low-latency path up to here */
+    size_t allreduce_ll_max;      /* bytes per rank: the low-latency path up to here (0: measured) */
     size_t allgather_ll_max;      /* bytes per rank */
     size_t reduce_scatter_ll_max; /* bytes of the whole send buffer */
     size_t allreduce_flat_max;    /* bytes: flat (or NUMA) up to here, RSAG above */

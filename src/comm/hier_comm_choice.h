@@ -26,6 +26,21 @@ static inline hier_status_t hier_comm_select(hier_comm_t *c, hier_coll_t coll, s
         return HIER_OK;
     return hier_comm_select_slow(c, coll, bytes, no_wait, choice_p);
 }
+/* The low-latency cut-off of `coll` measured on the node's ranks
+ * (hier_probe_ll_top), and the shape's. Collective: run after a blocking
+ * call the cut-off was due for (hier_comm_ll_due) has succeeded, so every
+ * rank made the same call and measures (a call mismatched across ranks
+ * fails first, as any call). */
+hier_status_t hier_comm_measure_ll(hier_comm_t *c, hier_coll_t coll);
+/* Whether a blocking call of this choice leaves the cut-off to measure:
+ * low latency, not yet measured, a size the measurement decides. (inline:
+ * every low-latency call asks; below 1 KiB the first test answers.) */
+static inline int hier_comm_ll_due(const hier_comm_t *c, hier_coll_t coll, size_t bytes,
+                                   const hier_select_t *choice)
+{
+    return choice->path == HIER_PATH_SHM_LL && bytes >= HIER_SELECT_LL_PROBE_MIN && !c->shape.ll_top[coll] &&
+           hier_select_ll_due(&c->shape, coll, bytes);
+}
 /* A schedule's arguments for the choice. */
 hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
                                  int in_place);

@@ -149,7 +149,9 @@ static hier_status_t hier_comm_host_sched(hier_comm_t *c, const hier_call_t *cal
  * 4. select/'s choice;
  * 5. the run: low latency on one node, the pair path between two nodes of
  *    one rank each, otherwise a schedule;
- * 6. the verdict: a failure fails the communicator (hier_comm_failed); the
+ * 6. a low-latency call that the node's cut-off was due for: the cut-off
+ *    measured now, every rank having made this call;
+ * 7. the verdict: a failure fails the communicator (hier_comm_failed); the
  *    path that served, or the previous component's when the node refused
  *    the run (a call no buffer within the budget carries). */
 hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res)
@@ -175,7 +177,9 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
         st = hier_net_pair(c, call, kernel, &res->net_bytes);
     else if (st == HIER_OK)
         st = hier_comm_host_sched(c, call, &choice, kernel, &res->net_bytes);
-    st = hier_comm_failed(c, st);                                                                    /* 6 */
+    if (st == HIER_OK && hier_comm_ll_due(c, call->coll, call->count * call->esize, &choice))        /* 6 */
+        st = hier_comm_measure_ll(c, call->coll);
+    st = hier_comm_failed(c, st);                                                                    /* 7 */
     if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED)
         res->path = hier_comm_path(c, st == HIER_OK ? choice.path : HIER_PATH_FALLBACK_SHM);
     return st;

@@ -1,11 +1,12 @@
-/* hier_comm_probe.c: single copy against the segment, timed on the node
- * it runs on. Which of the allgather's two paths is faster depends on the
- * machine (the kernel's page pinning against a core's copy rate: on one
- * Intel VM the segment won at every block, on an AMD EPYC VM single copy
- * did), so a constant cannot choose. At the first allgather that would use
- * single copy, the node's ranks time both on a few block sizes with hier's
- * own schedules, agree on the slowest rank's times, and select/ draws the
- * window (hier_select_cma_window). Kept per process by local rank count.
+/* hier_comm_probe.c: choices timed on the node they serve. Which path is
+ * faster depends on the machine (single copy's page pinning against a
+ * core's copy rate: on one Intel VM the segment won every allgather block,
+ * on an AMD EPYC VM single copy did; low latency's flag per line against a
+ * schedule's barrier, with the node's ranks), so constants cannot choose.
+ * At the first call a measurement would decide, the node's ranks time both
+ * paths on a few sizes with hier's own executors, agree on the slowest
+ * rank's times, and select/ draws the bound (hier_select_cma_window,
+ * hier_select_ll_top). Kept per process by local rank count.
  * docs/design.md, "Choices that follow the machine". */
 #include "comm/hier_comm_probe.h"
 
@@ -19,6 +20,7 @@
 #include "base/hier_params.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_xchg.h"
+#include "exec/hier_exec_ll.h"
 #include "select/hier_select.h"
 
 /* Blocks timed (each with the whole result of every rank within
@@ -127,17 +129,18 @@ static hier_status_t hier_probe_time(hier_comm_t *c, hier_select_probe_t *p, con
     return HIER_OK;
 }
 
-/* 5: the slowest rank's times, on every rank (an agreement takes the
- * least: of the negated times, in 100 ns). -1 if it failed. */
-static int hier_probe_slowest(hier_comm_t *c, hier_select_probe_t *p)
+/* The slowest rank's times, on every rank: n of a, then n of b (an
+ * agreement takes the least: of the negated times, in 10 ns). -1 if it
+ * failed. */
+static int hier_probe_slowest(hier_comm_t *c, int n, uint64_t *a, uint64_t *b)
 {
     int v[2 * HIER_SELECT_PROBES];
-    for (int i = 0; i < p->n; i++) {
-        v[2 * i] = -(int)(p->t_shm[i] / 100 > INT_MAX ? INT_MAX : p->t_shm[i] / 100);
-        v[2 * i + 1] = -(int)(p->t_cma[i] / 100 > INT_MAX ? INT_MAX : p->t_cma[i] / 100);
+    for (int i = 0; i < 2 * n; i++) {
+        uint64_t t = (i < n ? a[i] : b[i - n]) / 10;
+        v[i] = -(int)(t > INT_MAX ? INT_MAX : t);
     }
-    if (hier_xchg_agree(c, v, 2 * p->n) != 0) return -1;
-    for (int i = 0; i < p->n; i++) p->t_shm[i] = (uint64_t)-v[2 * i] * 100, p->t_cma[i] = (uint64_t)-v[2 * i + 1] * 100;
+    if (hier_xchg_agree(c, v, 2 * n) != 0) return -1;
+    for (int i = 0; i < 2 * n; i++) *(i < n ? &a[i] : &b[i - n]) = (uint64_t)-v[i] * 10;
     return 0;
 }
 
@@ -185,7 +188,7 @@ hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p)
         memset(sbuf, 0x5a, most); /* (the pages faulted in before the clock runs) */
         memset(rbuf, 0, most * (size_t)n);
         st = hier_probe_time(c, &p, sbuf, rbuf);                                                      /* 4 */
-        if (st == HIER_OK && hier_probe_slowest(c, &p) != 0) st = HIER_ERR_INTERNAL;                   /* 5 */
+        if (st == HIER_OK && hier_probe_slowest(c, p.n, p.t_shm, p.t_cma) != 0) st = HIER_ERR_INTERNAL; /* 5 */
         if (st == HIER_OK) w = hier_select_cma_window(&p);                                            /* 6 */
         hier_shm_sign(c->node->small.seg, &c->node->wait, hier_sig_renumber(user, ++c->calls));       /* 7 */
     }
@@ -207,4 +210,160 @@ int hier_probe_cma_window_kept(hier_comm_t *c, hier_select_window_t *w_p)
     if (hier_xchg_agree(c, v, 2) != 0) return -1;
     *w_p = hier_probe_get(v);
     return 0;
+}
+
+/* ---- the low-latency cut-off ---- */
+
+#define HIER_PROBE_LL_REPS 16
+
+/* Cut-offs measured by this process, by local rank count and collective (0: none). */
+static struct {
+    int nranks;
+    size_t top[HIER_RULE_COLLS];
+} hier_probe_ll_kept[HIER_PROBE_KEPT];
+
+static size_t hier_probe_ll_find(int nranks, hier_coll_t coll)
+{
+    size_t top = 0;
+    pthread_mutex_lock(&hier_probe_lock);
+    for (int i = 0; i < HIER_PROBE_KEPT; i++)
+        if (hier_probe_ll_kept[i].nranks == nranks) top = hier_probe_ll_kept[i].top[coll];
+    pthread_mutex_unlock(&hier_probe_lock);
+    return top;
+}
+
+static void hier_probe_ll_keep(int nranks, hier_coll_t coll, size_t top)
+{
+    pthread_mutex_lock(&hier_probe_lock);
+    int i = 0;
+    while (i < HIER_PROBE_KEPT - 1 && hier_probe_ll_kept[i].nranks && hier_probe_ll_kept[i].nranks != nranks) i++;
+    if (hier_probe_ll_kept[i].nranks != nranks) memset(&hier_probe_ll_kept[i], 0, sizeof(hier_probe_ll_kept[i]));
+    hier_probe_ll_kept[i].nranks = nranks, hier_probe_ll_kept[i].top[coll] = top;
+    pthread_mutex_unlock(&hier_probe_lock);
+}
+
+/* A probe call's buffers: the largest size's input and result, and a
+ * reduce_scatter's counts (its own: the communicator's displacements hold
+ * the call the probe runs in). */
+typedef struct {
+    uint8_t *sbuf, *rbuf;
+    size_t *rcounts, *rdispls;
+} hier_probe_bufs_t;
+
+/* One call of `coll` on `bytes` (reductions: floats summed; allgather: a
+ * block per rank), by low latency or (sched not NULL) by its schedule, from
+ * a node barrier, signed as its own. Its time in *ns_p. */
+static hier_status_t hier_probe_ll_call(hier_comm_t *c, hier_coll_t coll, const hier_select_t *sched, size_t bytes,
+                                        const hier_probe_bufs_t *b, uint64_t *ns_p)
+{
+    hier_node_t *nd = c->node;
+    int n = c->layout.nranks;
+    size_t esize = coll == HIER_COLL_ALLGATHER ? 1 : sizeof(float), count = bytes / esize;
+    hier_reduce_kernel_t kernel = {0};
+    if (coll != HIER_COLL_ALLGATHER && hier_reduce_kernel_get(HIER_DT_FLOAT, HIER_OP_SUM, &kernel) != HIER_OK)
+        return HIER_ERR_INTERNAL;
+    uint32_t digest = 0;
+    if (coll == HIER_COLL_REDUCE_SCATTER) {
+        for (int r = 0; r < n; r++) b->rcounts[r] = count / (size_t)n + (r < (int)(count % (size_t)n));
+        for (int r = 0; r < n; r++) b->rdispls[r] = r ? b->rdispls[r - 1] + b->rcounts[r - 1] : 0;
+        digest = hier_sig_digest(b->rcounts, n);
+    }
+    hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);
+    if (st != HIER_OK) return st;
+    uint64_t t0 = hier_probe_now_ns(), sent = 0;
+    hier_shm_sign(nd->small.seg, &nd->wait, hier_sig_make(coll, count, HIER_DT_FLOAT, HIER_OP_SUM, digest, ++c->calls));
+    hier_exec_ll_t ll = {.shm = nd->small.seg, .wait = &nd->wait};
+    if (sched) {
+        hier_sched_args_t args = {.kind = sched->kind, .esize = esize, .count = count, .pieces = 1,
+                                  .rcounts = b->rcounts, .rdispls = b->rdispls};
+        st = hier_node_run(c, &args, b->sbuf, b->rbuf, kernel, &sent);
+    } else if (coll == HIER_COLL_ALLREDUCE) {
+        st = hier_exec_ll_allreduce(&ll, b->sbuf, b->rbuf, count, esize, kernel);
+    } else if (coll == HIER_COLL_ALLGATHER) {
+        st = hier_exec_ll_allgather(&ll, b->sbuf, b->rbuf, count);
+    } else {
+        st = hier_exec_ll_reduce_scatter(&ll, b->sbuf, b->rbuf, b->rcounts, b->rdispls, count, esize, kernel);
+    }
+    *ns_p = hier_probe_now_ns() - t0;
+    return st;
+}
+
+/* 4 of hier_probe_ll_top: each size by low latency and by the schedule
+ * that serves it without, in turn, this rank's least of each. */
+static hier_status_t hier_probe_ll_time(hier_comm_t *c, hier_coll_t coll, hier_select_ll_probe_t *p,
+                                        const hier_probe_bufs_t *b)
+{
+    hier_select_shape_t without = c->shape;
+    without.ll_capacity = 0;
+    for (int i = 0; i < p->n; i++) p->t_ll[i] = p->t_sched[i] = UINT64_MAX;
+    for (int rep = 0; rep < HIER_PROBE_LL_REPS; rep++)
+        for (int i = 0; i < p->n; i++) {
+            hier_select_t sched;
+            hier_select(&without, coll, p->bytes[i], &sched);
+            uint64_t a, s;
+            hier_status_t st = hier_probe_ll_call(c, coll, NULL, p->bytes[i], b, &a);
+            if (st == HIER_OK) st = hier_probe_ll_call(c, coll, &sched, p->bytes[i], b, &s);
+            if (st != HIER_OK) return st;
+            if (a < p->t_ll[i]) p->t_ll[i] = a;
+            if (s < p->t_sched[i]) p->t_sched[i] = s;
+        }
+    return HIER_OK;
+}
+
+static void hier_probe_ll_log(hier_coll_t coll, const hier_select_ll_probe_t *p, size_t top)
+{
+    static const char *const colls[HIER_RULE_COLLS] = {"allreduce", "allgather", "reduce_scatter"};
+    char line[320], upto[48] = "any the area holds";
+    int n = 0;
+    for (int i = 0; i < p->n && n < (int)sizeof(line) - 64; i++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu KiB: %.2f / %.2f us;", p->bytes[i] >> 10,
+                      (double)p->t_ll[i] / 1e3, (double)p->t_sched[i] / 1e3);
+    if (top != SIZE_MAX) snprintf(upto, sizeof(upto), "%zu B", top);
+    HIER_LOG(HIER_LOG_COMM, "%s low latency: up to %s (low latency / schedule:%s)", colls[coll], upto, line);
+}
+
+static void hier_probe_ll_free(hier_probe_bufs_t *b)
+{
+    free(b->sbuf), free(b->rbuf), free(b->rcounts), free(b->rdispls);
+}
+
+/* 1. every rank keeps a cut-off of this collective for this many local
+ *    ranks: the least;
+ * 2. the sizes to time;
+ * 3. scratch buffers on every rank, or no timing (the cut-off below the
+ *    first size);
+ * 4. each size by low latency and by the schedule, in turn, the least of
+ *    HIER_PROBE_LL_REPS calls each;
+ * 5. the slowest rank's times; 6. the cut-off, kept. */
+hier_status_t hier_probe_ll_top(hier_comm_t *c, hier_coll_t coll, size_t *top_p)
+{
+    int n = c->layout.nranks;
+    size_t kept = hier_probe_ll_find(n, coll), top = HIER_SELECT_LL_PROBE_MIN - 1;
+    int v[2] = {kept != 0, kept == SIZE_MAX || kept > INT_MAX ? INT_MAX : (int)kept};              /* 1 */
+    if (hier_xchg_agree(c, v, 2) != 0) return HIER_ERR_INTERNAL;
+    if (v[0]) {
+        *top_p = v[1] == INT_MAX ? SIZE_MAX : (size_t)v[1];
+        return HIER_OK;
+    }
+    hier_select_ll_probe_t p;
+    hier_select_ll_plan(&c->shape, &p);                                                               /* 2 */
+    size_t most = p.n ? p.bytes[p.n - 1] : 0;
+    hier_probe_bufs_t b = {.sbuf = malloc(most + 1), .rbuf = malloc(most * (size_t)n + 1),
+                           .rcounts = malloc(sizeof(size_t) * (size_t)n),
+                           .rdispls = malloc(sizeof(size_t) * (size_t)n)};
+    int ok[1] = {p.n && b.sbuf && b.rbuf && b.rcounts && b.rdispls};                                 /* 3 */
+    hier_status_t st = hier_xchg_agree(c, ok, 1) != 0 ? HIER_ERR_INTERNAL : HIER_OK;
+    if (st == HIER_OK && ok[0]) {
+        memset(b.sbuf, 0, most); /* (zeros: a sum of floats that stays finite) */
+        memset(b.rbuf, 0, most * (size_t)n);
+        st = hier_probe_ll_time(c, coll, &p, &b);                                                     /* 4 */
+        if (st == HIER_OK && hier_probe_slowest(c, p.n, p.t_ll, p.t_sched) != 0) st = HIER_ERR_INTERNAL; /* 5 */
+        if (st == HIER_OK) top = hier_select_ll_top(&p);                                              /* 6 */
+    }
+    hier_probe_ll_free(&b);
+    if (st != HIER_OK) return st;
+    if (ok[0]) hier_probe_ll_log(coll, &p, top);
+    hier_probe_ll_keep(n, coll, top);
+    *top_p = top;
+    return HIER_OK;
 }

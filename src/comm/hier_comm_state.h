@@ -54,6 +54,7 @@ typedef struct {
     uint32_t *order;             /* 0 .. nranks - 1: the fold order */
     int cma;                     /* -1: not probed yet; 0: no single copy; 1: every rank reads every other */
     hier_select_window_t cma_window; /* single copy, probed: the allgather blocks it wins at (hier_comm_probe.c) */
+    size_t ll_top[HIER_RULE_COLLS]; /* measured: by collective, the largest call low latency serves (0: not yet) */
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* the schedules of the chunks a run holds at once, nsteps each
                                   * (the first ones made: hier_node_room_grow) */

@@ -291,7 +291,8 @@ static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call
         shape = (hier_select_shape_t){.size = (uint32_t)size, .nnodes = 1, .local_ranks = (uint32_t)call->ppn,
                                       .numa_groups = 1, .crowded = call->ppn > s->m.cores, .cma = 1,
                                       .cma_window = HIER_SELECT_WINDOW_NONE, /* (the segment's copies modelled) */
-                                      .ll_capacity = hier_exec_ll_capacity()};
+                                      .ll_capacity = hier_exec_ll_capacity(),
+                                      .ll_top = {SIZE_MAX, SIZE_MAX, SIZE_MAX}}; /* (as hier-info shows it) */
     size_t sel_bytes = call->coll == HIER_COLL_ALLGATHER ? block * call->esize : call->bytes;
     hier_select(&shape, call->coll, sel_bytes, &out->choice);
     out->pieces = out->choice.split ? call->ppn : 1;

@@ -101,7 +101,33 @@ hier_select_window_t hier_select_cma_window(const hier_select_probe_t *p)
                                   .hi = j == p->n ? SIZE_MAX : hier_select_between(p->block[j - 1], p->block[j])};
 }
 
-static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
+void hier_select_ll_plan(const hier_select_shape_t *s, hier_select_ll_probe_t *p)
+{
+    *p = (hier_select_ll_probe_t){0};
+    for (size_t b = HIER_SELECT_LL_PROBE_MIN; b <= s->ll_capacity && p->n < HIER_SELECT_PROBES; b *= 2)
+        p->bytes[p->n++] = b;
+}
+
+size_t hier_select_ll_top(const hier_select_ll_probe_t *p)
+{
+    int i = p->n;
+    while (i > 0 && p->t_sched[i - 1] * (100 + HIER_SELECT_LL_MARGIN) < p->t_ll[i - 1] * 100) i--;
+    if (i == p->n) return SIZE_MAX; /* (the schedule wins from size i on) */
+    return i == 0 ? HIER_SELECT_LL_PROBE_MIN - 1 : hier_select_between(p->bytes[i - 1], p->bytes[i]);
+}
+
+/* Whether low latency serves a call of this many bytes under auto: up to
+ * the parameter where set, else the node's measured cut-off (before it,
+ * below the sizes the measurement times). */
+static int hier_select_ll_pays(const hier_select_shape_t *s, hier_coll_t coll, size_t bytes)
+{
+    const size_t *param = hier_rules_ll_max((int)coll);
+    if (!param) return 0;
+    size_t top = *param ? *param : s->ll_top[coll] ? s->ll_top[coll] : HIER_SELECT_LL_PROBE_MIN - 1;
+    return bytes <= top;
+}
+
+static unsigned hier_select_features(const hier_select_shape_t *s, hier_coll_t coll, size_t bytes)
 {
     unsigned f = 0;
     if (s->nnodes == 2) f |= HIER_SEL_TWO_NODES;
@@ -115,6 +141,7 @@ static unsigned hier_select_features(const hier_select_shape_t *s, size_t bytes)
     if (s->cma != 0) f |= HIER_SEL_CMA;
     if (hier_select_cma_pays(s, bytes)) f |= HIER_SEL_CMA_PAYS;
     if (!s->crowded) f |= HIER_SEL_OWN_CORES;
+    if (hier_select_ll_pays(s, coll, bytes)) f |= HIER_SEL_LL_PAYS;
     return f;
 }
 
@@ -158,13 +185,27 @@ void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, siz
     *out = (hier_select_t){.split = level == HIER_RULE_NET && b >= hier_params.net_split_min,
                            .net_radix = hier_params.net_radix_max};
     uint32_t count = level == HIER_RULE_NET ? shape->nnodes : shape->local_ranks; /* (ppn>=, nodes<=) */
-    hier_select_rule(level, coll, hier_select_features(shape, b), count, b, out, rule_p);
+    hier_select_rule(level, coll, hier_select_features(shape, coll, b), count, b, out, rule_p);
 }
 
 void hier_select(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes, hier_select_t *out)
 {
     const hier_rule_t *rule;
     hier_select_explain(shape, coll, bytes, out, &rule);
+}
+
+int hier_select_ll_due(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes)
+{
+    const size_t *param = hier_rules_ll_max((int)coll);
+    if (shape->nnodes != 1 || shape->local_ranks < 2 || !param || *param || shape->ll_top[coll] ||
+        bytes < HIER_SELECT_LL_PROBE_MIN || bytes > shape->ll_capacity)
+        return 0;
+    hier_select_shape_t paid = *shape; /* (as if measured to pay at every size) */
+    paid.ll_top[coll] = SIZE_MAX;
+    hier_select_t choice;
+    const hier_rule_t *rule;
+    hier_select_explain(&paid, coll, bytes, &choice, &rule);
+    return choice.path == HIER_PATH_SHM_LL && rule && (rule->need & HIER_SEL_LL_PAYS);
 }
 
 /* The slot of (coll, bytes): sizes of a few powers of two apart land apart. */

@@ -35,6 +35,7 @@ typedef struct {
     int cma;              /* one node, single copy: -1 not probed yet, 0 unavailable, 1 available */
     hier_select_window_t cma_window; /* one node, probed: the allgather blocks single copy wins at */
     size_t ll_capacity;   /* the most bytes the low-latency area holds */
+    size_t ll_top[HIER_RULE_COLLS]; /* one node, measured: by collective, the largest call low latency serves (0: not yet) */
 } hier_select_shape_t;
 
 /* The choice: a low-latency call (path HIER_PATH_SHM_LL), or a schedule. */
@@ -81,6 +82,36 @@ typedef struct {
  * mean; before the first probe or past the last: open), none when it wins
  * at none (pure: every rank draws the same). */
 hier_select_window_t hier_select_cma_window(const hier_select_probe_t *p);
+/* A node's measurement of the low-latency cut-off (hier_comm_probe.c):
+ * n sizes, ascending from HIER_SELECT_LL_PROBE_MIN, and the slowest rank's
+ * time of a call by the low-latency path and by the schedule that serves
+ * it without, the same on every rank. Below the first size low latency
+ * always serves (no barrier, no copy through a slot: it wins there on every
+ * CPU measured), so the measurement changes no choice made before it. */
+#define HIER_SELECT_LL_PROBE_MIN 1024
+typedef struct {
+    int n;
+    size_t bytes[HIER_SELECT_PROBES];
+    uint64_t t_ll[HIER_SELECT_PROBES], t_sched[HIER_SELECT_PROBES];
+} hier_select_ll_probe_t;
+/* The sizes to time for a collective on this shape: doubling from
+ * HIER_SELECT_LL_PROBE_MIN while the low-latency area holds them. */
+void hier_select_ll_plan(const hier_select_shape_t *shape, hier_select_ll_probe_t *p);
+/* The cut-off: low latency serves up to the size from which the schedule
+ * is more than HIER_SELECT_LL_MARGIN percent faster at every size timed (a
+ * bound between two sizes: their geometric mean; the schedule faster at
+ * the last by less: any the area holds). Low latency's cost per byte is
+ * the higher, so the schedule's wins are those from some size on: one at a
+ * smaller size alone is noise. Below the first size always (pure: every
+ * rank draws the same). */
+#define HIER_SELECT_LL_MARGIN 10
+size_t hier_select_ll_top(const hier_select_ll_probe_t *p);
+/* Whether a call's choice waits for the node's measurement of the
+ * cut-off: one node, not measured yet, a size the measurement decides,
+ * and a rule that serves it by low latency where it pays (ll_pays, the
+ * collective's ll_max parameter 0: not forced, not fixed). A shape whose
+ * ll_top is SIZE_MAX chooses as if it paid at every size the area holds. */
+int hier_select_ll_due(const hier_select_shape_t *shape, hier_coll_t coll, size_t bytes);
 /* How a call's data travels, besides the algorithm: decided from what every
  * rank knows alike, so every rank takes the same steps whatever its own
  * buffers (a rank's host or device memory changes only how it stages what

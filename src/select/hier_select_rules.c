@@ -21,7 +21,7 @@ static const char *const hier_rule_levels[HIER_RULE_LEVELS] = {"node", "net"};
 static const char *const hier_rule_colls[HIER_RULE_COLLS] = {"allreduce", "allgather", "reduce_scatter"};
 static const char *const hier_rule_conditions[HIER_SEL_CONDITIONS] = {
     "two_nodes", "many_nodes", "no_fold", "ring_nodes", "numa", "ll_fits", "cma", "own_cores", "pow2_nodes",
-    "cma_pays"};
+    "cma_pays", "ll_pays"};
 
 #define A(p, k, nk, hard) {1, HIER_PATH_##p, k, nk, hard}
 static const hier_rule_algo_t hier_rule_algos[HIER_RULE_LEVELS][HIER_RULE_COLLS][HIER_ALGO_COUNT] = {
@@ -57,14 +57,14 @@ static const hier_rule_algo_t hier_rule_algos[HIER_RULE_LEVELS][HIER_RULE_COLLS]
 static const char hier_rules_builtin_text[] =
     "coll-hier-rules 1\n"
     "# level collective     algorithm     when                 from               to\n"
-    "node    allreduce      ll            -                    0                  allreduce_ll_max\n"
+    "node    allreduce      ll            ll_pays              0                  any\n"
     "node    allreduce      numa          numa                 0                  allreduce_flat_max\n"
     "node    allreduce      flat          -                    0                  allreduce_flat_max\n"
     "node    allreduce      rsag          -                    0                  any\n"
-    "node    allgather      ll            -                    0                  allgather_ll_max\n"
+    "node    allgather      ll            ll_pays              0                  any\n"
     "node    allgather      cma           own_cores,cma_pays   allgather_cma_min  any\n"
     "node    allgather      shm           -                    0                  any\n"
-    "node    reduce_scatter ll            -                    0                  reduce_scatter_ll_max\n"
+    "node    reduce_scatter ll            ll_pays              0                  any\n"
     "node    reduce_scatter shm           -                    0                  any\n"
     "net     allreduce      rd            two_nodes            0                  net_rd_max_two_nodes\n"
     "net     allreduce      rd            many_nodes           0                  net_rd_max\n"
@@ -94,6 +94,13 @@ const hier_rule_algo_t *hier_rules_algo(int level, int coll, hier_algo_t algo)
         (unsigned)algo >= HIER_ALGO_COUNT)
         return &none;
     return &hier_rule_algos[level][coll][algo];
+}
+
+const size_t *hier_rules_ll_max(int coll)
+{
+    static const size_t *const ll_max[HIER_RULE_COLLS] = {&hier_params.allreduce_ll_max, &hier_params.allgather_ll_max,
+                                                          &hier_params.reduce_scatter_ll_max};
+    return coll >= 0 && coll < HIER_RULE_COLLS ? ll_max[coll] : NULL;
 }
 
 size_t hier_rule_bound(hier_rule_bound_t b)
@@ -215,6 +222,8 @@ static int hier_rules_parse_rule(char **w, int n, int line, hier_rules_t *r, con
         return *why = "a bound is a size (64K), any, or a size parameter's name", -1;
     if (!rule.from.param && !rule.to.param && rule.from.value > rule.to.value)
         return *why = "from is above to", -1;
+    if (rule.algo == HIER_ALGO_LL && rule.to.param == hier_rules_ll_max(coll)) /* (files from before ll_pays) */
+        rule.need |= HIER_SEL_LL_PAYS, rule.to = (hier_rule_bound_t){.value = SIZE_MAX};
     if (hier_rules_parse_pipe(w, n, level, &rule, why) != 0) return -1;
     if (!r->from_file[level][coll]) r->from_file[level][coll] = 1, r->n[level][coll] = 0;
     if (r->n[level][coll] == HIER_RULES_MAX) return *why = "too many rules for one level and collective", -1;

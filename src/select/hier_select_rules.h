@@ -7,7 +7,7 @@
  *   coll-hier-rules 1
  *   machine cpu Intel(R) Xeon(R) Processor
  *   # level  collective  algorithm  when                  from               to
- *   node     allreduce   ll         -                     0                  allreduce_ll_max
+ *   node     allreduce   ll         ll_pays               0                  any
  *   node     allgather   cma        own_cores,cma_pays    allgather_cma_min  any
  *
  * A bound is a size (64K), `any`, or a size parameter's name (its value
@@ -39,7 +39,8 @@ enum {
     HIER_SEL_OWN_CORES = 1u << 7,   /* every local rank has a core of its own */
     HIER_SEL_POW2_NODES = 1u << 8,
     HIER_SEL_CMA_PAYS = 1u << 9,    /* the block is within the window where single copy wins */
-    HIER_SEL_CONDITIONS = 10
+    HIER_SEL_LL_PAYS = 1u << 10,    /* within the low-latency cut-off: the parameter's, or measured */
+    HIER_SEL_CONDITIONS = 11
 };
 
 enum { HIER_RULE_NODE, HIER_RULE_NET, HIER_RULE_LEVELS };
@@ -85,6 +86,10 @@ const hier_rules_t *hier_rules_active(void);
 const hier_rules_t *hier_rules_builtin(void);
 /* A bound's value now. */
 size_t hier_rule_bound(hier_rule_bound_t b);
+/* The collective's low-latency cut-off parameter (coll_hier_<coll>_ll_max:
+ * 0, measured on the node). A file's ll rule bounded by it reads as
+ * ll_pays (the form before the cut-off was measured). */
+const size_t *hier_rules_ll_max(int coll);
 
 /* Parse a rules text (name: for messages): the built-in rules, with the
  * lists it gives replacing theirs. -1 on the first malformed line, logged

@@ -168,6 +168,20 @@ cma_window_measured() {
         grep -Eq "^coll:hier:stats coll=allgather path=(cma_copy|shm_copy) calls=[1-9]" "$1" &&
         ! grep -Eq "^coll:hier:stats coll=allgather path=fallback" "$1"
 }
+# the low-latency cut-off measured once per process and collective (each rank, as many as say they are
+# served, logs its times once, at every size timed), every call served by hier (low latency or the schedule)
+ll_cut_off_measured() {
+    local n c t='[0-9.]* / [0-9.]* us;'
+    n=$(grep -c "coll:hier:info rank [0-9]*: served by hier" "$1")
+    [ "$n" -ge 2 ] || return 1
+    for c in allreduce allgather reduce_scatter; do
+        [ "$(grep -c "$c low latency: up to .* (low latency / schedule: 1 KiB: $t 2 KiB: $t 4 KiB: $t 8 KiB: $t)" "$1")" = "$n" ] ||
+            return 1
+        grep -Eq "^coll:hier:stats coll=$c(_block)? path=(shm_ll|shm_flat|shm_rsag|shm_rs|shm_copy|cma_copy) calls=[1-9]" "$1" ||
+            return 1
+    done
+    ! grep -q "path=fallback" "$1"
+}
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
     local c
@@ -668,6 +682,12 @@ np2_auto_cma_window                 | 2 | local | cma,cpus2 | has_cma_stats | - 
 # (one of its two paths, rank 0's counters), correct, and the times logged
 np2_auto_cma_measured               | 2 | local | cma,cpus2 | cma_window_measured | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
     --mca coll_hier_allgather_ll_max 64 | $TC
+# the low-latency cut-off measured on this node (once per process and collective, both paths timed from
+# 1 KiB to 8 KiB): every call served by hier, results checked, the times logged; crowded too
+np2_ll_cut_off_measured             | 2 | local | - | ll_cut_off_measured  | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
+    | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
+np4_ll_cut_off_measured             | 4 | local | - | ll_cut_off_measured  | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
+    --mca mpi_yield_when_idle 1 | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
 # a rules file makes each algorithm serve in turn: results checked, every call on its path (rank 0's counters)
 np3_rules_flat                      | 3 | local | - | -                    | - | --mca coll_hier_rules $RULES/flat.rules \
     | $TC --allreduce-path shm_flat --allgather-path shm_copy

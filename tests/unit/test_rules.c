@@ -29,6 +29,17 @@ static void setup(void)
     cr_assert_eq(hier_rules_load(NULL), 0);
 }
 
+/* Load `text` as a rules file (a temporary file, gone once read). */
+static void load_rules_text(const char *text)
+{
+    char path[] = "/tmp/hier-rules-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    unlink(path);
+}
+
 static char *print_rules(const hier_rules_t *r)
 {
     char *text;
@@ -106,18 +117,13 @@ Test(rules, round_trip_through_the_text, .init = setup)
  * select/ follows them (sizes, conditions, a parameter's value now). */
 Test(rules, a_file_replaces_the_lists_it_gives, .init = setup)
 {
-    char path[] = "/tmp/hier-rules-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
     const char *text = "coll-hier-rules 1\n"
                        "# one node, allreduce: the low-latency path to 256 B, flat to 64K, then rsag\n"
                        "node allreduce ll   -   0 256\n"
                        "node allreduce flat -   0 64K\n"
                        "node allreduce rsag -   0 any\n"
                        "node allgather shm  -   0 any   # never single copy\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    load_rules_text(text);
     hier_select_shape_t s = one_node(2);
     cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 256), HIER_PATH_SHM_LL);
     cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 257), HIER_PATH_SHM_FLAT);
@@ -140,7 +146,39 @@ Test(rules, a_file_replaces_the_lists_it_gives, .init = setup)
     cr_assert_eq(hier_rules_load(NULL), 0);
     cr_expect_neq(digest, hier_rules_digest(), "the ranks compare the rules' digest");
     cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 4096), HIER_PATH_SHM_RSAG, "built in again");
-    unlink(path);
+}
+
+/* A file's low-latency rule with a size bound is its own cut-off: nothing
+ * measured; one bounded by the collective's ll_max parameter (as the
+ * built-in rules were before the node measured the cut-off) reads as
+ * ll_pays: the parameter where set, else the node's measurement. */
+Test(rules, low_latency_bounds_in_a_file, .init = setup)
+{
+    hier_rules_t r;
+    const char *text = "coll-hier-rules 1\n"
+                       "node allreduce ll   -   0 256\n"
+                       "node allreduce rsag -   0 any\n"
+                       "node allgather ll   -   0 allgather_ll_max\n"
+                       "node allgather shm  -   0 any\n";
+    cr_assert_eq(hier_rules_parse(text, "f", &r), 0, "%s", logged);
+    cr_expect(r.rule[HIER_RULE_NODE][HIER_COLL_ALLGATHER][0].need == HIER_SEL_LL_PAYS, "read as ll_pays");
+    cr_expect(!r.rule[HIER_RULE_NODE][HIER_COLL_ALLGATHER][0].to.param, "to any");
+    cr_expect_eq(r.rule[HIER_RULE_NODE][HIER_COLL_ALLGATHER][0].to.value, SIZE_MAX);
+    char *printed = print_rules(&r);
+    cr_expect(strstr(printed, "ll_pays"), "%s", printed);
+    free(printed);
+    load_rules_text(text);
+    hier_select_shape_t s = one_node(2);
+    cr_expect(!hier_select_ll_due(&s, HIER_COLL_ALLREDUCE, 2048), "the file's own cut-off: nothing measured");
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 256), HIER_PATH_SHM_LL);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 257), HIER_PATH_SHM_RSAG);
+    cr_expect(hier_select_ll_due(&s, HIER_COLL_ALLGATHER, 2048), "the node measures it");
+    s.ll_top[HIER_COLL_ALLGATHER] = 4096;
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLGATHER, 4096), HIER_PATH_SHM_LL);
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLGATHER, 4097), HIER_PATH_SHM_COPY);
+    hier_params.allgather_ll_max = 512; /* the parameter, where set */
+    cr_expect_eq(path_of(&s, HIER_COLL_ALLGATHER, 513), HIER_PATH_SHM_COPY);
+    cr_assert_eq(hier_rules_load(NULL), 0);
 }
 
 /* Rules for some node sizes or node counts (what hier-tune writes for the
@@ -162,11 +200,7 @@ Test(rules, rules_by_ranks_per_node_and_nodes, .init = setup)
     cr_expect(back.rule[HIER_RULE_NODE][HIER_COLL_ALLREDUCE][1].count_lo == 3 &&
               back.rule[HIER_RULE_NODE][HIER_COLL_ALLREDUCE][1].count_hi == 4);
     free(printed);
-    char path[] = "/tmp/hier-rules-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
-    close(fd);
-    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    load_rules_text(text);
     hier_select_shape_t s = one_node(2);
     cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_SHM_FLAT);
     s = one_node(4);
@@ -178,7 +212,6 @@ Test(rules, rules_by_ranks_per_node_and_nodes, .init = setup)
     s = (hier_select_shape_t){.size = 10, .nnodes = 5};
     cr_expect_eq(path_of(&s, HIER_COLL_ALLREDUCE, 1 << 20), HIER_PATH_NET_RH);
     hier_rules_load(NULL);
-    unlink(path);
 }
 
 /* Every malformed kind is refused, the line named, nothing taken. */
@@ -244,27 +277,18 @@ Test(rules, malformed_files_are_refused_with_their_line, .init = setup)
 /* A file made on another CPU is taken, with a warning naming both. */
 Test(rules, a_file_from_another_cpu_warns, .init = setup)
 {
-    char path[] = "/tmp/hier-rules-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
     const char *text = "coll-hier-rules 1\nmachine cpu Imaginary CPU 9000 @ 1 THz\nnode allgather shm - 0 any\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
+    load_rules_text(text);
     cr_expect_str_eq(hier_rules_active()->machine, "Imaginary CPU 9000 @ 1 THz");
     if (!hier_rules_cpu()[0]) cr_skip_test("no CPU model in /proc/cpuinfo: nothing to compare with");
     cr_expect(strstr(logged, "made on another CPU (Imaginary CPU 9000 @ 1 THz; this one is "), "%s", logged);
     /* the same machine: no warning */
     char same[512];
     snprintf(same, sizeof(same), "coll-hier-rules 1\nmachine cpu %s\nnode allgather shm - 0 any\n", hier_rules_cpu());
-    fd = open(path, O_WRONLY | O_TRUNC);
-    cr_assert_eq(write(fd, same, strlen(same)), (ssize_t)strlen(same));
-    close(fd);
     logged[0] = '\0';
-    cr_assert_eq(hier_rules_load(path), 0);
+    load_rules_text(same);
     cr_expect(!strstr(logged, "another CPU"), "%s", logged);
     hier_rules_load(NULL);
-    unlink(path);
 }
 
 /* A rule's chunk= and depth=: read, printed back, in the digest, carried
@@ -291,13 +315,7 @@ Test(rules, chunk_and_depth_cap_the_pipeline, .init = setup)
     free(printed);
 
     uint32_t before = hier_rules_digest();
-    char path[] = "/tmp/test_rules_chunkXXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    cr_assert_eq(hier_rules_load(path), 0, "%s", logged);
-    unlink(path);
+    load_rules_text(text);
     cr_expect_neq(hier_rules_digest(), before, "the digest does not see chunk= and depth=");
 
     hier_select_shape_t four = {.size = 8, .nnodes = 4, .local_ranks = 2, .numa_groups = 1, .cma = -1,

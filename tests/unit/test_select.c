@@ -84,7 +84,7 @@ Test(select, allreduce_forced)
 Test(select, allgather_single_copy_window)
 {
     hier_select_shape_t s = one_node(2);
-    size_t lo = 32 << 10, hi = 128 << 10, ll = hier_params.allgather_ll_max;
+    size_t lo = 32 << 10, hi = 128 << 10, ll = HIER_SELECT_LL_PROBE_MIN - 1; /* (the cut-off not measured yet) */
     cr_assert(!hier_params.allgather_cma_min && !hier_params.allgather_cma_max && ll < lo);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, ll, HIER_PATH_SHM_LL);
     EXPECT_PATH(&s, HIER_COLL_ALLGATHER, ll + 1, HIER_PATH_CMA_COPY); /* not probed yet: the caller probes */
@@ -142,11 +142,86 @@ Test(select, allgather_single_copy_window_from_times)
     cr_expect(w.lo == 0 && w.hi == SIZE_MAX, "nothing timed: the rule's bounds alone");
 }
 
+/* The low-latency cut-off: before the node measures it, low latency below
+ * the sizes it decides, and a call it decides waits for it (due); measured,
+ * the node's cut-off; a parameter set, the parameter's, nothing due; never
+ * past the area; forced or between nodes, nothing due. */
+Test(select, low_latency_cut_off_measured)
+{
+    hier_select_shape_t s = one_node(4);
+    size_t first = HIER_SELECT_LL_PROBE_MIN;
+    cr_assert(!hier_params.allreduce_ll_max && !hier_params.allgather_ll_max && !hier_params.reduce_scatter_ll_max);
+    for (int coll = 0; coll < 3; coll++) {
+        EXPECT_PATH(&s, coll, first - 1, HIER_PATH_SHM_LL);
+        cr_expect(!hier_select_ll_due(&s, coll, first - 1), "below the sizes timed: never due");
+        cr_expect(hier_select_ll_due(&s, coll, first), "%s: due from the first size timed", hier_coll_name(coll));
+        cr_expect(hier_select_ll_due(&s, coll, s.ll_capacity));
+        cr_expect(!hier_select_ll_due(&s, coll, s.ll_capacity + 1), "past the area: never due");
+        EXPECT_PATH(&s, coll, s.ll_capacity + 1, coll == HIER_COLL_ALLREDUCE   ? HIER_PATH_SHM_RSAG
+                                                 : coll == HIER_COLL_ALLGATHER ? HIER_PATH_CMA_COPY
+                                                                               : HIER_PATH_SHM_RS);
+    }
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, first, HIER_PATH_SHM_FLAT); /* (not measured: below the sizes timed) */
+    s.ll_top[HIER_COLL_ALLREDUCE] = 3000; /* measured */
+    cr_expect(!hier_select_ll_due(&s, HIER_COLL_ALLREDUCE, first));
+    cr_expect(hier_select_ll_due(&s, HIER_COLL_ALLGATHER, first), "each collective measured apart");
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 3000, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, 3001, HIER_PATH_SHM_RSAG);
+    s.ll_top[HIER_COLL_ALLREDUCE] = first - 1; /* the schedule won at every size timed */
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, first - 1, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, first, HIER_PATH_SHM_FLAT);
+    s.ll_top[HIER_COLL_ALLREDUCE] = SIZE_MAX; /* low latency won at every size: the area bounds it */
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, s.ll_capacity, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLREDUCE, s.ll_capacity + 1, HIER_PATH_SHM_RSAG);
+    hier_params.allgather_ll_max = 2048; /* fixed by the parameter: nothing measured */
+    cr_expect(!hier_select_ll_due(&s, HIER_COLL_ALLGATHER, first));
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, 2048, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, 2049, HIER_PATH_CMA_COPY);
+    s.ll_top[HIER_COLL_ALLGATHER] = 100; /* (a measurement does not override it) */
+    EXPECT_PATH(&s, HIER_COLL_ALLGATHER, 2048, HIER_PATH_SHM_LL);
+    hier_params.reduce_scatter_algorithm = HIER_ALGO_SHM; /* forced: nothing measured */
+    cr_expect(!hier_select_ll_due(&s, HIER_COLL_REDUCE_SCATTER, first));
+    hier_select_shape_t two = nodes(2, 4);
+    cr_expect(!hier_select_ll_due(&two, HIER_COLL_ALLREDUCE, first), "between nodes: no low latency");
+    hier_select_shape_t alone = one_node(1);
+    cr_expect(!hier_select_ll_due(&alone, HIER_COLL_ALLREDUCE, first));
+}
+
+/* The measured cut-off: up to the size from which the schedule is more
+ * than HIER_SELECT_LL_MARGIN percent faster at every size (a bound between
+ * two sizes: their geometric mean); none: any; all: below the first size. */
+Test(select, low_latency_cut_off_from_times)
+{
+    hier_select_shape_t s = one_node(2);
+    hier_select_ll_probe_t p;
+    hier_select_ll_plan(&s, &p);
+    cr_assert(p.n == 4 && p.bytes[0] == 1024 && p.bytes[3] == 8192, "1, 2, 4, 8 KiB: %d sizes", p.n);
+    s.ll_capacity = 3000;
+    hier_select_ll_plan(&s, &p);
+    cr_expect(p.n == 2 && p.bytes[1] == 2048, "only sizes the area holds");
+    p = (hier_select_ll_probe_t){.n = 4, .bytes = {1024, 2048, 4096, 8192}, .t_ll = {100, 200, 400, 800},
+                                 .t_sched = {100, 200, 400, 800}};
+    cr_expect_eq(hier_select_ll_top(&p), SIZE_MAX, "a tie is low latency's");
+    p.t_sched[2] = 364; /* 10% faster: still low latency's */
+    cr_expect_eq(hier_select_ll_top(&p), SIZE_MAX);
+    p.t_sched[2] = 363; /* more than 10% faster, but not at 8 KiB */
+    cr_expect_eq(hier_select_ll_top(&p), SIZE_MAX, "a win of the schedule followed by a loss: noise");
+    p.t_sched[3] = 700;
+    cr_expect_eq(hier_select_ll_top(&p), (size_t)2896, "the schedule from 4 KiB on: %zu", hier_select_ll_top(&p));
+    p.t_sched[0] = 50, p.t_sched[1] = 100;
+    cr_expect_eq(hier_select_ll_top(&p), (size_t)HIER_SELECT_LL_PROBE_MIN - 1, "the schedule at every size");
+    p.t_sched[0] = 50, p.t_sched[1] = 200, p.t_sched[2] = 400;
+    cr_expect_eq(hier_select_ll_top(&p), (size_t)5792, "the schedule from 8 KiB on, a lone win at 1 KiB aside");
+    p.n = 0;
+    cr_expect_eq(hier_select_ll_top(&p), SIZE_MAX, "nothing timed: any");
+}
+
 Test(select, reduce_scatter_one_node)
 {
     hier_select_shape_t s = one_node(3);
-    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, hier_params.reduce_scatter_ll_max, HIER_PATH_SHM_LL);
-    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, hier_params.reduce_scatter_ll_max + 1, HIER_PATH_SHM_RS);
+    size_t ll = HIER_SELECT_LL_PROBE_MIN - 1;
+    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, ll, HIER_PATH_SHM_LL);
+    EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, ll + 1, HIER_PATH_SHM_RS);
     hier_params.reduce_scatter_algorithm = HIER_ALGO_SHM;
     EXPECT_PATH(&s, HIER_COLL_REDUCE_SCATTER, 8, HIER_PATH_SHM_RS);
     hier_select_t c = pick(&s, HIER_COLL_REDUCE_SCATTER, 8);
