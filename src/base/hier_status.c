@@ -4,6 +4,8 @@ const char *hier_status_str(hier_status_t status)
 {
     switch (status) {
     case HIER_IN_PROGRESS: return "in progress";
+    case HIER_NOT_READY: return "not ready yet";
+    case HIER_ALONE: return "one rank";
     case HIER_OK: return "success";
     case HIER_ERR_NOT_SUPPORTED: return "not supported";
     case HIER_ERR_NO_MEMORY: return "out of memory";

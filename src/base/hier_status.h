@@ -4,9 +4,12 @@
 
 #define HIER_EXPORT __attribute__((visibility("default")))
 
-/* 0 is success, 1 means "still in progress", negatives are errors. */
+/* 0 is success, negatives are errors; the positives say why nothing ran
+ * yet, one meaning each. */
 typedef enum {
-    HIER_IN_PROGRESS = 1,
+    HIER_IN_PROGRESS = 1,        /* a run or a request that has not ended: look again */
+    HIER_NOT_READY = 2,          /* what the call needs is not made yet (a segment, the peers' endpoints) */
+    HIER_ALONE = 3,              /* a communicator of one rank: nothing to run, its result is its input */
     HIER_OK = 0,
     HIER_ERR_NOT_SUPPORTED = -1, /* caller should use its fallback */
     HIER_ERR_NO_MEMORY = -2,

@@ -43,7 +43,7 @@ hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, 
     }
     if (c->size == 1) { /* (no segment for a communicator of one) */
         *path_p = HIER_PATH_SELF;
-        return HIER_IN_PROGRESS; /* caller copies */
+        return HIER_ALONE; /* (the caller copies) */
     }
     if (c->state == HIER_COMM_PML && hier_comm_switch_due(c, bytes) && hier_net_switch(c) == HIER_OK) {
         hier_node_pipe_redepth(c);

@@ -9,10 +9,10 @@
 #include "select/hier_select.h"
 
 /* A call on host buffers, after hier_comm_prepare said HIER_OK or
- * HIER_IN_PROGRESS (a one-rank communicator: its input copied); the
+ * HIER_ALONE (a one-rank communicator: its input copied); the
  * staging pipeline's chunks are such calls too (exec/hier_stage.c). */
 hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res);
-/* Common entry: HIER_OK to go on, HIER_IN_PROGRESS for a one-rank
+/* Common entry: HIER_OK to go on, HIER_ALONE for a one-rank
  * communicator (the caller copies), or a fallback with its reason. bytes:
  * the call's whole vector, the same on every rank (it may start opening
  * libfabric: fabric_open_min). piggyback (may be NULL): the call, offered to the

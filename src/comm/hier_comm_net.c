@@ -235,8 +235,8 @@ hier_status_t hier_net_switch(hier_comm_t *c)
     int v = hier_net_fabric_state(c);                                                              /* 1 */
     HIER_LOG(HIER_LOG_DEBUG, "rank %d: asks whether every endpoint is open at call %llu (ask %llu): %d here", c->rank,
              (unsigned long long)c->pml_calls, (unsigned long long)c->pml_asks, v);
-    if (hier_xchg_agree(c, &v, 1) != 0) return HIER_IN_PROGRESS; /* (asked again: the calls say what failed) */ /* 2 */
-    if (v == HIER_NET_NOT_YET) return HIER_IN_PROGRESS;                                            /* 3 */
+    if (hier_xchg_agree(c, &v, 1) != 0) return HIER_NOT_READY; /* (asked again: the calls say what failed) */ /* 2 */
+    if (v == HIER_NET_NOT_YET) return HIER_NOT_READY;                                              /* 3 */
     hier_net_waiting(c, 0);
     if (v == HIER_NET_UNKNOWN && hier_net_exchange_addresses(c) == HIER_OK) v = HIER_NET_KNOWN;
     if (v == HIER_NET_KNOWN) {

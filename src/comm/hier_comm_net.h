@@ -36,7 +36,7 @@ hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_
  * the addresses exchanged first where some rank lacks one; if some rank
  * can have none, over the point-to-point for good: HIER_OK either way
  * (the caller makes it READY, and its pipeline segment fit the transport:
- * hier_node_pipe_redepth). HIER_IN_PROGRESS: not yet (or the agreement
+ * hier_node_pipe_redepth). HIER_NOT_READY: not yet (or the agreement
  * failed: asked again later). */
 hier_status_t hier_net_switch(hier_comm_t *c);
 /* The communicator waits to move to libfabric (1) or not any more (0): counted (hier_stats_pml_waiting). */

@@ -84,12 +84,12 @@ int hier_node_cma(hier_comm_t *c);
 int hier_node_cma_reads(const hier_comm_t *c);
 /* A run of a schedule over the node set up: args filled in, its tier and
  * room made when first needed, which are collective steps: with no_wait, a
- * run that needs one is not set up (HIER_IN_PROGRESS; the same answer on
+ * run that needs one is not set up (HIER_NOT_READY; the same answer on
  * every rank). HIER_ERR_NOT_SUPPORTED: no buffer within the budget carries it. */
 hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p);
 /* What a request decides when it is made, without a collective step and
  * without making anything: args' node fields and chunk (HIER_OK), or
- * HIER_IN_PROGRESS (a segment it needs is not made yet) or
+ * HIER_NOT_READY (a segment it needs is not made yet) or
  * HIER_ERR_NOT_SUPPORTED, the same answer on every rank. Its run is
  * prepared (hier_node_prep, no_wait) when it begins: the room a run
  * grows is the one the communicator's running request uses. */

@@ -145,14 +145,14 @@ hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args)
     hier_node_args(c, args);
     size_t chunk = hier_select_chunk(args, hier_node_small_for_comm(c),
                                           nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
-    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_IN_PROGRESS : HIER_ERR_NOT_SUPPORTED;
+    if (!chunk) return nd->pipe_state == HIER_PIPE_NONE ? HIER_NOT_READY : HIER_ERR_NOT_SUPPORTED;
     args->chunk_bytes = chunk;
     return HIER_OK;
 }
 
 /* hier_node_tier and hier_node_room without their collective steps, for a
  * request: room is made here alone (a rank without the memory fails its
- * call with the error). HIER_IN_PROGRESS: a call the small slots cannot
+ * call with the error). HIER_NOT_READY: a call the small slots cannot
  * carry before the segment is made. */
 static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
 {

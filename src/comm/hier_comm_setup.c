@@ -424,7 +424,7 @@ static void hier_setup_pipe_fiber(void *arg)
 static void hier_setup_switch_fiber(void *arg)
 {
     hier_comm_t *c = arg;
-    if (hier_net_switch(c) == HIER_IN_PROGRESS) {
+    if (hier_net_switch(c) == HIER_NOT_READY) {
         c->state = HIER_COMM_PML;
         return;
     }
