@@ -65,6 +65,9 @@ static int ag_count(int me, void *s, void *r, MPI_Comm comm, int n)
 }
 static int allgather_small(int me, void *s, void *r, MPI_Comm comm) { return ag_count(me, s, r, comm, 1000); }
 static int allgather_large(int me, void *s, void *r, MPI_Comm comm) { return ag_count(me, s, r, comm, BIG / nprocs); }
+/* one rank's block within the low-latency area, the other's past it (on a
+ * fresh communicator: where single copy is probed first) */
+static int allgather_across(int me, void *s, void *r, MPI_Comm comm) { return ag_count(me, s, r, comm, 6000); }
 /* the same total, split differently on the odd rank */
 static int rs_counts(int me, void *s, void *r, MPI_Comm comm, int per)
 {
@@ -89,6 +92,7 @@ static const mismatch_t mismatches[] = {
     {"allreduce 100 int sum vs max", op_small},
     {"allgather 1000 vs 2000 bytes", allgather_small},
     {"allgather 1 MiB / n vs twice", allgather_large},
+    {"allgather 6000 vs 12000 bytes", allgather_across},
     {"reduce_scatter counts (small)", rs_small},
     {"reduce_scatter counts (large)", rs_large},
     {"allreduce vs allgather", coll_kind},
