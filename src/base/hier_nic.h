@@ -1,26 +1,9 @@
 /* hier_nic.h: which of its node's NICs hier drives, and which each local
- * rank drives (pure).
- *
- * The default set (hier_nic_default_set), where the user names none: every
- * NIC but the one that carries the node's default route (its management
- * link) and those slower than the fastest (where the speeds are known),
- * unless that would leave none.
- *
- * The plan (hier_nic_assign), the same on every rank of every node (so each
- * computes the whole node's plan, alike, and rail i of one node meets rail i
- * of another):
- * - every NIC carries the same share: with g = gcd(NICs, ranks), each rank
- *   drives NICs / g NICs and each NIC serves ranks / g ranks (p5: 32 NICs, 8
- *   ranks, 4 each; 3 NICs, 2 ranks: both drive all 3; 4 NICs, 6 ranks: 2
- *   each, 3 ranks per NIC); a rank stripes its messages over its NICs;
- * - where NICs / g exceeds max_per_rank: NICs / ranks each (leftovers idle),
- *   or, with more ranks than NICs, one each, the first (ranks mod NICs)
- *   NICs serving one rank more;
- * - each rank takes, one by one, the NIC that is near it (same NUMA domain,
- *   or either location unknown: a NIC without one counts as near to
- *   everything), then the least loaded, then the lowest index; ranks with a
- *   known location choose first, so an unbound rank never takes a bound
- *   rank's near NIC. */
+ * rank drives (pure: every rank of every node computes the whole node's
+ * plan alike, so rail i of one node meets rail i of another). The rules,
+ * with examples (p5: 32 NICs, 8 ranks): docs/design.md, "Several NICs per
+ * node". Ranks with a known location choose first, so an unbound rank never
+ * takes a bound rank's near NIC. */
 #ifndef HIER_NIC_H
 #define HIER_NIC_H
 

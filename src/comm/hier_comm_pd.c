@@ -1,29 +1,10 @@
-/* hier_comm_pd.c: allgather of device buffers NIC to NIC ("peer direct").
- *
- * When the provider registers device memory (FI_HMEM: efa with device RDMA,
- * shm), an allgather needs no host copy at all: every rank registers its
- * receive buffer and the blocks travel a ring over every rank of the
- * communicator, written by RDMA from one device buffer straight into the
- * next. The ring visits the ranks node by node, so only one edge per node
- * crosses the network: each node's link carries every other node's blocks
- * once, as the hierarchical allgather does, and the ranks of a node pass
- * blocks through the provider's intra-node path (CUDA IPC on shm, the NIC's
- * loopback on efa) instead of the CPU.
- *
- * Every rank must take the same path, whatever its own buffers, and no call
- * may cost an agreement. So the communicator decides once: its first
- * allgather with blocks of device_peer_direct_min bytes or more sets the
- * ring up and votes whether every rank's buffers are device memory the NIC
- * takes. Yes: every such allgather from then on goes NIC to NIC, a rank
- * that passes host buffers then registering them for the call; no (or no
- * endpoint that registers device memory, or no device backend on some
- * rank): peer direct is off for good and device buffers are staged
- * (exec/hier_stage.c). Host-only jobs never vote: no rank has a backend.
- *
- * The ring itself is a schedule (sched/hier_sched_direct.c) the network
- * executor runs (exec/hier_net_exec.c), as every other network step is:
- * this file votes, sets the ring's channels up, registers the buffers and
- * copies a rank's own block. */
+/* hier_comm_pd.c: allgather of device buffers NIC to NIC ("peer direct"):
+ * the communicator's one vote (at its first allgather with blocks of
+ * device_peer_direct_min or more: are every rank's buffers device memory
+ * the NIC registers?), the ring's channels, the buffers' registration and
+ * a rank's own block. The ring is a schedule (sched/hier_sched_direct.c)
+ * the network executor runs. docs/design.md, "Device (accelerator)
+ * buffers". */
 #include <stdlib.h>
 #include <string.h>
 

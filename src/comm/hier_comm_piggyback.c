@@ -1,27 +1,13 @@
-/* hier_comm_piggyback.c: a communicator's first call, when it is small, served by
- * the set-up's own exchange. Every rank's record carries its contribution
- * (HIER_PIGGYBACK_MAX bytes at most) and every rank gets every record, so the
- * result needs no further round trip: the first call costs what the set-up
- * costs, where it used to cost the set-up and then the call.
- *
- * A piggyback is served only where its result is the one the call's own
- * algorithm would have given, bit for bit, so the first call and the next
- * ones agree:
- * 1. every record carries the same call (collective, count, type, op,
- *    reduce_scatter's counts), else nothing is piggybacked (a mismatch is then the
- *    call's own business, as for any call);
- * 2. allgather: always (no arithmetic);
- * 3. reductions that do not depend on the order of their operands: integer
- *    types and integer-valued pairs with any predefined op, MIN and MAX on
- *    floating types (the kernels order -0.0 and NaN, hier_reduce.h);
- * 4. SUM and PROD on floating types, SUM on complex ones, only where the
- *    order is the algorithm's: one node (but for the NUMA tree), two nodes,
- *    or an allreduce that recursive doubling carries between more nodes;
- *    every algorithm folds each node's ranks in local order, then the
- *    nodes, as the fold here does;
- * everything else (complex PROD, MINLOC/MAXLOC on floating values, user
- * operations, and any call whose algorithm the user forced) goes the usual
- * way after the set-up. */
+/* hier_comm_piggyback.c: a small first call served by the set-up's own
+ * exchange (every record carries its rank's contribution), only where the
+ * result is bit for bit what the call's algorithm gives
+ * (docs/design.md, "A communicator's life"):
+ * 1. every record carries the same call, else nothing is piggybacked;
+ * 2. allgather: always;
+ * 3. reductions whose result does not depend on the operands' order;
+ * 4. floating SUM and PROD, complex SUM, where the order is the
+ *    algorithm's (one node but the NUMA tree, two nodes, recursive
+ *    doubling between more). */
 #include <stdalign.h>
 #include <stddef.h>
 #include <string.h>

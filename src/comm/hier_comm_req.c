@@ -1,11 +1,7 @@
-/* hier_comm_req.c: nonblocking collectives as requests (hier_comm.h).
- *
- * A request is the blocking call's plan (the choice of select/, its
- * schedule's arguments, made when the call is made) and the executor's
- * place in it: the low-latency path's post and looks (hier_exec_ll.c), or
- * a run of hier_run.c stopped where it would wait. A communicator runs its
- * requests one at a time, in the order they were made; the others wait in
- * its queue, started when the one ahead is over:
+/* hier_comm_req.c: nonblocking collectives as requests (hier_comm.h): the
+ * blocking call's plan and the executor's place in it, run one at a time
+ * per communicator in the order made, never taking a collective step
+ * (docs/design.md, "Nonblocking and persistent calls"):
  * 1. made: decided, every rank alike, from what every rank knows alike
  *    (the communicator's state, select/'s shape), or it falls back;
  * 2. started (first in the queue): its signature goes out, the
@@ -13,21 +9,7 @@
  * 3. advanced, by a test of any request of the process or its progress,
  *    as far as it goes without waiting;
  * 4. over: its status kept, done() told, the next one started.
- * A persistent request (MPI_*_init) is made and planned once, then queued
- * at every start (2-4 again).
- * A request's run is bound to the node (its tier, and room for its steps,
- * grown here alone when short) when it begins, not when it is made: the
- * room is the communicator's, and the request ahead may be running in it.
- * Why a request never takes a collective step (set-up, segments,
- * agreements): those wait for the peers to reach them, and a peer may be
- * waiting for this rank elsewhere first (a receive before its own call). A
- * blocking call takes them; the requests after it find them made. A
- * persistent init is collective (it may wait): it takes them for its
- * request, which then never needs one. (The
- * entries that make requests are hier_comm.c's, beside their blocking twins.)
- *
- * One lock over every queue: requests are advanced by whichever thread
- * tests one or runs Open MPI's progress; progress only tries it. */
+ * A persistent request is made once, then queued at every start (2-4). */
 #define _GNU_SOURCE /* (sched_getaffinity) */
 #include <pthread.h>
 #include <sched.h>

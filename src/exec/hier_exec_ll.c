@@ -1,23 +1,12 @@
-/* hier_exec_ll.c: the low-latency path for small messages.
- *
- * Not a schedule of barriers: each rank writes its payload into one of its
- * two low-latency areas and then, with a release store, the call's sequence
- * number into the area's header word, which shares a line pair with the
- * first HIER_SHM_LL_HEAD payload bytes (the rest goes to the area's tail). A
- * reader acquires the header and reads the payload: one cache-line transfer
- * per peer for the smallest messages, where a barrier costs a flag line and
- * then a data line; and every rank's lines sit together, so a communicator
- * that only ever moves small messages touches a page or two of memory.
- *
+/* hier_exec_ll.c: the low-latency path for small messages: no barrier,
+ * the payload carries its ready flag (docs/design.md, "Inside a node"):
  * 1. put: payload and the call's signature into my area of parity seq & 1,
  *    then header = seq (release);
  * 2. get: for every peer, wait until its header equals seq (acquire), check
  *    its signature is mine (ranks in different calls: an error on each), read.
- *
- * Why an area can be rewritten two calls later: every call waits for every
- * peer's header, and a peer writes its header for call s+1 only after it has
- * finished reading everything of call s. So when I start call s+2 I have seen
- * every peer's s+1 header, and nobody still reads my area of call s. */
+ * An area is rewritten two calls later: a peer writes its header of call
+ * s + 1 only once it has read all of call s, and I start s + 2 only once
+ * I have seen every peer's s + 1. */
 #include "exec/hier_exec_ll.h"
 
 #include <string.h>

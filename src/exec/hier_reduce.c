@@ -1,30 +1,12 @@
-/* hier_reduce.c: the reduction kernels, one acc/comb pair per (type, op).
- *
- * Every kernel is a plain loop over restrict pointers, stamped out by one macro
- * per op family and instantiated per type; gcc vectorises them (Makefile.am
- * names the vectoriser flags: -O2 alone leaves them scalar).  Kernels on
- * integer, float, double and their pair types are built three times (AVX-512,
- * AVX2, baseline x86-64) and picked once at load time by an ifunc
- * (target_clones).  The semantics are those of hier_reduce.h:
- *
- *  - integer SUM/PROD are done in an unsigned type at least as wide as int, so
- *    they wrap and never hit signed-overflow UB or integer promotion surprises
- *    (uint16 * uint16 promoted to int would overflow);
- *  - float/double MIN/MAX are branch-free selects: a compare picks the smaller
- *    operand, equal operands are merged bitwise (OR of the bits for MIN gives
- *    -0.0 if either zero is negative; AND for MAX gives +0.0), and a NaN operand
- *    is returned as is (a first, then b), so the result is NaN whenever either
- *    input is (a signaling NaN stays signaling: nothing here raises FE_INVALID);
- *  - LAND/LOR/LXOR test each operand against zero and store 0 or 1.  BOOL uses
- *    the uint8 kernels, so a byte other than 0 or 1 still counts as true;
- *  - MINLOC/MAXLOC keep the whole earlier pair a unless b is strictly better,
- *    or equal in value with a strictly smaller index.  The compares are < and
- *    ==, as in Open MPI and MPICH, so a NaN value never wins nor loses: when
- *    either value is NaN the earlier pair a is kept, and the outcome of a
- *    reduction holding NaN depends on its order.  -0.0 and +0.0 are equal
- *    values, so the smaller index decides between them;
- *  - complex PROD is C's '*' (Annex G: the fast formula, with the library
- *    fix-up only when both parts come out NaN), as Open MPI's own op does. */
+/* hier_reduce.c: the reduction kernels, one acc/comb pair per (type, op):
+ * plain loops over restrict pointers, stamped out by one macro per op
+ * family and instantiated per type; gcc vectorises them (Makefile.am names
+ * the vectoriser flags: -O2 alone leaves them scalar). Kernels on integer,
+ * float, double and their pair types are built three times (AVX-512, AVX2,
+ * baseline x86-64) and picked once at load time (target_clones). Their
+ * semantics, to the bit (wrapping integers, NaN and -0.0 in MIN/MAX and
+ * MINLOC/MAXLOC, complex PROD): hier_reduce.h and docs/design.md,
+ * "Reduction kernels". */
 #include "exec/hier_reduce.h"
 
 #include <math.h>

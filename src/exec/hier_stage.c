@@ -1,32 +1,14 @@
-/* hier_stage.c: collectives on device (accelerator) buffers, staged
- * through host memory in a pipeline.
- *
- * The CPU never touches device memory: chunks of the call are copied into
- * host mirrors by the backend, the host collective runs on each chunk, and
- * its result is copied back. Chunks are independent collectives of the same
- * kind and shape on every rank (allreduce: a range of the vector; allgather
- * and reduce_scatter: the same fraction of every rank's block), so every
- * rank runs the same sequence of host collectives whatever its memory.
- * The mirrors keep the call's shape — a separate send area unless the
- * caller passed MPI_IN_PLACE — because algorithm choices may depend on it.
- *
- * Pipeline, chunk k in host buffer k % 3 (backends with asynchronous copies
- * overlap them with the collectives; others copy synchronously), in chunks
- * when the call is chunked on every rank (bufs->chunked, hier_comm.c: a rank
- * with host buffers runs the same chunks, copying them with memcpy, or, for
- * allreduce, in place), else as one chunk, the whole call:
+/* hier_stage.c: collectives on device buffers, staged through host memory
+ * in a pipeline the CPU never touches device memory in: chunks copied into
+ * host mirrors by the backend, the host collective (the caller's run_chunk)
+ * on each, the result copied back; chunk k in host buffer k % 3
+ * (docs/design.md, "Device (accelerator) buffers"):
  * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that
  *    buffer is done;
- * 2. wait for chunk k's copy in;
- * 3. run the host collective on chunk k;
- * 4. start copying chunk k's result out;
- * 5. at the end, wait for every copy out.
- * A failed copy does not stop the sequence (the other ranks run it too): the
- * call returns the first error once the sequence is over. The host buffers
- * are one per communicator (its hier_stage_t), grown to the largest call,
- * pinned by the backend when it can (asynchronous copies need page-locked
- * memory). The host collective is the caller's (run_chunk: comm/ runs each
- * chunk as a host call), so this file knows no communicator. */
+ * 2. wait for chunk k's copy in; 3. run the host collective on chunk k;
+ * 4. start copying chunk k's result out; 5. at the end, wait for every
+ *    copy out. A failed copy does not stop the sequence (the other ranks
+ *    run it too): the call returns the first error once it is over. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,29 +1,13 @@
-/* hier_chan.h: a message stream between two processes over the libfabric
- * transport, both ways, with credit flow control; shared by every
- * communicator the two processes have in common.
- *
- * The receiver registers a ring of `slots` slots; the sender writes message k
- * into slot k % slots with fi_writedata, the immediate naming the channel and
- * k. The sender may have at most `slots` messages the receiver has not yet
- * released: the receiver returns credits in the header of its next message
- * the other way, or, having released half a ring without one, by writing its
- * release count into a word the sender registered. So a fast sender waits
- * instead of overwriting data not yet consumed.
- *
- * A message's 32-byte header carries its length, that credit, the mailbox it is
- * for, a tag and its call's signature. A mailbox is what the receiving process calls one
- * communicator's stream (each communicator has its own, exchanged at
- * set-up); the tag names the message within a schedule, so a message that is
- * not the one expected is an error, never taken for it. A receiver asks for
- * the next message of a mailbox: messages of other mailboxes found before it (another
- * thread's communicator, or one whose collective has not started here yet)
- * are moved aside, in arrival order, and their slots freed.
- *
- * Immediate layout (32 bits, all EFA carries): bit 31 credit return, bit 30
- * direct write, bits 29..14 channel id, bits 13..0 message number (or
- * direct-write tag) modulo 2^14. Each end picks its own id (unique in its
- * process) and tells the other, which puts it in every immediate it writes:
- * so an immediate names the channel at the end where it lands. */
+/* hier_chan.h: a message stream between two processes over libfabric, both
+ * ways, with credit flow control, shared by every communicator (mailbox)
+ * the two have in common (docs/design.md, "Between nodes", channels).
+ * Message k goes into the receiver's slot k % slots by fi_writedata; the
+ * sender has at most `slots` messages not yet released, credits coming back
+ * in the other way's headers or in a word the sender registered.
+ * Immediate (32 bits, all EFA carries): bit 31 credit return, bit 30
+ * direct write, bits 29..14 channel id (the landing end's: each end picks
+ * its own and tells the other), bits 13..0 message number (or direct-write
+ * tag) modulo 2^14. */
 #ifndef HIER_CHAN_H
 #define HIER_CHAN_H
 

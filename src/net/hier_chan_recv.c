@@ -1,27 +1,13 @@
-/* hier_chan_recv.c: the receiving side of a channel, shared by every
- * communicator (mailbox) of its two processes.
- *
- * A receiver asks for the next message of its mailbox:
- * 1. the oldest set-aside message of that mailbox, if any (they are older than
- *    anything still in the ring);
+/* hier_chan_recv.c: a channel's receiving side, shared by every mailbox
+ * of its two processes (docs/design.md, "Between nodes", channels). A
+ * receiver asks for the next message of its mailbox:
+ * 1. the oldest set-aside message of that mailbox, if any;
  * 2. else the ring's next message, in place, if it is for that mailbox;
- * 3. else that message belongs to another mailbox: it is set aside (in arrival
- *    order), and the next one is looked at. Set aside, it stays where it
- *    landed (parked) while at most half the ring is parked: a mailbox of the
- *    same communicator (another chunk in flight, hier_net_exec.h) takes it
- *    soon, in place; past that it is copied out and its slot marked done.
- * Slots are released in ring order: a slot marked done counts only once
- * every older one is done too, since the sender reuses slot k % slots as
- * soon as its count of released messages passes k, and learns that count
- * only once half a ring more is released. A parked message keeps every
- * later slot from being released; so when a receiver looks for its mailbox in
- * vain while half the ring is taken and not released (the sender may be
- * stalled: a mailbox that is not read soon, another communicator's collective
- * not started here yet), the parked ones are copied out and their slots
- * released. A message taken in place is
- * released by its taker; the copied ones are freed when taken and
- * released. Messages of one mailbox keep their order whatever mailboxes come
- * between them. */
+ * 3. else it is set aside (parked where it landed while at most half the
+ *    ring is parked, copied out past that), and the next is looked at.
+ * Slots are released in ring order, so a parked message holds back every
+ * later slot: a receiver that looks in vain while half the ring is taken
+ * copies the parked ones out and releases their slots. */
 #include <stdlib.h>
 #include <string.h>
 
