@@ -289,12 +289,15 @@ static hier_status_t hier_probe_ll_call(hier_comm_t *c, hier_coll_t coll, const 
 }
 
 /* 4 of hier_probe_ll_top: each size by low latency and by the schedule
- * that serves it without, in turn, this rank's least of each. */
+ * that serves it without, in turn, this rank's least of each (single copy
+ * only once probed available: the kernel may forbid it, and the probe is
+ * not the place to find out). */
 static hier_status_t hier_probe_ll_time(hier_comm_t *c, hier_coll_t coll, hier_select_ll_probe_t *p,
                                         const hier_probe_bufs_t *b)
 {
     hier_select_shape_t without = c->shape;
     without.ll_capacity = 0;
+    if (without.cma < 0) without.cma = 0;
     for (int i = 0; i < p->n; i++) p->t_ll[i] = p->t_sched[i] = UINT64_MAX;
     for (int rep = 0; rep < HIER_PROBE_LL_REPS; rep++)
         for (int i = 0; i < p->n; i++) {

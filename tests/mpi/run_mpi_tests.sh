@@ -182,6 +182,11 @@ ll_cut_off_measured() {
     done
     ! grep -q "path=fallback" "$1"
 }
+# ...where the kernel refuses single copy: said once per rank, never used, the cut-off measured against the segment
+ll_cut_off_no_cma() {
+    ll_cut_off_measured "$1" && grep -q "single copy (process_vm_readv) to pid [0-9]* unavailable" "$1" &&
+        ! grep -q "path=cma_copy" "$1"
+}
 # every collective carried bytes between nodes (rank 0's own counters)
 has_net_stats() {
     local c
@@ -525,6 +530,12 @@ req_cma() {
     yama=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
     [ "$yama" = 0 ] || { echo "kernel.yama.ptrace_scope=$yama forbids process_vm_readv between siblings"; return 1; }
 }
+# Ranks the kernel keeps from reading each other: root without CAP_SYS_PTRACE (setpriv), ranks not
+# dumpable (tests/common/no_dump.c)
+req_no_ptrace() {
+    setpriv --bounding-set=-sys_ptrace -- true 2>/dev/null ||
+        { echo "setpriv cannot drop CAP_SYS_PTRACE here"; return 1; }
+}
 req_cpus2() { [ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs, this machine has $(nproc)"; return 1; }; }
 # (Open MPI 5's mpirun takes --enable-recovery, but without a ULFM build its
 # own TCP layer aborts the survivors: "Socket closed", MPI_ERRORS_ARE_FATAL
@@ -688,6 +699,11 @@ np2_ll_cut_off_measured             | 2 | local | - | ll_cut_off_measured  | - |
     | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
 np4_ll_cut_off_measured             | 4 | local | - | ll_cut_off_measured  | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
     --mca mpi_yield_when_idle 1 | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
+# ...and where the kernel refuses single copy (ranks not dumpable, no CAP_SYS_PTRACE: as under Yama's
+# ptrace_scope 1): the allgather's cut-off timed against the segment, never single copy, every call served
+np2_ll_cut_off_no_cma               | 2 | local | no_ptrace | ll_cut_off_no_cma | WRAP="setpriv --bounding-set=-sys_ptrace --" \
+    | -x LD_PRELOAD=$B/tests/common/.libs/libnodump.so --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
+    | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 64K -n 20 -w 2
 # a rules file makes each algorithm serve in turn: results checked, every call on its path (rank 0's counters)
 np3_rules_flat                      | 3 | local | - | -                    | - | --mca coll_hier_rules $RULES/flat.rules \
     | $TC --allreduce-path shm_flat --allgather-path shm_copy
