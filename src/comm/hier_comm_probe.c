@@ -30,19 +30,36 @@ static const size_t hier_probe_blocks[] = {64 << 10, 1 << 20, 8 << 20};
 #define HIER_PROBE_REPS 3
 #define HIER_PROBE_KEPT 8
 
-/* Windows measured by this process, by local rank count. */
-static struct {
+/* What this process measured, by local rank count: single copy's window
+ * (when has_window) and each collective's low-latency cut-off (0: none). */
+typedef struct {
     int nranks;
+    int has_window;
     hier_select_window_t window;
-} hier_probe_kept[HIER_PROBE_KEPT];
+    size_t ll_top[HIER_RULE_COLLS];
+} hier_probe_kept_t;
+static hier_probe_kept_t hier_probe_kept[HIER_PROBE_KEPT];
 static pthread_mutex_t hier_probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* (the lock held) The slot of this many ranks; make: a new one if none,
+ * the last one reused when all are taken. NULL: none. */
+static hier_probe_kept_t *hier_probe_slot(int nranks, int make)
+{
+    int i = 0;
+    while (i < HIER_PROBE_KEPT - 1 && hier_probe_kept[i].nranks && hier_probe_kept[i].nranks != nranks) i++;
+    if (hier_probe_kept[i].nranks == nranks) return &hier_probe_kept[i];
+    if (!make) return NULL;
+    memset(&hier_probe_kept[i], 0, sizeof(hier_probe_kept[i]));
+    hier_probe_kept[i].nranks = nranks;
+    return &hier_probe_kept[i];
+}
 
 static int hier_probe_find(int nranks, hier_select_window_t *w_p)
 {
-    int found = 0;
     pthread_mutex_lock(&hier_probe_lock);
-    for (int i = 0; i < HIER_PROBE_KEPT && !found; i++)
-        if (hier_probe_kept[i].nranks == nranks) *w_p = hier_probe_kept[i].window, found = 1;
+    hier_probe_kept_t *k = hier_probe_slot(nranks, 0);
+    int found = k && k->has_window;
+    if (found) *w_p = k->window;
     pthread_mutex_unlock(&hier_probe_lock);
     return found;
 }
@@ -50,9 +67,8 @@ static int hier_probe_find(int nranks, hier_select_window_t *w_p)
 static void hier_probe_keep(int nranks, hier_select_window_t w)
 {
     pthread_mutex_lock(&hier_probe_lock);
-    int i = 0;
-    while (i < HIER_PROBE_KEPT - 1 && hier_probe_kept[i].nranks && hier_probe_kept[i].nranks != nranks) i++;
-    hier_probe_kept[i].nranks = nranks, hier_probe_kept[i].window = w;
+    hier_probe_kept_t *k = hier_probe_slot(nranks, 1);
+    k->has_window = 1, k->window = w;
     pthread_mutex_unlock(&hier_probe_lock);
 }
 
@@ -216,18 +232,11 @@ int hier_probe_cma_window_kept(hier_comm_t *c, hier_select_window_t *w_p)
 
 #define HIER_PROBE_LL_REPS 16
 
-/* Cut-offs measured by this process, by local rank count and collective (0: none). */
-static struct {
-    int nranks;
-    size_t top[HIER_RULE_COLLS];
-} hier_probe_ll_kept[HIER_PROBE_KEPT];
-
 static size_t hier_probe_ll_find(int nranks, hier_coll_t coll)
 {
-    size_t top = 0;
     pthread_mutex_lock(&hier_probe_lock);
-    for (int i = 0; i < HIER_PROBE_KEPT; i++)
-        if (hier_probe_ll_kept[i].nranks == nranks) top = hier_probe_ll_kept[i].top[coll];
+    hier_probe_kept_t *k = hier_probe_slot(nranks, 0);
+    size_t top = k ? k->ll_top[coll] : 0;
     pthread_mutex_unlock(&hier_probe_lock);
     return top;
 }
@@ -235,10 +244,7 @@ static size_t hier_probe_ll_find(int nranks, hier_coll_t coll)
 static void hier_probe_ll_keep(int nranks, hier_coll_t coll, size_t top)
 {
     pthread_mutex_lock(&hier_probe_lock);
-    int i = 0;
-    while (i < HIER_PROBE_KEPT - 1 && hier_probe_ll_kept[i].nranks && hier_probe_ll_kept[i].nranks != nranks) i++;
-    if (hier_probe_ll_kept[i].nranks != nranks) memset(&hier_probe_ll_kept[i], 0, sizeof(hier_probe_ll_kept[i]));
-    hier_probe_ll_kept[i].nranks = nranks, hier_probe_ll_kept[i].top[coll] = top;
+    hier_probe_slot(nranks, 1)->ll_top[coll] = top;
     pthread_mutex_unlock(&hier_probe_lock);
 }
 
