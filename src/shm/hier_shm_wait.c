@@ -8,7 +8,8 @@
  * it looks at the peer it waits for (hier_shm_wait_check):
  * 1. has it left the communicator's calls (it saw an error it cannot wait
  *    out)? Then stop with its reason;
- * 2. is its process gone? Then stop: it died;
+ * 2. is its process gone without writing what we wait for? Then stop: it
+ *    died;
  * 3. is it in the same call, by signature? A peer in another call, or one
  *    that ran ahead, will never write what we wait for: a mismatch;
  * 4. has the wait stood still for coll_hier_timeout while the peer is in
@@ -190,13 +191,17 @@ static hier_status_t hier_shm_left(hier_shm_t *shm, int rank, const hier_shm_wai
     return (hier_status_t)-left;
 }
 
-static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, uint64_t *since_ms)
+static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, _Atomic uint64_t *word,
+                                         hier_shm_ready_fn_t ready, uint64_t arg, uint64_t *since_ms)
 {
     hier_status_t st = hier_shm_left(shm, rank, w);                                                    /* 1 */
     if (st != HIER_OK) return st;
     if (!hier_shm_peer_alive(shm, rank)) {                                                             /* 2 */
-        /* (it may have left, then exited, since 1: its reason is the call's) */
+        /* (it may have left, then exited, since 1: its reason is the call's;
+         * or written the word, finished the call and exited since the
+         * caller's last look: then it has done its part) */
         if ((st = hier_shm_left(shm, rank, w)) != HIER_OK) return st;
+        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
         HIER_ERROR("rank %d: rank %d (same node, pid %d) exited during a collective", hier_shm_rank(w, w->me),
                    hier_shm_rank(w, rank), (int)hier_shm_ctl(shm, rank)->pid);
         return HIER_ERR_PEER_DEAD;
@@ -254,7 +259,7 @@ static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_
         hier_progress_fn_t p = w->progress_every < 2 || y % (unsigned)w->progress_every == 0 ? w->progress : w->poll;
         if (p) p();
         if (y % HIER_SHM_CHECK_YIELDS) continue;
-        hier_status_t st = hier_shm_wait_check(shm, rank, w, &since_ms);
+        hier_status_t st = hier_shm_wait_check(shm, rank, w, word, ready, arg, &since_ms);
         if (st != HIER_OK) return st;
     }
 }
@@ -277,7 +282,7 @@ hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, h
         return HIER_OK;
     }
     if (++p->looks % HIER_SHM_CHECK_YIELDS) return HIER_IN_PROGRESS;
-    hier_status_t st = hier_shm_wait_check(shm, rank, w, &p->since_ms);
+    hier_status_t st = hier_shm_wait_check(shm, rank, w, word, ready, arg, &p->since_ms);
     return st != HIER_OK ? st : HIER_IN_PROGRESS;
 }
 

@@ -353,6 +353,38 @@ Test(shm, a_crowded_wait_calls_open_mpis_progress_every_16th_turn)
     hier_shm_detach(seg);
 }
 
+/* A peer that writes the word, finishes its call and exits between the
+ * waiter's last look and its check has done its part: the wait is served,
+ * not told the peer died (seen once in CI: a rank of a node ended its last
+ * reduce_scatter and exited while its leader was still in the barrier). The
+ * word is made ready by the progress call of the turn that checks, and the
+ * peer's pid is a reaped child's. */
+static void ready_at_check(void)
+{
+    if (++turn_progress == 1024) atomic_store(&turn_word, 1); /* (HIER_SHM_CHECK_YIELDS) */
+}
+
+Test(shm, a_peer_that_wrote_then_exited_has_done_its_part)
+{
+    hier_shm_shape_t s = {.kind = HIER_SHM_NODE, .nranks = 2, .chunk_bytes = 8192};
+    hier_shm_t *seg;
+    pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    cr_assert(gone > 0);
+    waitpid(gone, NULL, 0);
+    cr_assert_eq(hier_shm_create(NULL, &s, &seg), HIER_OK);
+    hier_shm_unlink(seg);
+    hier_shm_ctl(seg, 1)->pid = gone;
+    hier_shm_wait_t w = {.nranks = 2, .me = 0, .spin_count = 0, .progress = ready_at_check, .progress_every = 1};
+    atomic_store(&turn_word, 0);
+    turn_progress = 0;
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_OK);
+    cr_assert_eq(turn_progress, 1024, "served at the turn that checked (%d)", turn_progress);
+    atomic_store(&turn_word, 0); /* (never written: the dead peer is reported) */
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_ERR_PEER_DEAD);
+    hier_shm_detach(seg);
+}
+
 /* ---- communicators made and freed by the hundred ---- */
 
 /* One checked 8-byte allreduce on a communicator of my own, then its footprint. */
