@@ -1,14 +1,12 @@
-/* hier_accel.h: accelerator (device) memory, behind one small interface.
+/* hier_accel.h: accelerator (device) memory, behind one small interface (docs/design.md, "Device
+ * (accelerator) buffers").
  *
- * A backend knows its runtime's memory: whether a pointer is device memory
- * (which device, which allocation range), how to copy between it and host
- * memory, and the libfabric `iface` to register it with. Backends register
- * at start-up; one whose runtime is absent never registers, so it costs
- * nothing. The CUDA backend loads libcuda.so.1 at run time (no CUDA headers
- * or libraries at build time); tests register their own.
- *
- * The CPU never touches device memory: the core copies it through a backend
- * into host staging buffers and runs the host algorithms there. */
+ * A backend knows its runtime's memory: whether a pointer is device memory (which device, which allocation
+ * range), how to copy between it and host memory, and the libfabric `iface` to register it with. Backends
+ * register at start-up; one whose runtime is absent never registers, so it costs nothing. The CUDA backend
+ * loads libcuda.so.1 at run time (no CUDA headers or libraries at build time); tests register their own. The
+ * CPU never touches device memory: the core copies it through a backend into host staging buffers and runs the
+ * host algorithms there. */
 #ifndef HIER_ACCEL_H
 #define HIER_ACCEL_H
 

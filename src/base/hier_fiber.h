@@ -1,10 +1,6 @@
-/* hier_fiber.h: code that waits, run where waiting is not allowed. A
- * fiber runs a function on its own stack, in the thread that resumes it;
- * where the function would wait it yields instead (hier_fiber_yield), and
- * the resumer goes on; resumed later, it goes on from there. What a
- * communicator's set-up waits for (exchanges with its peers) is then
- * waited for by the nonblocking calls that resume it (comm/hier_comm_req.c)
- * and nothing else changes in the set-up's code. */
+/* hier_fiber.h: code that waits, run where waiting is not allowed: a fiber runs a function on its own stack, in
+ * the thread that resumes it; where the function would wait it yields (hier_fiber_yield) and the resumer goes on,
+ * and resumed later it goes on from there (docs/design.md, "Nonblocking and persistent calls"). */
 #ifndef HIER_FIBER_H
 #define HIER_FIBER_H
 

@@ -1,19 +1,11 @@
-/* hier_lock.h: the transport lock.
+/* hier_lock.h: the transport lock (docs/design.md, "Between nodes": The transport lock).
  *
- * One libfabric endpoint (FI_THREAD_DOMAIN: its user serializes every call)
- * and one channel table serve every communicator of a process. Under
- * MPI_THREAD_MULTIPLE, collectives on different communicators may run at
- * once from different threads, and any thread's progress dispatches events
- * into every channel; so every operation on the endpoint, a channel or the
- * registration cache holds this lock. It is recursive (channel operations
- * call endpoint ones) and never held across a wait for another process: a
- * thread holding it while waiting for a peer whose own thread waits for our
- * other thread would deadlock both jobs. Waits (for a message, credit,
- * room in the provider, writes to complete) poll with the lock taken and
- * dropped per turn, and no write waits: without room in the provider it
- * reports "not posted" and its caller polls. A write that fails is its channel's
- * error, reported to that channel's user, not to whichever thread polled.
- * Without MPI_THREAD_MULTIPLE taking it is one predictable branch. */
+ * One libfabric endpoint and one channel table serve every communicator of a process, so every operation on
+ * the endpoint, a channel or the registration cache holds this lock where threads may call at once
+ * (MPI_THREAD_MULTIPLE, or hier's progress thread). It is recursive and never held across a wait for another
+ * process: waits poll with it taken and dropped per turn, and a write without room in the provider reports
+ * "not posted" for its caller to poll. A write that fails is its channel's error, reported to that channel's
+ * user, not to whichever thread polled. Without threads, taking it is one predictable branch. */
 #ifndef HIER_LOCK_H
 #define HIER_LOCK_H
 

@@ -1,16 +1,8 @@
-/* hier_comm.c: a communicator's life, and the entry points of its
- * collectives: host buffers go straight to the algorithms (hier_comm_host.c);
- * device buffers are staged through host memory (exec/hier_stage.c) or,
- * for allgathers, go NIC to NIC (hier_comm_pd.c).
- *
- * No call agrees with the other ranks on how to run: every rank decides
- * from what every rank knows alike. On a communicator where some rank has
- * a device backend (said in the set-up's records), calls above
- * device_stage_chunk run as the staging pipeline's sequence of chunks on
- * every rank, whatever its own buffers are (a rank with host buffers runs
- * the same chunks on them); elsewhere every call runs whole, a rank with
- * device buffers staging it whole. Peer direct is voted on once per
- * communicator, at its first eligible allgather (hier_comm_pd.c). */
+/* hier_comm.c: a communicator's life, and the entry points of its collectives (docs/design.md, "A
+ * communicator's life"): host buffers go straight to the algorithms (hier_comm_host.c); device buffers are
+ * staged through host memory (exec/hier_stage.c) or, for allgathers, go NIC to NIC (hier_comm_pd.c). No call
+ * agrees with the other ranks on how to run: every rank decides from what every rank knows alike (the staging
+ * pipeline and peer direct's one vote: docs/design.md, "Device (accelerator) buffers"). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,17 +1,10 @@
-/* hier_comm_net.c: a communicator's network level (several nodes only).
- *
- * Its schedules talk to the rank of my local index on some nodes
- * (hier_sched_net_peers), through one of two transports (net/hier_link.h):
- * - Open MPI's point-to-point, from the first call: a link per such rank,
- *   made at set-up;
- * - libfabric, once every rank's endpoint is open: channels belong to
- *   process pairs (net/hier_peers.h), not communicators, so the level only
- *   names the processes it talks to and its mailbox, where its messages land
- *   in every process: the set-up exchanges the mailboxes, and the peers'
- *   addresses only when some rank does not know them yet (once per
- *   process pair).
- * The move from one to the other is collective, at a call every rank
- * agrees on (hier_net_switch). */
+/* hier_comm_net.c: a communicator's network level (several nodes only; docs/design.md, "Between nodes").
+ * Its schedules talk to the rank of my local index on some nodes (hier_sched_net_peers), through one of two
+ * transports (net/hier_link.h): Open MPI's point-to-point from the first call, a link per such rank made at
+ * set-up; or libfabric once every rank's endpoint is open, whose channels belong to process pairs
+ * (net/hier_peers.h), so the level only names the processes it talks to and its mailbox (the set-up exchanges
+ * the mailboxes, and the addresses only where some rank lacks them). The move from one to the other is
+ * collective, at a call every rank agrees on (hier_net_switch). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -18,26 +18,18 @@ typedef struct {
 } hier_net_room_t;
 hier_status_t hier_net_reserve(int size, hier_net_room_t *room);
 void hier_net_room_free(hier_net_room_t *room);
-/* Whether this process knows the address of every rank off its node (then
- * hier_net_make with libfabric finds every peer it talks to, known, and
- * cannot fail). */
+/* Whether this process knows the address of every rank off its node (then hier_net_make over libfabric cannot
+ * fail). */
 int hier_net_peers_known(const hier_comm_t *c);
-/* Make it in the room, which it empties: the links to the ranks my
- * schedules talk to over Open MPI's point-to-point (which cannot fail),
- * and, with `fabric` (every rank's endpoint is open), the processes of
- * libfabric's channels, the transport then; *known_p: whether their
- * addresses are known. HIER_ERR_NOT_SUPPORTED without an endpoint;
- * HIER_ERR_NO_MEMORY for a peer never met before (the level stays, over
- * the point-to-point). */
+/* Make it in the room, which it empties: the links to the ranks my schedules talk to over Open MPI's
+ * point-to-point (which cannot fail) and, with `fabric` (every rank's endpoint open), libfabric's peers, the
+ * transport then; *known_p: whether their addresses are known. HIER_ERR_NOT_SUPPORTED without an endpoint;
+ * HIER_ERR_NO_MEMORY for a peer never met before (the level stays, over the point-to-point). */
 hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_room_t *room, int *known_p);
-/* Collective, at a call every rank makes alike (a communicator over the
- * point-to-point, HIER_COMM_PML): whether every rank's endpoint is open
- * now, agreed; if so, its messages go over libfabric from this call on,
- * the addresses exchanged first where some rank lacks one; if some rank
- * can have none, over the point-to-point for good: HIER_OK either way
- * (the caller makes it READY, and its pipeline segment fit the transport:
- * hier_node_pipe_redepth). HIER_NOT_READY: not yet (or the agreement
- * failed: asked again later). */
+/* Collective, at a call every rank makes alike (HIER_COMM_PML): agree whether every rank's endpoint is open; if
+ * so, messages go over libfabric from this call on (addresses exchanged first where lacking), if some rank can have
+ * none, over the point-to-point for good. HIER_OK either way (the caller makes it READY and calls
+ * hier_node_pipe_redepth); HIER_NOT_READY: not yet, or the agreement failed (asked again later). */
 hier_status_t hier_net_switch(hier_comm_t *c);
 /* The communicator waits to move to libfabric (1) or not any more (0): counted (hier_stats_pml_waiting). */
 void hier_net_waiting(hier_comm_t *c, int on);

@@ -13,24 +13,21 @@ typedef struct {
 /* Local leader: a recycled node segment for these processes, or a fresh one. */
 hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
                               hier_node_offer_t *offer_p);
-/* The others (local index me): the leader's segment, from the pool (by name)
- * or attached; HIER_ERR_SHM with *missing_p = 1 when a recycled one is not
- * in this process's pool. */
+/* The others (local index me): the leader's segment, from the pool (by name) or attached; HIER_ERR_SHM with
+ * *missing_p = 1 when a recycled one is not in this process's pool. */
 hier_status_t hier_node_accept(hier_comm_t *c, const char *name, int recycled, const uint64_t *procs, int nprocs,
                                int me, hier_node_offer_t *offer_p, int *missing_p);
-/* The others, before the exchange (local index me): up to `most` pooled
- * segments for these processes set aside (a leader's recycled offer among
- * them is taken without a miss); how many. */
+/* The others, before the exchange (local index me): up to `most` pooled segments for these processes set aside
+ * (a leader's recycled offer among them is taken without a miss); how many. */
 int hier_node_set_aside(const uint64_t *procs, int nprocs, int me, hier_node_offer_t *cands, int most);
-/* After it: the one whose hier_shm_id is `id` becomes *offer_p (whether
- * found); every other goes back to the pool (id 0: all of them). */
+/* After it: the one whose hier_shm_id is `id` becomes *offer_p (whether found); the others (id 0: all) go back to
+ * the pool. */
 int hier_node_pick(hier_node_offer_t *cands, int n, uint64_t id, const uint64_t *procs, int nprocs,
                    hier_node_offer_t *offer_p);
 /* Undo an offer or acceptance the set-up does not keep (back to the pool, or gone). */
 void hier_node_withdraw(hier_comm_t *c, hier_node_offer_t *offer, const uint64_t *procs, int nprocs);
-/* What the node level of `nranks` local ranks needs (`spans`: the
- * communicator of `size` ranks may span nodes), made before the set-up's
- * exchange so that nothing after it fails for want of memory. */
+/* What the node level of `nranks` local ranks needs (`spans`: the communicator of `size` ranks may span nodes),
+ * made before the set-up's exchange so that nothing after it fails for want of memory. */
 typedef struct {
     hier_node_t *nd;
     hier_locality_t *locs;
@@ -42,9 +39,8 @@ typedef struct {
 } hier_node_room_t;
 hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room);
 void hier_node_room_free(hier_node_room_t *room);
-/* Make the node level in the room (which it empties, made or not) around
- * the segment (which it takes), with the NUMA domain of every local rank;
- * HIER_ERR_INVALID_ARG only for a NUMA index below -1. */
+/* Make the node level in the room (which it empties, made or not) around the segment (which it takes), with every
+ * local rank's NUMA domain; HIER_ERR_INVALID_ARG only for a NUMA index below -1. */
 hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa, int crowded,
                              hier_node_room_t *room);
 /* Whether this process sees its node's `nlocal` ranks outnumber the cores. */
@@ -55,49 +51,37 @@ void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 void hier_node_free(hier_comm_t *c);
 /* The pipeline segment, made collectively (fibered: by a fiber, hier_comm_xchg.c's exchanges). */
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
-/* The communicator's transport changed (every rank at the same call): its
- * pipeline segment goes, to be made again at its next use, when its
- * depth is not the new transport's (a segment too small for its chunks is
- * asked for again too). */
+/* The transport changed (every rank at the same call): a pipeline segment whose depth is not the new transport's,
+ * or too small for its chunks, goes, to be made again at its next use. */
 void hier_node_pipe_redepth(hier_comm_t *c);
-/* Whether a run of this shape wants the pipeline segment, not made yet
- * (the small slots do not carry it in one chunk). */
+/* Whether a run of this shape wants the pipeline segment, not made yet (the small slots do not carry it). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
-/* The tier a schedule of this shape runs in (the pipeline segment made,
- * collectively, when first needed), with the chunk select/ gives
- * (select/hier_select_chunk.h). */
+/* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed), with
+ * the chunk select/hier_select_chunk.h gives. */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
-/* Shared by the node's two files (the run's, hier_comm_node_run.c): the
- * small slots' chunk for this communicator; the chunks in flight at once
- * over a tier; the in-call agreement of the node's ranks (and, between
- * nodes, every rank) on the least of n values, values with room for n + 2:
- * HIER_ERR_MISMATCH on every rank when the calls' signatures differ. */
+/* Shared with hier_comm_node_run.c: the small slots' chunk; the chunks in flight over a tier; the in-call agreement
+ * of the node's ranks (between nodes, every rank) on the least of n values (room for n + 2), HIER_ERR_MISMATCH on
+ * every rank when the calls' signatures differ. */
 size_t hier_node_small_for_comm(const hier_comm_t *c);
 unsigned hier_node_tier_depth(const hier_tier_t *tier);
 hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n);
 /* ---- hier_comm_node_run.c ---- */
-/* Single copy: probed (collectively) at the first call that asks: 1 yes,
- * 0 no, or (negative) the hier_status_t that failed the call. */
+/* Single copy, probed collectively at the first call that asks: 1 yes, 0 no, or the (negative) status that failed
+ * the call. */
 int hier_node_cma(hier_comm_t *c);
-/* Whether this rank reads every peer of its node through the kernel (their
- * control lines written: after the set-up); the agreement is the caller's. */
+/* Whether this rank reads every peer of its node through the kernel (after the set-up); the caller agrees on it. */
 int hier_node_cma_reads(const hier_comm_t *c);
-/* A run of a schedule over the node set up: args filled in, its tier and
- * room made when first needed, which are collective steps: with no_wait, a
- * run that needs one is not set up (HIER_NOT_READY; the same answer on
- * every rank). HIER_ERR_NOT_SUPPORTED: no buffer within the budget carries it. */
+/* A run of a schedule over the node set up: args filled in, its tier and room made when first needed (collective
+ * steps: with no_wait, HIER_NOT_READY instead, the same on every rank). HIER_ERR_NOT_SUPPORTED: no buffer within
+ * the budget carries it. */
 hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p);
-/* What a request decides when it is made, without a collective step and
- * without making anything: args' node fields and chunk (HIER_OK), or
- * HIER_NOT_READY (a segment it needs is not made yet) or
- * HIER_ERR_NOT_SUPPORTED, the same answer on every rank. Its run is
- * prepared (hier_node_prep, no_wait) when it begins: the room a run
- * grows is the one the communicator's running request uses. */
+/* What a request decides when made, with no collective step and making nothing: args' node fields and chunk
+ * (HIER_OK), HIER_NOT_READY (a segment it needs is not made) or HIER_ERR_NOT_SUPPORTED, alike on every rank. Its
+ * run is prepared (hier_node_prep, no_wait) when it begins, since the running request uses the room. */
 hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args);
 /* A run's end: the status it ended with, checked against the peers' signatures. */
 hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st);
-/* Run a schedule over the node (and the network, several nodes); what this
- * rank put on the fabric is added to *net_bytes_p. */
+/* Run a schedule over the node (and the network); what this rank put on the fabric is added to *net_bytes_p. */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                             hier_reduce_kernel_t kernel, uint64_t *net_bytes_p);
 

@@ -6,17 +6,13 @@
 
 #include "comm/hier_comm_state.h"
 
-/* The allgather blocks single copy serves on a one-node communicator whose
- * ranks read each other: the window kept for as many local ranks, else
- * measured (milliseconds, once per process). Collective, inside a call
- * (its signature renewed after). */
+/* The allgather blocks single copy serves on a one-node communicator whose ranks read each other: the window kept
+ * for as many local ranks, else measured (once per process). Collective, inside a call (its signature renewed). */
 hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p);
-/* The kept windows' common one, without measuring (a set-up run as a
- * fiber); -1 if the agreement failed. */
+/* The kept windows' common one, without measuring (a set-up run as a fiber); -1 if the agreement failed. */
 int hier_probe_cma_window_kept(hier_comm_t *c, hier_select_window_t *w_p);
-/* The largest call of `coll` low latency serves (SIZE_MAX: any the area
- * holds): kept, else measured (about a millisecond, once per process).
- * Collective, between calls. */
+/* The largest call of `coll` low latency serves (SIZE_MAX: any the area holds): kept, else measured (once per
+ * process). Collective, between calls. */
 hier_status_t hier_probe_ll_top(hier_comm_t *c, hier_coll_t coll, size_t *top_p);
 
 #endif

@@ -1,13 +1,10 @@
-/* hier_comm_req.c: nonblocking collectives as requests (hier_comm.h): the
- * blocking call's plan and the executor's place in it, run one at a time
- * per communicator in the order made, never taking a collective step
+/* hier_comm_req.c: nonblocking collectives as requests (hier_comm.h): the blocking call's plan and the
+ * executor's place in it, run one at a time per communicator in the order made, never taking a collective step
  * (docs/design.md, "Nonblocking and persistent calls"):
- * 1. made: decided, every rank alike, from what every rank knows alike
- *    (the communicator's state, select/'s shape), or it falls back;
- * 2. started (first in the queue): its signature goes out, the
- *    low-latency payload is posted or the run begins;
- * 3. advanced, by a test of any request of the process or its progress,
- *    as far as it goes without waiting;
+ * 1. made: decided, every rank alike, from what every rank knows alike (the communicator's state, select/'s
+ *    shape), or it falls back;
+ * 2. started (first in the queue): its signature goes out, the low-latency payload is posted or the run begins;
+ * 3. advanced, by a test of any request of the process or its progress, as far as it goes without waiting;
  * 4. over: its status kept, done() told, the next one started.
  * A persistent request is made once, then queued at every start (2-4). */
 #define _GNU_SOURCE /* (sched_getaffinity) */

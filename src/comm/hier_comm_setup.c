@@ -1,13 +1,11 @@
-/* hier_comm_setup.c: a communicator's set-up, collective, at its first
- * call: one exchange when every rank is sure of its part, else one
- * exchange and one agreement (docs/design.md, "A communicator's life"):
- * 1. locally: my node, the memory everything after the exchange needs, the
- *    leader's segment offered (recycled or fresh), the others' set aside;
+/* hier_comm_setup.c: a communicator's set-up, collective, at its first call: one exchange when every rank is
+ * sure of its part, else one exchange and one agreement (docs/design.md, "A communicator's life"):
+ * 1. locally: my node, the memory everything after the exchange needs, the leader's segment offered (recycled
+ *    or fresh), the others' set aside;
  * 2. allgather one record per rank (with the first call, piggybacked);
- * 3. every rank reaches the same verdict and makes its levels (between
- *    nodes over libfabric, or Open MPI's point-to-point: HIER_COMM_PML);
- * 4. else agree on the least status: retry with fresh segments, exchange
- *    addresses, or fall back for good;
+ * 3. every rank reaches the same verdict and makes its levels (between nodes over libfabric, or Open MPI's
+ *    point-to-point: HIER_COMM_PML);
+ * 4. else agree on the least status: retry with fresh segments, exchange addresses, or fall back for good;
  * 5. leaders unlink fresh segments' names. */
 #include <stdlib.h>
 #include <string.h>

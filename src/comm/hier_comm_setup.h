@@ -1,19 +1,16 @@
-/* hier_comm_setup.h: a communicator's set-up, collective, at its first call
- * (hier_comm_setup.c), and the first call itself when it is small enough to
- * be piggybacked on the set-up's exchange (hier_comm_piggyback.c). */
+/* hier_comm_setup.h: a communicator's set-up, collective, at its first call (hier_comm_setup.c), and the first
+ * call itself when it is small enough to be piggybacked on the set-up's exchange (hier_comm_piggyback.c). */
 #ifndef HIER_COMM_SETUP_H
 #define HIER_COMM_SETUP_H
 
 #include "comm/hier_comm_state.h"
 
-/* The most bytes of one rank's contribution that piggyback in its set-up record
- * (an allreduce's vector, an allgather's block, a reduce_scatter's whole
- * vector): 8 doubles, 4 double complex. */
+/* The most bytes of one rank's contribution that piggyback in its set-up record (an allreduce's vector, an
+ * allgather's block, a reduce_scatter's whole vector). */
 #define HIER_PIGGYBACK_MAX 64
 
-/* The call that brought the set-up about, offered to be piggybacked on its exchange.
- * in: my contribution (len bytes), out: where my result goes; for
- * reduce_scatter rcounts (every rank's) and displs (room for size). */
+/* The call that brought the set-up about, offered to be piggybacked on its exchange: in, my contribution (len
+ * bytes); out, where my result goes; for reduce_scatter rcounts (every rank's). */
 typedef struct {
     hier_coll_t coll;
     hier_dtype_t dt;
@@ -27,37 +24,30 @@ typedef struct {
     int done;       /* set by the set-up: the call is served, out holds the result */
 } hier_piggyback_t;
 
-/* HIER_OK: served from now on; HIER_ERR_NOT_SUPPORTED: never (c->refused
- * says why). piggyback (may be NULL): the first call, served with the set-up
- * when every rank offered the same call and its result is the one the
- * call's own algorithm gives (piggyback->done). */
+/* HIER_OK: served from now on; HIER_ERR_NOT_SUPPORTED: never (c->refused says why). pb (may be NULL): the first
+ * call, served with the set-up (pb->done) when every rank offered the same call and its result is the one the
+ * call's own algorithm gives. */
 hier_status_t hier_comm_setup(hier_comm_t *c, hier_piggyback_t *pb);
 /* The one way a communicator stops being served (hier_comm_setup.c): every
  * call from now on goes to the previous component, counted under `why`. */
 void hier_comm_refuse(hier_comm_t *c, hier_path_t why);
 
-/* The set-up started as a fiber (state HIER_COMM_SETTING), its exchanges
- * posted and tested where they would wait: whether it started (the glue
- * has no exchanges without waiting, or no memory: it did not; every rank
- * alike but for memory). Called where every rank meets the same
- * communicator NEW (its first call, nonblocking). */
+/* Start the set-up as a fiber (HIER_COMM_SETTING), its exchanges posted and tested where they would wait, where
+ * every rank meets the communicator NEW (its first call, nonblocking); whether it started: not where the glue has
+ * no exchanges without waiting (alike on every rank), nor without memory. */
 int hier_comm_setup_begin(hier_comm_t *c);
-/* The pipeline segment the same way, for a nonblocking call that wants it
- * on a served communicator without one (every rank at the same call: the
- * segment's state is the communicator's); whether it started. */
+/* The pipeline segment the same way, for a nonblocking call that wants it on a served communicator without one
+ * (every rank at the same call); whether it started. */
 int hier_comm_pipe_begin(hier_comm_t *c);
-/* The move to libfabric the same way (hier_net_switch), for a nonblocking
- * call due to ask on a PML communicator (hier_comm_switch_due: every rank
- * at the same call); whether it started. */
+/* The move to libfabric the same way (hier_net_switch), for a nonblocking call due to ask on a PML communicator
+ * (hier_comm_switch_due: every rank at the same call); whether it started. */
 int hier_comm_switch_begin(hier_comm_t *c);
-/* On, as far as it goes without waiting: 1 when it is over (c->state its
- * verdict), 0 not yet. */
+/* On, as far as it goes without waiting: 1 when it is over (c->state its verdict), 0 not yet. */
 int hier_comm_setup_step(hier_comm_t *c);
 
 
-/* hier_comm_piggyback.c. Whether this rank can offer its call (host buffers,
- * which the caller knows; few enough bytes, a predefined operation, no
- * algorithm forced): fills *piggyback. call->sbuf NULL: in place. */
+/* hier_comm_piggyback.c. Whether this rank can offer its call (host buffers, which the caller knows; few enough
+ * bytes, a predefined operation, no algorithm forced): fills *pb. call->sbuf NULL: in place. */
 int hier_piggyback_offer(const hier_comm_t *c, const hier_call_t *call, hier_piggyback_t *pb);
 
 /* What a rank's set-up record carries of its piggyback. */
@@ -71,11 +61,10 @@ typedef struct {
 } hier_piggyback_rec_t;
 
 void hier_piggyback_pack(const hier_piggyback_t *pb, hier_piggyback_rec_t *rec);
-/* Whether every record (stride bytes apart, the first at recs) carries the
- * same call as mine, and the layout lets it be folded here exactly as its
- * algorithm would: the same verdict on every rank. */
+/* Whether every record (stride bytes apart, the first at recs) carries my call, and the layout lets it be folded
+ * here exactly as its algorithm would: the same verdict on every rank. */
 int hier_piggyback_agreed(const hier_comm_t *c, const hier_piggyback_t *pb, const void *recs, size_t stride);
-/* The call's result from every rank's contribution, into piggyback->out. */
+/* The call's result from every rank's contribution, into pb->out. */
 void hier_piggyback_serve(const hier_comm_t *c, hier_piggyback_t *pb, const void *recs, size_t stride);
 
 #endif

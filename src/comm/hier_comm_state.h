@@ -1,16 +1,10 @@
-/* hier_comm_state.h: a communicator's state, level by level (types only),
- * shared by the modules of comm/.
- *
- *   hier_comm_t          what every communicator has: its size, rank, the
- *                        glue's services; after its first call, the layout
- *   hier_node_t          made at set-up: the node segment (control lines,
- *                        low-latency areas, small slots) and, at the first
- *                        call too large for the small slots, the pipeline
- *                        segment (hier_comm_node.c)
- *   hier_net_t           several nodes only: the ranks its schedules talk to,
- *                        over Open MPI's point-to-point (links) or, once every
- *                        rank's endpoint is open, libfabric (its mailbox and the
- *                        peers' processes) (hier_comm_net.c)
+/* hier_comm_state.h: a communicator's state, level by level (types only), shared by the modules of comm/
+ * (docs/design.md, "A communicator's life"):
+ *   hier_comm_t          every communicator: its size, rank, the glue's services; after its first call, the layout
+ *   hier_node_t          made at set-up: the node segment (control lines, low-latency areas, small slots) and, at
+ *                        the first call too large for the small slots, the pipeline segment (hier_comm_node.c)
+ *   hier_net_t           several nodes only: the ranks its schedules talk to, over Open MPI's point-to-point
+ *                        (links) or, once every rank's endpoint is open, libfabric (hier_comm_net.c)
  *   hier_pd, hier_stage  device buffers only (hier_comm_pd.c, exec/hier_stage.c) */
 #ifndef HIER_COMM_STATE_H
 #define HIER_COMM_STATE_H

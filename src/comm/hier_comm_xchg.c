@@ -1,18 +1,7 @@
-/* hier_comm_xchg.c: the set-up's exchanges (hier_comm_xchg.h).
- *
- * Called by a blocking call, they are the glue's blocking collectives.
- * Inside a set-up run as a fiber (a communicator's first call was
- * nonblocking: hier_comm_req.c), each is rounds of point-to-point posted
- * through the glue and tested, the fiber yielding between looks: the
- * nonblocking calls and the progress that resume it wait for it, and the
- * set-up's own code is the blocking one.
- * - allgather (Bruck): in round k = 1, 2, 4, ..., send the blocks gathered
- *   so far (the first min(k, n - k)) to rank - k, receive as many from
- *   rank + k after them; at the end block i is rank (me + i)'s.
- * - agree (dissemination): in round k, send the values to rank + k, take
- *   the minimum with those from rank - k; after ceil(log2 n) rounds every
- *   rank has seen every rank's (the minimum does not mind seeing one twice).
- * (The set-up run as a fiber: hier_comm_setup.c.) */
+/* hier_comm_xchg.c: the set-up's exchanges (hier_comm_xchg.h). Called by a blocking call, they are the glue's
+ * blocking collectives; inside a set-up run as a fiber (a communicator's first call was nonblocking:
+ * hier_comm_setup.c, hier_comm_req.c) each is rounds of point-to-point posted through the glue and tested, the
+ * fiber yielding between looks (docs/design.md, "Nonblocking and persistent calls"). */
 #include "comm/hier_comm_xchg.h"
 
 #include <stdlib.h>
@@ -38,6 +27,8 @@ static int hier_xchg_round(hier_comm_t *c, int to, const void *sbuf, size_t slen
     }
 }
 
+/* Fibered, Bruck's: in round k = 1, 2, 4, ... send the blocks gathered so far (the first min(k, n - k)) to
+ * rank - k and receive as many from rank + k after them; at the end block i is rank (me + i)'s. */
 int hier_xchg_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t len)
 {
     if (!hier_xchg_fibered(c)) return c->ops.allgather(sbuf, rbuf, len, c->ops.arg);
@@ -56,6 +47,8 @@ int hier_xchg_allgather(hier_comm_t *c, const void *sbuf, void *rbuf, size_t len
     return rc;
 }
 
+/* Fibered, dissemination: in round k send the values to rank + k and take the minimum with those from
+ * rank - k; after ceil(log2 n) rounds every rank has seen every rank's (seeing one twice does no harm). */
 int hier_xchg_agree(hier_comm_t *c, int *values, int n)
 {
     if (!hier_xchg_fibered(c)) return c->ops.agree(values, n, c->ops.arg);

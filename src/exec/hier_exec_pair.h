@@ -1,11 +1,7 @@
-/* hier_exec_pair.h: the three collectives between two nodes of one rank
- * each, as one message each way from the caller's buffers
- * (hier_net_exec_swap): with one rank per node the node level has nothing
- * to fold or share, so its segment, barriers and copies are left out. The
- * results are the schedules' bit for bit: between two participants every
- * element is folded once, the peer's operand into a copy of this rank's by
- * the kernel's acc, as hier_sched_net.c's steps fold it (test_pair checks
- * both). docs/design.md, *Two nodes of one rank each*. */
+/* hier_exec_pair.h: the three collectives between two nodes of one rank each, as one message each way from the
+ * caller's buffers (hier_net_exec_swap), without the node level's segment, barriers and copies. The results are
+ * the schedules' bit for bit: the peer's operand is folded into a copy of this rank's by the kernel's acc, as
+ * hier_sched_net.c's steps fold it (docs/design.md, "Between nodes": Two nodes of one rank each). */
 #ifndef HIER_EXEC_PAIR_H
 #define HIER_EXEC_PAIR_H
 
@@ -15,9 +11,8 @@
 /* The label of the pair's messages: recursive doubling's first round's. */
 #define HIER_EXEC_PAIR_TAG 1u
 
-/* `me` is 0 or 1, this rank's participant index and communicator rank; x
- * is set for the communicator's transport, its signature the call's. In
- * place: sbuf NULL. */
+/* `me` is 0 or 1, this rank's participant index and communicator rank; x is set for the communicator's
+ * transport, its signature the call's. In place: sbuf NULL. */
 hier_status_t hier_exec_pair_allreduce(hier_net_exec_t *x, int me, const void *sbuf, void *rbuf, size_t count,
                                        size_t esize, hier_reduce_kernel_t kernel);
 hier_status_t hier_exec_pair_allgather(hier_net_exec_t *x, int me, const void *sbuf, void *rbuf, size_t block);

@@ -1,14 +1,12 @@
-/* hier_stage.c: collectives on device buffers, staged through host memory
- * in a pipeline the CPU never touches device memory in: chunks copied into
- * host mirrors by the backend, the host collective (the caller's run_chunk)
- * on each, the result copied back; chunk k in host buffer k % 3
- * (docs/design.md, "Device (accelerator) buffers"):
- * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that
- *    buffer is done;
+/* hier_stage.c: collectives on device buffers, staged through host memory in a pipeline the CPU never touches
+ * device memory in: chunks copied into host mirrors by the backend, the host collective (the caller's
+ * run_chunk) on each, the result copied back; chunk k in host buffer k % 3 (docs/design.md, "Device
+ * (accelerator) buffers"):
+ * 1. start copying chunk k + 1 in, once chunk k - 2's copy out of that buffer is done;
  * 2. wait for chunk k's copy in; 3. run the host collective on chunk k;
- * 4. start copying chunk k's result out; 5. at the end, wait for every
- *    copy out. A failed copy does not stop the sequence (the other ranks
- *    run it too): the call returns the first error once it is over. */
+ * 4. start copying chunk k's result out; 5. at the end, wait for every copy out.
+ * A failed copy does not stop the sequence (the other ranks run it too): the call returns the first error once
+ * it is over. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,15 +1,12 @@
-/* hier_model.c: the discrete-event simulation behind hier_model_predict.
+/* hier_model.c: the discrete-event simulation behind hier_model_predict (docs/model.md, "What it is").
  *
- * Every rank has threads of time: its main one (copies, reductions,
- * barriers: the steps outside a chunk's network run) and one per network
- * run in flight (sends and receives of a chunk; depth D of them). The main
- * thread takes the run's plan (exec/hier_plan.h), the same iterator.
- * The thread with the earliest clock moves next (a heap), so NICs serve
- * shares in the order they were posted. A chunk's steps are built when its
- * rank reaches it and compacted: runs of local steps become one piece of
- * work, consecutive messages to one peer under one tag one message, so a
- * thousand-node ring fits in memory. After max_chunks chunks the rest are
- * extrapolated from the last chunk's increment (the pipeline's steady state). */
+ * Every rank has threads of time: its main one (copies, reductions, barriers: the steps outside a chunk's
+ * network run), which takes the run's plan (exec/hier_plan.h, the same iterator), and one per network run in
+ * flight (sends and receives of a chunk; depth D of them). The thread with the earliest clock moves next (a
+ * heap), so NICs serve shares in the order they were posted. A chunk's steps are built when its rank reaches it
+ * and compacted (runs of local steps one piece of work, consecutive messages to one peer under one tag one
+ * message), so a thousand-node ring fits in memory. After max_chunks chunks the rest are extrapolated from the
+ * last chunk's increment (the pipeline's steady state). */
 #include "model/hier_model.h"
 
 #include <math.h>

@@ -1,19 +1,9 @@
-/* hier_model.h: predicted time of a collective on N nodes x P ranks x R
- * rails, from the schedules production runs (issue 13's cost model).
- *
- * The communicator's own decisions make the call: the selection table
- * (hier_select), the pieces, the chunk (hier_select_chunk), the NIC
- * plan (hier_nic_assign); the builders (hier_sched_build) then give every
- * rank its steps, chunk by chunk, and a discrete-event simulation times
- * them on a machine description: copies and reductions at a core's rate
- * (shared by the node's ranks when they outnumber its memory bandwidth),
- * node barriers, and each message's shares on the NICs of both ends (a
- * NIC sends and receives one share at a time at the rail's rate, after
- * the link's latency). The executor's overlap is kept: chunk k's network
- * run is in flight while chunk k+1 copies in (hier_run.c). Not modelled:
- * the channels' credit (rings are taken as deep enough), the provider's
- * progress (a receive is served as soon as the bytes are there) and the
- * low-latency one-node paths (between nodes every call takes a schedule). */
+/* hier_model.h: predicted time of a collective on N nodes x P ranks x R rails, from the schedules production
+ * runs (docs/model.md, "What it is"). The communicator's own decisions make the call (hier_select, the
+ * pieces, hier_select_chunk, hier_nic_assign), the builders give every rank its steps, and a discrete-event
+ * simulation (hier_model.c) times them on a machine description, keeping the executor's overlap of chunk k's
+ * network run with chunk k+1's copy in. Not modelled: the channels' credit (rings are taken as deep enough)
+ * and the provider's progress (a receive is served as soon as its bytes are there). */
 #ifndef HIER_MODEL_H
 #define HIER_MODEL_H
 

@@ -1,13 +1,9 @@
-/* hier_chan.h: a message stream between two processes over libfabric, both
- * ways, with credit flow control, shared by every communicator (mailbox)
- * the two have in common (docs/design.md, "Between nodes", channels).
- * Message k goes into the receiver's slot k % slots by fi_writedata; the
- * sender has at most `slots` messages not yet released, credits coming back
- * in the other way's headers or in a word the sender registered.
- * Immediate (32 bits, all EFA carries): bit 31 credit return, bit 30
- * direct write, bits 29..14 channel id (the landing end's: each end picks
- * its own and tells the other), bits 13..0 message number (or direct-write
- * tag) modulo 2^14. */
+/* hier_chan.h: a message stream between two processes over libfabric, both ways, with credit flow control, shared
+ * by every communicator (mailbox) the two have in common (docs/design.md, "Between nodes": Channels). Message k
+ * goes into the receiver's slot k % slots by fi_writedata; the sender has at most `slots` messages not yet
+ * released, credit coming back in the other way's headers or in a word the sender registered. Immediate data
+ * (32 bits, all EFA carries): bit 31 credit return, bit 30 direct write, bits 29..14 channel id (the landing
+ * end's, told to the other), bits 13..0 message number (or direct-write tag) modulo 2^14. */
 #ifndef HIER_CHAN_H
 #define HIER_CHAN_H
 
@@ -27,8 +23,7 @@
 
 typedef struct hier_chan hier_chan_t;
 
-/* What the other side needs: the ring (when it sends to us) and the credit
- * word (when we send to it). */
+/* What the other side needs: the ring (when it sends to us) and the credit word (when we send to it). */
 typedef struct {
     hier_fabric_rkey_t ring;
     hier_fabric_rkey_t credit;
@@ -37,86 +32,66 @@ typedef struct {
     uint64_t slots;      /* a writer computes offsets from its own */
 } hier_chan_info_t;
 
-/* A channel end with `slots` (2 .. HIER_CHAN_MAX_SLOTS) slots of
- * `slot_bytes` payload each, both ways ready once connected.
- * HIER_ERR_NO_MEMORY also when the process has HIER_CHAN_MAX_ID + 1 open. */
+/* A channel end with `slots` (2 .. HIER_CHAN_MAX_SLOTS) slots of `slot_bytes` payload each, ready both ways once
+ * connected. HIER_ERR_NO_MEMORY also when the process has HIER_CHAN_MAX_ID + 1 open. */
 hier_status_t hier_chan_open(hier_fabric_t *fab, size_t slots, size_t slot_bytes, hier_chan_t **ch_p);
 void hier_chan_close(hier_chan_t *ch);
 void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
 /* HIER_ERR_INVALID_ARG when the peer's ring is shaped differently. */
 hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
 
-/* Send len <= slot_bytes bytes to the peer's mailbox, labelled tag, without
- * waiting: *sent_p = 0 when every slot is in use (or the provider has no
- * room). From `mr`, registered memory that holds the data, it goes to the
- * wire in place (NULL: copied): the provider reads it until
- * hier_chan_sent_done(ch, *msg_p), so it must not change before. sig: the
- * call it belongs to (the receiver checks). Without
- * gathering writes (iov_limit 1) the data is copied anyway. */
+/* Send len <= slot_bytes bytes to the peer's mailbox, labelled tag and signed sig (the receiver checks), without
+ * waiting: *sent_p = 0 when every slot is in use or the provider has no room. From `mr` (registered memory holding
+ * the data; NULL: copied) it goes out in place unless the provider cannot gather (iov_limit 1), and must not
+ * change until hier_chan_sent_done(ch, *msg_p). */
 hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                       hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
 hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                  int *sent_p);
-/* Whether message `msg` (from hier_chan_try_send_from) completed here: its
- * source may be reused. */
+/* Whether message `msg` (from hier_chan_try_send_from) completed here: its source may be reused. */
 int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
 size_t hier_chan_slot_bytes(const hier_chan_t *ch);
-/* The segments a message of len bytes is cut into (the last may be
- * shorter): whole slots, or, where the channel has several lanes (rails)
- * and the message is half a slot or more, a share of it per lane
- * (HIER_CHAN_STRIPE_MIN at least), so even a message of one slot leaves on
- * every rail at once. The same at both ends. */
+/* The segments a message of len bytes is cut into, the same at both ends (the last may be shorter): whole slots,
+ * or, on several lanes and from half a slot, a share per lane (HIER_CHAN_STRIPE_MIN at least). */
 #define HIER_CHAN_STRIPE_MIN 16384
 size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
 
 /* The next message of `mailbox` if it is there (*got_p = 1), without waiting. */
 hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p);
-/* Done with a message: its slot may be rewritten once every older one is
- * released too. Credit goes back in the header of our next message to the
- * peer, or, once half the slots are released without one, by a write of its
- * own. */
+/* Done with a message: its slot may be rewritten once every older one is released too. Credit goes back in our
+ * next message's header or, once half the slots are released without one, by a write of its own. */
 hier_status_t hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg);
 /* Credit returns written on their own (not carried by a message). */
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
 /* Messages moved aside so far (found before the one asked for). */
 uint64_t hier_chan_set_aside(const hier_chan_t *ch);
 
-/* A write straight into memory the peer registered (its rkey, offset off),
- * outside the ring and its credits, tagged (tag < HIER_CHAN_MAX_TAGS): the
- * peer's end counts it under its tag (hier_chan_direct_counts); what lands
- * where is the two ends' agreement. Writes may complete at the peer in any
- * order (EFA), hence tags. src lies in `mr` and is read until
- * hier_chan_direct_pending drops to 0. len <= hier_fabric_max_msg.
- * *posted_p = 0 when the provider has no room: progress and try again. */
+/* A write straight into memory the peer registered (rkey, offset off; where is the two ends' agreement), outside
+ * the ring and its credits, tagged (tag < HIER_CHAN_MAX_TAGS): writes may land in any order, and the peer counts
+ * them by tag (hier_chan_direct_counts). src lies in `mr`, read until hier_chan_direct_pending drops to 0; len <=
+ * hier_fabric_max_msg. *posted_p = 0 when the provider has no room: progress and try again. */
 hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_t len, hier_fabric_mr_t *mr,
                                          hier_fabric_rkey_t rkey, uint64_t off, uint32_t tag, int *posted_p);
-/* Where this end counts the peer's direct writes: counts[tag]++ for tags
- * below n (the array stays the caller's). */
+/* Where this end counts the peer's direct writes: counts[tag]++ for tags below n (the array stays the caller's). */
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n);
-/* counts[tag] of an array given to hier_chan_direct_counts, read under the
- * transport lock (any thread's progress may be counting into it). */
+/* counts[tag] of an array given to hier_chan_direct_counts, read under the transport lock (progress counts). */
 uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
-/* One turn of a loop waiting on the network (every wait for the fabric uses
- * it): polls the endpoint; past `spin` turns yields the CPU and runs
- * `progress` (Open MPI's; may be NULL); HIER_ERR_TIMEOUT, logged with
- * `what`, once nothing happened for coll_hier_timeout (*still_since starts
- * at 0: the caller resets it to 0 whenever something moved). */
+/* One turn of every loop waiting on the network: polls the endpoint; past `spin` turns yields the CPU and runs
+ * `progress` (Open MPI's; may be NULL). HIER_ERR_TIMEOUT, logged with `what`, once nothing happened for
+ * coll_hier_timeout (*still_since starts at 0; the caller resets it to 0 whenever something moved). */
 hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                   uint64_t *still_since, const char *what);
 /* Log the channel's counters (a wait that timed out says where it stood). */
 void hier_chan_report(const hier_chan_t *ch, const char *why);
-/* HIER_OK, or the error of a write of ours that failed on this channel
- * (every later operation on it returns that error too). */
+/* HIER_OK, or the error of a write of ours that failed on this channel (every later operation returns it too). */
 hier_status_t hier_chan_status(const hier_chan_t *ch);
 /* Direct writes of ours not yet completed. */
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 
-/* Poll until no channel of `fab` has a direct write in flight (2 s at most:
- * a vanished peer completes nothing), before memory they read goes. */
+/* Poll until no channel of `fab` has a direct write in flight (2 s at most), before the memory they read goes. */
 void hier_chan_quiesce_direct(hier_fabric_t *fab);
 
-/* Where control messages go (net/hier_peers.c connects channels with them);
- * called under the transport lock from progress. */
+/* Where control messages go (hier_peers.c connects with them); called under the transport lock from progress. */
 typedef void (*hier_chan_ctl_fn_t)(hier_fabric_t *fab, const void *msg, size_t len);
 void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn);
 

@@ -1,17 +1,10 @@
-/* hier_dev_mr.h: NIC registrations of device allocations, kept while they
- * are used (internal).
- *
- * Peer-direct transfers need the whole allocation a buffer lies in
- * registered with its iface and device. Registering costs a system call and
- * pins pages (on EFA, microseconds to milliseconds), and a training loop
- * hands the same buffers to every call: registrations of allocations with an
- * id (never reused by the runtime: CUDA's buffer id) are kept in a small
- * cache, least recently used out, and bounded to HIER_DEV_MR_CACHE of them.
- * An allocation without an id is registered for the call only. A dropped
- * registration waits first for the direct writes still in flight (2 s at
- * most). Under the transport lock (hier_lock.h), and an entry in use by
- * a call (another thread's, under MPI_THREAD_MULTIPLE) is never evicted: with
- * every entry in use, the newcomer is registered for the call only. */
+/* hier_dev_mr.h: NIC registrations of device allocations, kept while they are used (internal; docs/design.md,
+ * "Device (accelerator) buffers": Peer direct). Peer direct needs the whole allocation a buffer lies in registered
+ * with its iface and device, which costs a system call and pinned pages, and a training loop hands the same
+ * buffers to every call: registrations of allocations with an id (never reused: CUDA's buffer id) are kept, least
+ * recently used out, HIER_DEV_MR_CACHE at most. An entry in use by a call is never evicted; an allocation without
+ * an id, or met while every entry is in use, is registered for the call only. A dropped registration first waits
+ * for the direct writes in flight (2 s at most). Under the transport lock (hier_lock.h). */
 #ifndef HIER_DEV_MR_H
 #define HIER_DEV_MR_H
 

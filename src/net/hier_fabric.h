@@ -1,18 +1,9 @@
-/* hier_fabric.h: the inter-node transport over libfabric (FI_EP_RDM).
- *
- * One endpoint per NIC the process drives (its rails: hier_nic.h says which
- * of the node's NICs, nearest first and balanced), shared by every
- * communicator. A peer is reached through lanes, each a rail of ours paired
- * with one of its rails (the same NIC index where both drive it: rail i of
- * one node meets rail i of another); registrations hold one key per rail. Data moves by RMA
- * write into memory the target registered, with 32 bits of remote CQ data
- * (fi_writedata) telling the target what arrived: a local write completion
- * never means the data is in the target's memory (tcp;ofi_rxm), the remote
- * CQ entry does. The module honours what the provider grants: with
- * FI_MR_VIRT_ADDR the remote address is the target's pointer, otherwise an
- * offset into the region; keys come from fi_mr_key (FI_MR_PROV_KEY) or from
- * a process-wide counter; FI_MR_LOCAL buffers pass their descriptor;
- * FI_MR_ENDPOINT regions are bound to the endpoint. Progress is manual: the
+/* hier_fabric.h: the inter-node transport over libfabric (FI_EP_RDM) (docs/design.md, "Between nodes":
+ * Endpoint, Rails). One endpoint per NIC the process drives (its rails, hier_nic.h), shared by every
+ * communicator; a peer is reached through lanes (rail i of one node with rail i of another), and registrations
+ * hold one key per rail. Data moves by RMA write with 32 bits of remote CQ data (fi_writedata): only the
+ * target's remote CQ entry means the data is in its memory, never a local write completion. The mr_mode bits
+ * the provider grants are honoured (offsets or pointers, keys, descriptors, binding). Progress is manual: the
  * target must poll (hier_fabric_poll) for data to land. */
 #ifndef HIER_FABRIC_H
 #define HIER_FABRIC_H

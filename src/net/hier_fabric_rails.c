@@ -1,20 +1,12 @@
-/* hier_fabric_rails.c: the NICs a process drives (its rails), and how it
- * reaches each peer through them (lanes).
- *
- * Opening the rails:
- * 1. the node's NICs: every domain the provider offers (one fi_info each,
- *    first of its name, same address format as the first) that passes the
- *    user's list (without one: all but loopback and docker*, unless nothing
- *    else, and then (1b) not the management link that carries the default
- *    route nor NICs slower than the fastest), in the order of their names
- *    (numbers compared as numbers): the same order on every node, so NIC i
- *    is rail i everywhere;
- * 2. where each is: its PCI bus id (fi_info's nic, as EFA gives; for tcp the
- *    interface's device in sysfs) located by hwloc, or unknown;
- * 3. the node's plan (hier_nic_assign), the same on every rank: this rank's
- *    NICs, nearest first and balanced; logged by the node's first rank;
- * 4. an endpoint per NIC: fabric, domain, completion queue, address vector,
- *    endpoint, bound and enabled. */
+/* hier_fabric_rails.c: the NICs a process drives (its rails), and how it reaches each peer through them
+ * (lanes) (docs/design.md, "Several NICs per node"). Opening the rails:
+ * 1. the node's NICs: every domain the provider offers that passes the user's list (without one, 1b: the NICs
+ *    meant for data), in name order (numbers compared as numbers), so NIC i is rail i on every node;
+ * 2. where each is: its PCI bus id (fi_info's nic, or the interface's device in sysfs) located by hwloc, or
+ *    unknown;
+ * 3. the node's plan (hier_nic_assign), the same on every rank: this rank's NICs, nearest first and balanced;
+ *    logged by the node's first rank;
+ * 4. an endpoint per NIC: fabric, domain, completion queue, address vector, endpoint, bound and enabled. */
 #define _GNU_SOURCE /* strverscmp */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>

@@ -1,12 +1,7 @@
-/* hier_fi.h: libfabric (and rdma-core's fork check), loaded when a
- * communicator first needs the network, not when the component loads.
- *
- * Linked, they would pull a dozen libraries (psm2, rdmacm, efa, libnl, ...)
- * into every MPI process, a couple of MiB of its memory, even on one node;
- * and a node without libfabric could not load the component at all (Open MPI
- * then skips it silently). Loaded here, a missing libfabric is a clean
- * fallback of the communicators that span nodes. Everything else of
- * libfabric's API is inline functions through the objects it returns. */
+/* hier_fi.h: libfabric (and rdma-core's fork check), loaded when a communicator first needs the network, not when
+ * the component loads, so a missing libfabric is a clean fallback of the communicators that span nodes
+ * (docs/design.md, "Between nodes": Endpoint). The rest of libfabric's API is inline functions through the objects
+ * it returns. */
 #ifndef HIER_FI_H
 #define HIER_FI_H
 
@@ -14,12 +9,9 @@
 
 #include "base/hier_status.h"
 
-/* The libfabric API version hier asks fi_getinfo for: the oldest whose
- * features it needs (FI_HMEM and fi_mr_attr's iface, 1.10; mr_mode bits,
- * 1.5), never the headers' FI_MAJOR/MINOR_VERSION: a libfabric older than
- * the headers hier was built with (a head node's 2.x, compute nodes' 1.17)
- * answers a newer request with FI_ENOSYS for every provider. Anything newer
- * is used only where hier_fi_runtime_version() says the library has it. */
+/* The libfabric API version hier asks fi_getinfo for: the oldest with what it needs (FI_HMEM, 1.10), never the
+ * headers' (an older library answers a newer request with FI_ENOSYS). Anything newer is used only where
+ * hier_fi_runtime_version() says the library has it. */
 #define HIER_FI_API_VERSION FI_VERSION(1, 10)
 
 typedef struct {
@@ -36,22 +28,18 @@ typedef struct {
 
 extern hier_fi_t hier_fi;
 
-/* Load libfabric.so.1 (and libibverbs.so.1 when present), once; HIER_ERR_NOT_SUPPORTED
- * without libfabric, said once. */
+/* Load libfabric.so.1 (and libibverbs.so.1 when present), once; HIER_ERR_NOT_SUPPORTED without it, said once. */
 hier_status_t hier_fi_load(void);
-/* Whether libfabric was in the process before hier loaded it (or, before
- * hier_fi_load, is in it now): the MPI library's own (Open MPI 5.0 and
- * later link it; their ofi components initialise it at MPI_Init) or the
- * application's. Loads nothing: loading it runs its providers' libraries'
- * constructors (Debian's psm calibrates the CPU's speed by sleeping, 0.2 s),
- * which a thread of hier's, not MPI's, should pay. */
+/* Whether libfabric was in the process before hier loaded it (or, before hier_fi_load, is in it now): the MPI
+ * library's own or the application's. Loads nothing (loading runs its providers' constructors, which a thread of
+ * hier's, not MPI's, should pay). */
 int hier_fi_shared(void);
 /* The loaded libfabric's version (fi_version()); 0 before it is loaded. */
 uint32_t hier_fi_runtime_version(void);
 /* fi_strerror, or a plain text before libfabric is loaded. */
 const char *hier_fi_strerror(int errnum);
-/* A libfabric return code where it enters hier: logged once with the call
- * and the provider (NULL: not known yet), and its status. */
+/* A libfabric return code where it enters hier: logged once with the call and the provider (NULL: not known
+ * yet); its status. */
 hier_status_t hier_fi_fail(const char *prov, const char *call, int ret);
 
 #endif

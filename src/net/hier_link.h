@@ -1,19 +1,10 @@
-/* hier_link.h: what the network executor (exec/hier_net_exec.c) moves a
- * schedule's messages through, whatever carries them -- a transport is a
- * small interface:
- *
- *   hier_link_chan  a libfabric channel (hier_chan.h): RDMA writes into
- *                   the peer's ring, shared by every communicator of a
- *                   process pair;
- *   hier_link_pml   Open MPI's point-to-point (hier_pml.h): one MPI message
- *                   per segment, one link per communicator and peer.
- *
- * A link is a stream of messages both ways with one peer; each message
- * carries its mailbox (which stream of the receiver: a communicator's run),
- * its tag (which message of the schedule) and its call's signature, which
- * the executor checks on arrival. The executor holds links as `void *` and
- * calls them through the ops of the transport its communicator uses now
- * (docs/design.md, Between nodes). */
+/* hier_link.h: what the network executor (exec/hier_net_exec.c) moves a schedule's messages through, whatever
+ * carries them (docs/design.md, "Between nodes": Two transports): hier_link_chan, a libfabric channel
+ * (hier_chan.h) shared by every communicator of a process pair, or hier_link_pml, Open MPI's point-to-point
+ * (hier_pml.h), one link per communicator and peer. A link is a stream of messages both ways with one peer; each
+ * message carries its mailbox (which stream of the receiver: a communicator's run), its tag (which message of the
+ * schedule) and its call's signature, which the executor checks on arrival. The executor holds links as `void *`
+ * and calls them through the ops of the transport its communicator uses now. */
 #ifndef HIER_LINK_H
 #define HIER_LINK_H
 

@@ -1,10 +1,7 @@
-/* hier_peers.h: the processes this one talks to over the network, and the
- * one channel it has with each, shared by every communicator that reaches
- * that process. Addresses are exchanged once per process pair at a
- * set-up; channels are connected on first use by a REQUEST/ACCEPT
- * handshake outside any collective, so each pair ends with exactly one
- * channel however many start talking at once (docs/design.md, "Between
- * nodes": *Peers*). */
+/* hier_peers.h: the processes this one talks to over the network, and the one channel it has with each, shared
+ * by every communicator that reaches that process. Addresses are exchanged once per process pair at a set-up;
+ * channels connect on first use by a REQUEST/ACCEPT handshake outside any collective, so each pair ends with
+ * exactly one channel (docs/design.md, "Between nodes": Peers). */
 #ifndef HIER_PEERS_H
 #define HIER_PEERS_H
 
@@ -15,9 +12,8 @@
 
 typedef struct hier_peer hier_peer_t;
 
-/* This process's identity (unique in the job, the same for every
- * communicator), and the ring shape of the channels it opens. Before any
- * peer is connected; again with the same values is a no-op. */
+/* This process's identity (unique in the job) and the ring shape of the channels it opens: before any peer is
+ * connected; again with the same values is a no-op. */
 void hier_peers_configure(uint64_t self, size_t slots, size_t slot_bytes);
 /* The entry of process `proc`, made when absent; NULL without memory. */
 hier_peer_t *hier_peers_get(uint64_t proc);
@@ -27,12 +23,10 @@ int hier_peer_known(const hier_peer_t *p);
 hier_status_t hier_peer_learn(hier_fabric_t *fab, hier_peer_t *p, const void *addr, size_t len);
 /* Its address in the endpoint's address vector: HIER_OK once known. */
 hier_status_t hier_peer_addr(const hier_peer_t *p, hier_fabric_peer_t *addr_p);
-/* Its channel once connected (*ch_p); until then NULL, and the first call
- * starts connecting (the peer's address must be known). Never waits. An
- * error when the connection cannot be made. */
+/* Its channel once connected (*ch_p), else NULL and the first call starts connecting (its address must be known);
+ * never waits. An error when the connection cannot be made. */
 hier_status_t hier_peer_chan(hier_fabric_t *fab, hier_peer_t *p, hier_chan_t **ch_p);
-/* Its channel when connected, NULL otherwise; starts nothing (a receiver:
- * the sender connects). */
+/* Its channel when connected, NULL otherwise; starts nothing (a receiver: the sender connects). */
 hier_chan_t *hier_peer_connected(hier_peer_t *p);
 /* Peers known and channels connected so far. */
 void hier_peers_count(size_t *known_p, size_t *connected_p);

@@ -1,19 +1,11 @@
-/* hier_sched.h: the vocabulary of schedules (types only).
+/* hier_sched.h: the vocabulary of schedules (types only; docs/design.md, "The tree").
  *
- * A builder is a pure function: given the collective's shape and one chunk
- * index it emits the steps one rank performs for that chunk (copy, reduce,
- * barrier, network send and receive). An executor runs them: over the
- * shared-memory segment and libfabric channels in production, over plain
- * memory in the test simulators, which is how Criterion sweeps nodes x ranks
- * x counts without processes.
- *
- * Buffers are named, not pointed at: the user's send and receive buffers and
- * each local rank's slot. A slot holds two or more pipeline buffers of
- * chunk_bytes each; consecutive chunks take the next buffer, which is what lets
- * a rank refill its slot after a single barrier (hier_sched_intra.c).
- *
- * Nothing here has a size limit: ranks, peers and tags are 32-bit, and the
- * arrays a shape refers to belong to the caller, sized by its layout. */
+ * A builder is a pure function: given the collective's shape and one chunk index it emits the steps one rank
+ * performs for that chunk (copy, reduce, barrier, network send and receive); an executor runs them over shared
+ * memory and the network, or over plain memory in the test simulators. Buffers are named, not pointed at: the
+ * user's send and receive buffers and each local rank's slot, whose pipeline buffers consecutive chunks take in
+ * turn (hier_sched_intra.c). Nothing has a size limit: ranks, peers and tags are 32-bit, and the arrays a
+ * shape refers to belong to the caller, sized by its layout. */
 #ifndef HIER_SCHED_H
 #define HIER_SCHED_H
 

@@ -1,16 +1,10 @@
-/* hier_sched_hier.c: collectives over several nodes, shared memory inside a
- * node and the network between nodes (the "split rail" of UCC CL/hier).
- *
- * Every chunk is cut into P pieces, P being the fewest local ranks any node
- * has, so every node has an owner for every piece (local index j owns piece
- * j) and nodes with more ranks simply give the extra ones no piece. The
- * owners of piece j on all nodes form one inter-node group: every local rank
- * drives the network at once. Each builder has two node barriers per chunk,
- * so the barrier argument of hier_sched_intra.c holds unchanged; network steps
- * touch only the owner's receive buffer and its own slot region that nobody
- * else reads before the next barrier. Ranks of a node need not be consecutive
- * in the communicator: allgather blocks and reduce_scatter results are placed
- * by communicator rank (args->node_ranks). */
+/* hier_sched_hier.c: collectives over several nodes, shared memory inside a node and the network between nodes
+ * (UCC CL/hier's "split rail"; docs/design.md, "Between nodes": Algorithms). Every chunk is cut into P pieces,
+ * P the fewest local ranks any node has; local index j owns piece j, and the owners of piece j on all nodes form
+ * one inter-node group, so every local rank drives the network at once. Each builder has two node barriers per
+ * chunk, so hier_sched_intra.c's barrier argument holds: network steps touch only the owner's receive buffer and
+ * its own slot region, which nobody else reads before the next barrier. Allgather blocks and reduce_scatter
+ * results are placed by communicator rank (args->node_ranks): a node's ranks need not be consecutive. */
 #include "sched/hier_sched_hier.h"
 
 #include <stdlib.h>

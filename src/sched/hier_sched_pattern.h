@@ -1,15 +1,11 @@
-/* hier_sched_pattern.h: the rank arithmetic of recursive doubling and
- * halving for any number of participants, written once for every schedule
- * that exchanges at distances 1, 2, 4, ... (recursive doubling allreduce and
- * allgather, Rabenseifner) and for the channel set-up that must know whom
- * they talk to.
- *
- * With p2 the largest power of two <= n and rem = n - p2, the first 2 rem
- * participants pair up: each even one ("extra") hands its data to the odd
- * one above it, which stands in for both; the stand-ins, renumbered
- * 0..p2-1 ("virtual ranks"), run the power-of-two exchange; the extras get
- * the result back at the end. Virtual rank v < rem is participant 2v + 1 and
- * speaks for 2v and 2v + 1; v >= rem is participant v + rem, alone. */
+/* hier_sched_pattern.h: the rank arithmetic of recursive doubling and halving for any number of participants,
+ * written once for every schedule that exchanges at distances 1, 2, 4, ... (recursive doubling allreduce and
+ * allgather, Rabenseifner) and for the channel set-up that must know whom they talk to (docs/design.md,
+ * "Between nodes"). With p2 the largest power of two <= n and rem = n - p2, the first 2 rem participants pair
+ * up: each even one ("extra") hands its data to the odd one above it, which stands in for both; the stand-ins,
+ * renumbered 0..p2-1 ("virtual ranks"), run the power-of-two exchange, and the extras get the result back at
+ * the end. Virtual rank v < rem is participant 2v + 1 and speaks for 2v and 2v + 1; v >= rem is participant
+ * v + rem, alone. */
 #ifndef HIER_SCHED_PATTERN_H
 #define HIER_SCHED_PATTERN_H
 

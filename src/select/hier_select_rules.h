@@ -1,21 +1,8 @@
-/* hier_select_rules.h: select/'s rules as data. A rule says when an
- * algorithm serves a call under auto (its conditions and byte bounds); the
- * algorithms themselves (path, schedule, what they cannot do without) are
- * built in. The built-in rules, or a rules file's (coll_hier_rules) for the
- * collectives it names, in one text format (docs/rules.md):
- *
- *   coll-hier-rules 1
- *   machine cpu Intel(R) Xeon(R) Processor
- *   # level  collective  algorithm  when                  from               to
- *   node     allreduce   ll         ll_pays               0                  any
- *   node     allgather   cma        own_cores,cma_pays    allgather_cma_min  any
- *
- * A bound is a size (64K), `any`, or a size parameter's name (its value
- * when the call is chosen). Besides the named conditions, `when` may bound
- * the node's ranks (one node: ppn>=N, ppn<=N) or the nodes (nodes>=N,
- * nodes<=N). A rule may end with chunk=SIZE and, between nodes, depth=N:
- * how its calls are pipelined (hier_select_chunk.h: at most what the
- * pipeline segment, made by the parameters, holds). */
+/* hier_select_rules.h: select/'s rules as data. A rule says when an algorithm serves a call under auto (its
+ * conditions, its byte bounds and, optionally, its chunk and pipeline depth); the algorithms themselves (path,
+ * schedule, what they cannot do without) are built in. The rules are the built-in ones, or a rules file's
+ * (coll_hier_rules) for the collectives it names, in one text format (docs/rules.md; docs/design.md,
+ * "Choosing"). */
 #ifndef HIER_SELECT_RULES_H
 #define HIER_SELECT_RULES_H
 

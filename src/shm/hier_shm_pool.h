@@ -1,19 +1,8 @@
-/* hier_shm_pool.h: segments no communicator uses any more, kept mapped for
- * the next one of the same shape and the same local processes.
- *
- * Frameworks create and free communicators by the hundred (a dup per
- * object, process groups, split storms at start-up); each would otherwise
- * create, size, map and touch a file. A freed communicator's segments go to
- * this process-wide pool instead, keyed by their shape and by the processes
- * that map them, in local rank order (so a rank's control line, barrier count
- * and low-latency sequence stay its own). The local leader of the next
- * communicator with that key offers the segment by name; its peers take it
- * from their own pools. Pools of different processes may differ (budgets,
- * other communicators): a rank that lacks an offered segment says so and the
- * set-up makes a fresh one instead.
- *
- * Every mapped segment, in use or pooled, counts towards one budget
- * (hier_shm_mapped_total); the pool gives back its oldest segments first. */
+/* hier_shm_pool.h: segments no communicator uses any more, kept mapped (process-wide) for the next one of the
+ * same shape and the same local processes, in local rank order (docs/design.md, "A communicator's life"). The
+ * next communicator's leader offers a pooled segment by name and its peers take it from their own pools, which
+ * may differ: a rank that lacks it says so and the set-up makes a fresh one. Every mapped segment, in use or
+ * pooled, counts towards one budget (hier_shm_mapped_total). */
 #ifndef HIER_SHM_POOL_H
 #define HIER_SHM_POOL_H
 
@@ -21,20 +10,18 @@
 
 #include "shm/hier_shm.h"
 
-/* What the pool keeps with a segment for its owner (a registration with
- * the NIC, say), released with it. */
+/* What the pool keeps with a segment for its owner (a NIC registration, say), released with it. */
 typedef struct {
     void *data;
     void (*release)(void *data);
 } hier_shm_pool_user_t;
 
-/* Keep shm for the local processes procs[0 .. nprocs) (their identities, in
- * local rank order); evicts the oldest pooled segments while the process maps
- * more than `budget` bytes. A segment that alone exceeds the budget is detached. */
+/* The pool takes shm and user, for the local processes procs[0 .. nprocs) (identities in local rank order), and
+ * evicts its oldest while the process maps more than `budget` bytes; a segment over the budget alone is detached. */
 void hier_shm_pool_put(hier_shm_t *shm, const uint64_t *procs, int nprocs, hier_shm_pool_user_t user,
                        size_t budget);
-/* The pooled segment of this shape and these processes, named `name` (NULL:
- * any), out of the pool; NULL if none. *user_p gets what was kept with it. */
+/* The pooled segment of this shape and these processes named `name` (NULL: any), taken out of the pool with what
+ * was kept with it (*user_p); NULL if none. */
 hier_shm_t *hier_shm_pool_take(const hier_shm_shape_t *shape, const uint64_t *procs, int nprocs, const char *name,
                                hier_shm_pool_user_t *user_p);
 /* Give pooled segments back, oldest first, until at most `budget` bytes are mapped. */

@@ -1,22 +1,12 @@
-/* hier_shm_wait.c: how a rank waits for its node's peers (barriers, flags),
- * and what it checks while it waits.
- *
- * A wait spins briefly (the peer is usually running on another core), then
- * yields so an oversubscribed peer gets the CPU, driving the caller's
- * progress engine; where the writer wakes sleepers (barrier phases) and
- * ranks outnumber cores, it sleeps after a few yields instead. Now and then
- * it looks at the peer it waits for (hier_shm_wait_check):
- * 1. has it left the communicator's calls (it saw an error it cannot wait
- *    out)? Then stop with its reason;
- * 2. is its process gone without writing what we wait for? Then stop: it
- *    died;
- * 3. is it in the same call, by signature? A peer in another call, or one
- *    that ran ahead, will never write what we wait for: a mismatch;
- * 4. has the wait stood still for coll_hier_timeout while the peer is in
- *    my call? Then say where every rank is, and stop. (A peer that has not
- *    reached the call yet is late, not stuck: its clock does not run.)
- * Nothing of this is on the fast path: a wait that is served within the
- * spin never looks. */
+/* hier_shm_wait.c: how a rank waits for its node's peers (barriers, flags), and what it checks while it waits
+ * (docs/design.md, "Inside a node"). A wait spins, then yields driving the caller's progress (where the writer
+ * wakes sleepers and ranks outnumber cores, it sleeps after a few yields); now and then it looks at the peer it
+ * waits for (hier_shm_wait_check), never within the spin:
+ * 1. has it left the communicator's calls? Then stop with its reason;
+ * 2. is its process gone without writing what we wait for? Then stop: it died;
+ * 3. is it in another call, or ahead, by signature? It will never write what we wait for: a mismatch;
+ * 4. has the wait stood still for coll_hier_timeout while the peer is in my call? Then say where every rank
+ *    is, and stop (a peer that has not reached the call is late, not stuck: its clock does not run). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>

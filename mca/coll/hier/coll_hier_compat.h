@@ -1,25 +1,11 @@
-/* coll_hier_compat.h: the differences between the Open MPI lines hier builds
- * against, in one place. The same sources compile against each line's
- * headers; configure finds which one (OMPI_MAJOR_VERSION, from
- * ompi_config.h), and only what differs by name is mapped here.
+/* coll_hier_compat.h: the differences between the Open MPI lines hier builds against (4.1, 5.0, 6.0), in one
+ * place (docs/design.md, "The tree"). The same sources compile against each line's headers; configure finds
+ * which one (OMPI_MAJOR_VERSION, from ompi_config.h), and only what differs by name is mapped here: the coll
+ * API's component type and version, the communicator id, the component's DECLSPEC, whether Open MPI's
+ * accelerator framework is there, and whether the module installs its own functions (6.0).
  *
- *   4.1: coll framework API 2.0.0, module 2.3.0; communicator ids by
- *        ompi_comm_get_cid(); device memory only through hier's own backends.
- *   5.0: coll API 2.4.0 (component and module; 5.0's selection takes no
- *        other); ompi_comm_get_local_cid(); a component's symbol is
- *        OMPI_DECLSPEC (no OMPI_MODULE_DECLSPEC); the accelerator framework
- *        (opal_accelerator.check_addr) can tell device memory of runtimes
- *        hier has no backend for.
- *   6.0: coll API 3.0.0; size_t counts, and reduce_scatter's counts an
- *        ompi_count_array_t (int or size_t, MPI_Reduce_scatter_c); the
- *        framework no longer copies a module's functions into the
- *        communicator: enable saves what it replaces (MCA_COLL_SAVE_API)
- *        and installs its own (MCA_COLL_INSTALL_API), disable puts them
- *        back.
- *
- * Counts: mca_coll_hier_count_t is the line's count type (int, size_t);
- * products of counts are computed in size_t, and a count handed back to
- * Open MPI must fit MCA_COLL_HIER_COUNT_MAX. */
+ * Counts: mca_coll_hier_count_t is the line's count type (int, size_t); products of counts are computed in
+ * size_t, and a count handed back to Open MPI must fit MCA_COLL_HIER_COUNT_MAX. */
 #ifndef MCA_COLL_HIER_COMPAT_H
 #define MCA_COLL_HIER_COMPAT_H
 

@@ -1,15 +1,12 @@
-/* coll_hier_nb.c: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter(_block)
- * arguments to the core's requests (hier_comm.h), and their MPI requests.
+/* coll_hier_nb.c: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter(_block) arguments to the core's requests
+ * (hier_comm.h), and their MPI requests (docs/design.md, "Nonblocking and persistent calls").
  *
- * An MPI request of hier holds the core's request, and what must live as
- * long as it: the communicator (retained: MPI lets the application free it
- * while the call is on; Open MPI's MPI_I* entry points retain the
- * operation and datatypes themselves), a user operation's context, and an
- * allgather's contiguous temporaries (packed at the start, unpacked at the
- * end, with its receive type, retained). The core tells the end (mca_coll_hier_nb_done),
- * from MPI_Test/Wait on any of its requests or from Open MPI's progress
- * loop, where hier registers itself at its first nonblocking call.
- * Persistent calls (coll_hier_pc.c) use the same request. */
+ * An MPI request of hier holds the core's request and what must live as long as it: the communicator
+ * (retained: MPI lets the application free it while the call is on; Open MPI's MPI_I* entry points retain the
+ * operation and datatypes themselves), a user operation's context, and an allgather's contiguous temporaries
+ * (packed at the start, unpacked at the end, with its receive type, retained). The core tells the end
+ * (mca_coll_hier_nb_done), from MPI_Test/Wait on any of its requests or from Open MPI's progress loop, where
+ * hier registers itself at its first nonblocking call. Persistent calls (coll_hier_pc.c) use the same request. */
 #include "coll_hier_nb.h"
 
 #include <pthread.h>

@@ -1,15 +1,13 @@
-/* coll_hier_pc.c: persistent collectives (MPI_Allreduce_init,
- * MPI_Allgather_init, MPI_Reduce_scatter_init, MPI_Reduce_scatter_block_init;
- * MPIX_*_init on Open MPI 4.1) as the core's persistent requests.
+/* coll_hier_pc.c: persistent collectives (MPI_Allreduce_init, MPI_Allgather_init, MPI_Reduce_scatter_init,
+ * MPI_Reduce_scatter_block_init; MPIX_*_init on Open MPI 4.1) as the core's persistent requests
+ * (docs/design.md, "Nonblocking and persistent calls").
  *
- * The init is collective (MPI 4.0, 6.13): the core takes the communicator's
- * set-up and what the plan needs there, on every rank alike, whatever this
- * rank's buffers; MPI_Start then queues the plan and never waits for the
- * peers. A start the core cannot serve (its communicator refused since, or
- * still warming up; a call hier never serves) is the previous component's
- * nonblocking call, counted like any fallback, whose end ends ours (on a
- * busy communicator at its turn: hier_req_busy): every start is served or
- * counted, and the request stays ours. */
+ * The init is collective (MPI 4.0, 6.13): the core takes the communicator's set-up and what the plan needs
+ * there, on every rank alike, whatever this rank's buffers; MPI_Start then queues the plan and never waits for
+ * the peers. A start the core cannot serve (its communicator refused since, or still warming up; a call hier
+ * never serves) is the previous component's nonblocking call, counted like any fallback, whose end ends ours
+ * (on a busy communicator at its turn: hier_req_busy): every start is served or counted, and the request
+ * stays ours. */
 #include "coll_hier_nb.h"
 
 /* A start that ends at once with an error. */

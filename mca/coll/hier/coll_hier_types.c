@@ -1,14 +1,11 @@
-/* coll_hier_types.c: MPI datatypes and ops to the core's element types.
- * hier reduces what Open MPI's own reductions reduce: Open MPI maps every
- * predefined datatype it reduces to one element type of its op framework
- * (ompi_op_ddt_map[], OMPI_OP_BASE_TYPE_*) and holds a function for each op
- * defined on it. hier serves an (op, type) pair when Open MPI has that
- * function and hier's kernels have the same element type -- not only the
- * list the standard names: MPI_CHAR, which OSU's osu_allreduce sends, Open
- * MPI reduces as a signed 8-bit integer, and so does hier. The class of an
- * element type decides which ops hier's kernels have (MPI-4.0 section 6.9.2);
- * integer storage is picked by the datatype's size, so MPI_LONG, MPI_INTEGER,
- * MPI_WCHAR or MPI_AINT land on the right width. */
+/* coll_hier_types.c: MPI datatypes and ops to the core's element types (docs/design.md, "Inside a node":
+ * Reduction kernels). hier reduces what Open MPI's own reductions reduce: Open MPI maps every predefined datatype
+ * it reduces to one element type of its op framework (ompi_op_ddt_map[], OMPI_OP_BASE_TYPE_*) and holds a
+ * function for each op defined on it. hier serves an (op, type) pair when Open MPI has that function and hier's
+ * kernels have the same element type -- not only the list the standard names: MPI_CHAR, which OSU's
+ * osu_allreduce sends, Open MPI reduces as a signed 8-bit integer, and so does hier. The class of an element
+ * type decides which ops hier's kernels have (MPI-4.0 section 6.9.2); integer storage is picked by the
+ * datatype's size, so MPI_LONG, MPI_INTEGER, MPI_WCHAR or MPI_AINT land on the right width. */
 #include <wchar.h>
 
 #include "coll_hier.h"
