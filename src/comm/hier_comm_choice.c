@@ -49,7 +49,10 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
 {
     hier_select_shape_t *shape = &c->shape;
     if (!shape->size) *shape = hier_comm_shape(c); /* (made once: only the measurements change it since) */
-    if (c->layout.nnodes == 1) shape->cma = c->node->cma, shape->cma_window = c->node->cma_window;
+    if (c->layout.nnodes == 1) { /* (a set-up run as a fiber may have given them since) */
+        shape->cma = c->node->cma, shape->cma_window = c->node->cma_window;
+        memcpy(shape->ll_top, c->node->ll_top, sizeof(shape->ll_top));
+    }
     if (hier_select_ll_due(shape, coll, bytes)) {
         hier_select_shape_t unmeasured = *shape;
         unmeasured.ll_top[coll] = SIZE_MAX;

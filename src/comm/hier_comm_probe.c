@@ -39,6 +39,7 @@ typedef struct {
     size_t ll_top[HIER_RULE_COLLS];
 } hier_probe_kept_t;
 static hier_probe_kept_t hier_probe_kept[HIER_PROBE_KEPT];
+static const char *const hier_probe_coll_names[HIER_RULE_COLLS] = {"allreduce", "allgather", "reduce_scatter"};
 static pthread_mutex_t hier_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* (the lock held) The slot of this many ranks; make: a new one if none,
@@ -248,6 +249,38 @@ static void hier_probe_ll_keep(int nranks, hier_coll_t coll, size_t top)
     pthread_mutex_unlock(&hier_probe_lock);
 }
 
+/* A kept cut-off as two ints of an agreement (the least wins): whether
+ * this rank keeps one, and it (INT_MAX: any the area holds); and back. */
+static void hier_probe_ll_put(size_t kept, int v[2])
+{
+    v[0] = kept != 0;
+    v[1] = kept == SIZE_MAX || kept > INT_MAX ? INT_MAX : (int)kept;
+}
+
+static size_t hier_probe_ll_get(const int v[2])
+{
+    return v[1] == INT_MAX ? SIZE_MAX : (size_t)v[1];
+}
+
+int hier_probe_ll_tops_kept(hier_comm_t *c, size_t top[HIER_RULE_COLLS])
+{
+    int v[2 * HIER_RULE_COLLS];
+    for (int coll = 0; coll < HIER_RULE_COLLS; coll++)
+        hier_probe_ll_put(hier_probe_ll_find(c->layout.nranks, (hier_coll_t)coll), v + 2 * coll);
+    if (hier_xchg_agree(c, v, 2 * HIER_RULE_COLLS) != 0) return -1;
+    char line[160];
+    int n = 0;
+    for (int coll = 0; coll < HIER_RULE_COLLS; coll++) {
+        if (!v[2 * coll] || top[coll]) continue;
+        top[coll] = hier_probe_ll_get(v + 2 * coll);
+        char upto[32] = "any the area holds";
+        if (top[coll] != SIZE_MAX) snprintf(upto, sizeof(upto), "%zu B", top[coll]);
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s up to %s;", hier_probe_coll_names[coll], upto);
+    }
+    if (n) HIER_LOG(HIER_LOG_COMM, "low latency, the cut-offs the process kept:%s", line);
+    return 0;
+}
+
 /* A probe call's buffers: the largest size's input and result, and a
  * reduce_scatter's counts (its own: the communicator's displacements hold
  * the call the probe runs in). */
@@ -321,14 +354,14 @@ static hier_status_t hier_probe_ll_time(hier_comm_t *c, hier_coll_t coll, hier_s
 
 static void hier_probe_ll_log(hier_coll_t coll, const hier_select_ll_probe_t *p, size_t top)
 {
-    static const char *const colls[HIER_RULE_COLLS] = {"allreduce", "allgather", "reduce_scatter"};
     char line[320], upto[48] = "any the area holds";
     int n = 0;
     for (int i = 0; i < p->n && n < (int)sizeof(line) - 64; i++)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu KiB: %.2f / %.2f us;", p->bytes[i] >> 10,
                       (double)p->t_ll[i] / 1e3, (double)p->t_sched[i] / 1e3);
     if (top != SIZE_MAX) snprintf(upto, sizeof(upto), "%zu B", top);
-    HIER_LOG(HIER_LOG_COMM, "%s low latency: up to %s (low latency / schedule:%s)", colls[coll], upto, line);
+    HIER_LOG(HIER_LOG_COMM, "%s low latency: up to %s (low latency / schedule:%s)", hier_probe_coll_names[coll], upto,
+             line);
 }
 
 static void hier_probe_ll_free(hier_probe_bufs_t *b)
@@ -348,10 +381,11 @@ hier_status_t hier_probe_ll_top(hier_comm_t *c, hier_coll_t coll, size_t *top_p)
 {
     int n = c->layout.nranks;
     size_t kept = hier_probe_ll_find(n, coll), top = HIER_SELECT_LL_PROBE_MIN - 1;
-    int v[2] = {kept != 0, kept == SIZE_MAX || kept > INT_MAX ? INT_MAX : (int)kept};              /* 1 */
+    int v[2];
+    hier_probe_ll_put(kept, v);                                                                       /* 1 */
     if (hier_xchg_agree(c, v, 2) != 0) return HIER_ERR_INTERNAL;
     if (v[0]) {
-        *top_p = v[1] == INT_MAX ? SIZE_MAX : (size_t)v[1];
+        *top_p = hier_probe_ll_get(v);
         return HIER_OK;
     }
     hier_select_ll_probe_t p;

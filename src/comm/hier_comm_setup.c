@@ -388,8 +388,17 @@ hier_status_t hier_comm_setup(hier_comm_t *c, hier_piggyback_t *pb)
 
 /* ---- the set-up without waiting (a first call that is nonblocking) ------------ */
 
-/* The fiber: 1. the set-up; 2. on one node, single copy probed too (a
- * nonblocking call cannot probe it: two agreements, the first so that
+/* Whether the node lacks a low-latency cut-off (the same on every rank: each was agreed). */
+static int hier_setup_ll_unknown(const hier_comm_t *c)
+{
+    for (int coll = 0; coll < HIER_RULE_COLLS; coll++)
+        if (!c->node->ll_top[coll]) return 1;
+    return 0;
+}
+
+/* The fiber: 1. the set-up; on one node, 2. the low-latency cut-offs the
+ * process kept (a nonblocking call measures none), and 3. single copy
+ * probed (a nonblocking call cannot probe it: 2's agreement first, so that
  * every rank's control line is written when the others read it); the
  * communicator stays SETTING until they are over. */
 static void hier_setup_fiber(void *arg)
@@ -397,11 +406,11 @@ static void hier_setup_fiber(void *arg)
     hier_comm_t *c = arg;
     hier_comm_setup(c, NULL);                                                                          /* 1 */
     hier_comm_state_t verdict = c->state;
-    if (verdict != HIER_COMM_READY || c->layout.nnodes > 1 || c->layout.nranks < 2 || c->node->cma >= 0) return;
-    c->state = HIER_COMM_SETTING;                                                                      /* 2 */
-    int v = 1;
-    if (hier_xchg_agree(c, &v, 1) == 0) {
-        v = hier_node_cma_reads(c);
+    if (verdict != HIER_COMM_READY || c->layout.nnodes > 1 || c->layout.nranks < 2) return;
+    if (c->node->cma >= 0 && !hier_setup_ll_unknown(c)) return;
+    c->state = HIER_COMM_SETTING;
+    if (hier_probe_ll_tops_kept(c, c->node->ll_top) == 0 && c->node->cma < 0) {                       /* 2 */
+        int v = hier_node_cma_reads(c);                                                                /* 3 */
         if (hier_xchg_agree(c, &v, 1) == 0 && (v == 0 || hier_probe_cma_window_kept(c, &c->node->cma_window) == 0))
             c->node->cma = v;
     }

@@ -182,6 +182,14 @@ ll_cut_off_measured() {
     done
     ! grep -q "path=fallback" "$1"
 }
+# ...and kept: measured once per rank (the blocking call), taken by a later communicator's set-up for its first call,
+# a request (each rank says so once), every allreduce by low latency
+ll_cut_off_kept() {
+    local t='[0-9.]* / [0-9.]* us;'
+    [ "$(grep -c "allreduce low latency: up to .* (low latency / schedule: 1 KiB: $t" "$1")" = 2 ] &&
+        [ "$(grep -c "low latency, the cut-offs the process kept: allreduce up to " "$1")" = 2 ] &&
+        grep -Eq "^coll:hier:stats coll=allreduce path=shm_ll calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
+}
 # ...where the kernel refuses single copy: said once per rank, never used, the cut-off measured against the segment
 ll_cut_off_no_cma() {
     ll_cut_off_measured "$1" && grep -q "single copy (process_vm_readv) to pid [0-9]* unavailable" "$1" &&
@@ -699,6 +707,9 @@ np2_ll_cut_off_measured             | 2 | local | - | ll_cut_off_measured  | - |
     | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
 np4_ll_cut_off_measured             | 4 | local | - | ll_cut_off_measured  | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
     --mca mpi_yield_when_idle 1 | $B/contrib/hier_bench -c allreduce,allgather,reduce_scatter_block -b 256 -e 16K -n 20 -w 2
+# ...and kept: a later communicator whose first call is a request takes the cut-off the process measured
+np2_ll_cut_off_kept                 | 2 | local | - | ll_cut_off_kept      | - | --mca coll_hier_stats 1 --mca coll_hier_verbose 1 \
+    | $T/test_nonblocking --kept-cut-off
 # ...and where the kernel refuses single copy (ranks not dumpable, no CAP_SYS_PTRACE: as under Yama's
 # ptrace_scope 1): the allgather's cut-off timed against the segment, never single copy, every call served
 np2_ll_cut_off_no_cma               | 2 | local | no_ptrace | ll_cut_off_no_cma | WRAP="setpriv --bounding-set=-sys_ptrace --" \

@@ -25,7 +25,11 @@
  * --mismatch: instead, even ranks start an MPI_Iallreduce where odd ones
  * start an MPI_Iallgather (then a blocking call against a nonblocking one):
  * every rank's wait returns an error, none hangs (the one-line message is
- * run_mpi_tests.sh's to check). */
+ * run_mpi_tests.sh's to check).
+ * --kept-cut-off: instead, a blocking 4 KiB allreduce (the node measures the
+ * low-latency cut-off after it), then a new communicator whose first call is
+ * a 4 KiB MPI_Iallreduce: its set-up takes the cut-off the process kept (the
+ * log line is run_mpi_tests.sh's to check), and both results are right. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +178,33 @@ static int mismatch(void)
     return check_finish("test_nonblocking --mismatch");
 }
 
+static int kept_cut_off(void)
+{
+    enum { N = 512 }; /* (4 KiB of doubles) */
+    MPI_Comm a, b;
+    MPI_Request r;
+    int me;
+    double x[N], y[N];
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_rank(a, &me);
+    for (int i = 0; i < N; i++) x[i] = me + i;
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) {
+            MPI_Allreduce(x, y, N, MPI_DOUBLE, MPI_SUM, a);
+        } else {
+            MPI_Comm_dup(MPI_COMM_WORLD, &b);
+            MPI_Iallreduce(x, y, N, MPI_DOUBLE, MPI_SUM, b, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        for (int i = 0; i < N; i++)
+            CHECK(y[i] == (double)np * (np - 1) / 2 + (double)np * i, "%s allreduce: y[%d] = %g",
+                  k ? "nonblocking" : "blocking", i, y[i]);
+    }
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+    return check_finish("test_nonblocking --kept-cut-off");
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, fb = -1, first_fb = 0;
@@ -182,6 +213,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--expect-fallback") && i + 1 < argc) fb = check_nb_reason_index(argv[++i]);
         else if (!strcmp(argv[i], "--mismatch")) return mismatch();
+        else if (!strcmp(argv[i], "--kept-cut-off")) return MPI_Comm_size(MPI_COMM_WORLD, &np), kept_cut_off();
         else if (!strcmp(argv[i], "--first-falls-back")) first_fb = 1;
         else if (!strcmp(argv[i], "--device")) device = 1;
     }
