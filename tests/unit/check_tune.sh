@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check_tune.sh: hier-tune's one-node rules from given times (no run):
 #  1. a smaller chunk that is 10% faster than the segment's own at a size
-#     gets its rule's chunk=; one 5% faster does not;
+#     it cuts gets its rule's chunk=; one 5% faster, or one the call fits
+#     in (the same steps: noise), does not;
 #  2. the rules written load, and hier-info shows each range's chunk.
 # Exit 0 when all pass, 1 otherwise.
 set -u
@@ -25,11 +26,13 @@ res = {"allreduce": {"rsag": rsag, "flat": {s: 3 * t for s, t in rsag.items()}},
 chunked = {"allreduce": {("rsag", 64 * K): small, ("flat", 64 * K): small},
            "allgather": {("shm", 128 * K): {2 * M: 860.0}}, "reduce_scatter": {}}
 fail = []
-if tune.chunk_for("rsag", 512 * K, 400.0, chunked["allreduce"]) != 64 * K:
+if tune.chunk_for("rsag", 512 * K, 512 * K, 400.0, chunked["allreduce"]) != 64 * K:
     fail.append("a chunk 25% faster not taken")
-if tune.chunk_for("rsag", 2 * M, 1600.0, chunked["allreduce"]):
+if tune.chunk_for("rsag", 512 * K, 64 * K, 400.0, chunked["allreduce"]):
+    fail.append("a chunk taken for a call it does not cut")
+if tune.chunk_for("rsag", 2 * M, 2 * M, 1600.0, chunked["allreduce"]):
     fail.append("a chunk 6% faster taken")
-if tune.chunk_for("rsag", 8, 5.0, chunked["allreduce"]):
+if tune.chunk_for("rsag", 8, 8, 5.0, chunked["allreduce"]):
     fail.append("a chunk taken where none was timed")
 lines = tune.node_rules({2: (res, {}, chunked)}, [2], 8 * M)
 rs = [l for l in lines if l.split()[1:3] == ["allreduce", "rsag"]]
