@@ -41,7 +41,7 @@ hier_status_t hier_comm_reduce_scatter(hier_comm_t *comm, const void *sbuf, void
  * process's requests are progressed; a blocking call on the communicator first sees them over. Each entry returns
  * HIER_OK with *req_p, HIER_ERR_NOT_SUPPORTED when the caller must use its fallback (*path_p: why; nothing
  * touched), or an error; a call that would first wait for its peers (set-up, pipeline segment, single-copy probe,
- * room for longer schedules) falls back, every rank alike: HIER_PATH_FALLBACK_NONBLOCKING. The buffers stay the
+ * memory for longer schedules) falls back, every rank alike: HIER_PATH_FALLBACK_NONBLOCKING. The buffers stay the
  * caller's until the request is over; rcounts and `user` are copied. done(req, st, arg) is called once per end,
  * in the thread that advanced it (maybe before the entry returns). kind HIER_REQ_PERSISTENT (MPI_*_init,
  * collective): the set-up and the plan's collective steps are taken here, on every rank; the request runs at each

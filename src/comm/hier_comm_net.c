@@ -50,30 +50,30 @@ uint32_t hier_net_new_mbox(void)
     return atomic_fetch_add(&hier_net_next_mbox, HIER_RUN_DEPTH_MAX); /* (a mailbox per run in flight) */
 }
 
-hier_status_t hier_net_reserve(int size, hier_net_room_t *room)
+hier_status_t hier_net_reserve(int size, hier_net_reserved_t *reserved)
 {
     size_t n = (size_t)size, most = (size_t)hier_sched_net_max_peers_upto(size); /* (nodes: at most the ranks) */
-    hier_net_room_t r = {.net = calloc(1, sizeof(*r.net)), .peers = calloc(n, sizeof(*r.peers)),
+    hier_net_reserved_t r = {.net = calloc(1, sizeof(*r.net)), .peers = calloc(n, sizeof(*r.peers)),
                          .mboxes = calloc(n, sizeof(*r.mboxes)), .links = calloc(n, sizeof(*r.links)),
                          .link_mem = calloc(most ? most : 1, hier_pml_size()),
                          .talk = malloc((most ? most : 1) * sizeof(*r.talk))};
     if (!r.net || !r.peers || !r.mboxes || !r.links || !r.link_mem || !r.talk) {
-        hier_net_room_free(&r);
+        hier_net_reserved_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
-    *room = r;
+    *reserved = r;
     return HIER_OK;
 }
 
-void hier_net_room_free(hier_net_room_t *room)
+void hier_net_reserved_free(hier_net_reserved_t *reserved)
 {
-    free(room->net);
-    free(room->peers);
-    free(room->mboxes);
-    free(room->links);
-    free(room->link_mem);
-    free(room->talk);
-    *room = (hier_net_room_t){0};
+    free(reserved->net);
+    free(reserved->peers);
+    free(reserved->mboxes);
+    free(reserved->links);
+    free(reserved->link_mem);
+    free(reserved->talk);
+    *reserved = (hier_net_reserved_t){0};
 }
 
 int hier_net_peers_known(const hier_comm_t *c)
@@ -110,14 +110,14 @@ static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
     return HIER_OK;
 }
 
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_room_t *room, int *known_p)
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_reserved_t *reserved, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
-    hier_net_t *net = room->net;
-    *net = (hier_net_t){.talk = room->talk, .links = room->links, .link_mem = room->link_mem, .mbox = mbox,
-                        .peers = room->peers, .mboxes = room->mboxes};
+    hier_net_t *net = reserved->net;
+    *net = (hier_net_t){.talk = reserved->talk, .links = reserved->links, .link_mem = reserved->link_mem, .mbox = mbox,
+                        .peers = reserved->peers, .mboxes = reserved->mboxes};
     c->net = net;
-    *room = (hier_net_room_t){0};
+    *reserved = (hier_net_reserved_t){0};
     *known_p = 1;
     /* ranks of a local index past the fewest any node has own no piece: they never talk */
     net->ntalk = l->me < l->pieces ? (int)hier_sched_net_peers(l->nnodes, l->node, hier_params.net_radix_max,

@@ -15,17 +15,17 @@ typedef struct {
     void **links;
     uint8_t *link_mem;
     int *talk;
-} hier_net_room_t;
-hier_status_t hier_net_reserve(int size, hier_net_room_t *room);
-void hier_net_room_free(hier_net_room_t *room);
+} hier_net_reserved_t;
+hier_status_t hier_net_reserve(int size, hier_net_reserved_t *reserved);
+void hier_net_reserved_free(hier_net_reserved_t *reserved);
 /* Whether this process knows the address of every rank off its node (then hier_net_make over libfabric cannot
  * fail). */
 int hier_net_peers_known(const hier_comm_t *c);
-/* Make it in the room, which it empties: the links to the ranks my schedules talk to over Open MPI's
+/* Make it in the reserved memory, which it empties: the links to the ranks my schedules talk to over Open MPI's
  * point-to-point (which cannot fail) and, with `fabric` (every rank's endpoint open), libfabric's peers, the
  * transport then; *known_p: whether their addresses are known. HIER_ERR_NOT_SUPPORTED without an endpoint;
  * HIER_ERR_NO_MEMORY for a peer never met before (the level stays, over the point-to-point). */
-hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_room_t *room, int *known_p);
+hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_reserved_t *reserved, int *known_p);
 /* Collective, at a call every rank makes alike (HIER_COMM_PML): agree whether every rank's endpoint is open; if
  * so, messages go over libfabric from this call on (addresses exchanged first where lacking), if some rank can have
  * none, over the point-to-point for good. HIER_OK either way (the caller makes it READY and calls

@@ -189,7 +189,7 @@ typedef struct {
     unsigned char tail[]; /* slots, locs, order (at sizeof(hier_node_t): a multiple of a pointer's alignment) */
 } hier_node_block_t;
 
-hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room)
+hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_reserved_t *reserved)
 {
     size_t n = (size_t)nranks;
     /* the steps of any call's chunk, as far as HIER_NODE_STEPS_AHEAD goes: one node, the one-node
@@ -197,7 +197,7 @@ hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_
     size_t steps = spans ? HIER_NODE_STEPS_AHEAD : (size_t)size + 8 <= HIER_NODE_STEPS_AHEAD ? (size_t)size + 8 : 0;
     _Static_assert(sizeof(hier_locality_t) % sizeof(uint32_t) == 0, "order follows locs");
     hier_node_block_t *b = calloc(1, sizeof(*b) + n * (sizeof(uint8_t *) + sizeof(hier_locality_t) + sizeof(uint32_t)));
-    hier_node_room_t r = {.nd = b ? &b->nd : NULL,
+    hier_node_reserved_t r = {.nd = b ? &b->nd : NULL,
                           .groups = malloc(HIER_TOPO_GROUPS_WORDS(nranks) * sizeof(*r.groups)),
                           .steps = steps ? malloc(steps * sizeof(*r.steps)) : NULL,
                           .sendq = steps && spans ? malloc(steps * sizeof(*r.sendq)) : NULL, .cap = steps};
@@ -207,20 +207,20 @@ hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_
         r.order = (uint32_t *)(r.locs + n);
     }
     if (!r.nd || !r.groups || (steps && !r.steps) || (steps && spans && !r.sendq)) {
-        hier_node_room_free(&r);
+        hier_node_reserved_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
-    *room = r;
+    *reserved = r;
     return HIER_OK;
 }
 
-void hier_node_room_free(hier_node_room_t *room)
+void hier_node_reserved_free(hier_node_reserved_t *reserved)
 {
-    free(room->nd); /* (slots, locs and order with it) */
-    free(room->groups);
-    free(room->steps);
-    free(room->sendq);
-    *room = (hier_node_room_t){0};
+    free(reserved->nd); /* (slots, locs and order with it) */
+    free(reserved->groups);
+    free(reserved->steps);
+    free(reserved->sendq);
+    *reserved = (hier_node_reserved_t){0};
 }
 
 /* An array of `cap` elements cut to `n` (n <= cap; kept whole if realloc says no). */
@@ -231,54 +231,55 @@ static void *hier_node_cut(void *p, size_t n, size_t elem)
     return q || !n ? q : p;
 }
 
-/* Room for one chunk of any collective on this layout whose schedule fits
+/* Memory for one chunk of any collective on this layout whose schedule fits
  * HIER_NODE_STEPS_AHEAD, made with the set-up (reserved before its
  * exchange), so a first call needs no agreement of its own for it (between
  * nodes that agreement was about 40 us of a dup + first 8-byte allreduce +
  * free: as much as the rest of the call). The same on every rank: it
  * depends on the layout alone. */
-static void hier_node_room_ahead(const hier_comm_t *c, hier_node_t *nd, hier_node_room_t *room)
+static void hier_node_steps_ahead(const hier_comm_t *c, hier_node_t *nd, hier_node_reserved_t *reserved)
 {
     const hier_layout_t *l = &c->layout;
     hier_sched_args_t layout = {.nranks = l->nranks, .me = l->me, .node = l->node, .nnodes = l->nnodes,
                                 .node_first = l->node_first, .node_ranks = l->node_ranks, .pieces = l->pieces,
                                 .net_radix = hier_params.net_radix_max};
     size_t need = hier_sched_max_steps_within(&layout, HIER_NODE_STEPS_AHEAD);
-    if (need > room->cap || (l->nnodes > 1 && !room->sendq)) need = 0; /* (a room made for one node) */
-    /* (cut where it saves more than half: one node's room is close to its need already) */
-    nd->steps[0] = need && need * 2 >= room->cap ? room->steps : hier_node_cut(room->steps, need, sizeof(hier_step_t));
-    nd->sendq = room->sendq ? hier_node_cut(room->sendq, need, sizeof(hier_net_send_t)) : NULL;
+    if (need > reserved->cap || (l->nnodes > 1 && !reserved->sendq)) need = 0; /* (reserved for one node) */
+    /* (cut where it saves more than half: one node's reservation is close to its need already) */
+    nd->steps[0] = need && need * 2 >= reserved->cap ? reserved->steps
+                                                     : hier_node_cut(reserved->steps, need, sizeof(hier_step_t));
+    nd->sendq = reserved->sendq ? hier_node_cut(reserved->sendq, need, sizeof(hier_net_send_t)) : NULL;
     nd->nqueues = nd->sendq != NULL;
     nd->nsteps = need;
-    room->steps = NULL;
-    room->sendq = NULL;
+    reserved->steps = NULL;
+    reserved->sendq = NULL;
 }
 
 hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t *numa, int crowded,
-                             hier_node_room_t *room)
+                             hier_node_reserved_t *reserved)
 {
     int n = c->layout.nranks;
-    hier_node_t *nd = room->nd;
+    hier_node_t *nd = reserved->nd;
     for (int r = 0; r < n; r++) {
-        room->order[r] = (uint32_t)r;
-        room->slots[r] = hier_shm_slot(o->seg, r);
-        room->locs[r] = (hier_locality_t){.numa = numa[r]};
+        reserved->order[r] = (uint32_t)r;
+        reserved->slots[r] = hier_shm_slot(o->seg, r);
+        reserved->locs[r] = (hier_locality_t){.numa = numa[r]};
     }
-    if (hier_topo_groups_by_numa_in(room->locs, n, room->groups, &nd->groups) != HIER_OK) {
-        hier_node_room_free(room); /* (a NUMA index from a record that makes no sense) */
+    if (hier_topo_groups_by_numa_in(reserved->locs, n, reserved->groups, &nd->groups) != HIER_OK) {
+        hier_node_reserved_free(reserved); /* (a NUMA index from a record that makes no sense) */
         return HIER_ERR_INVALID_ARG;
     }
-    room->groups = NULL;
-    nd->small = (hier_tier_t){.seg = o->seg, .mr = o->mr, .slots = room->slots};
-    nd->order = room->order;
-    hier_node_room_ahead(c, nd, room);
+    reserved->groups = NULL;
+    nd->small = (hier_tier_t){.seg = o->seg, .mr = o->mr, .slots = reserved->slots};
+    nd->order = reserved->order;
+    hier_node_steps_ahead(c, nd, reserved);
     hier_node_wait_policy(c, crowded, &nd->wait);
     if (!o->fresh) hier_shm_sign_reset(o->seg, c->layout.me); /* (a past communicator's: hier_shm_joining) */
     nd->crowded = crowded;
     nd->cma = -1;
     nd->cma_window = HIER_SELECT_WINDOW_ANY;
     nd->recycled = !o->fresh;
-    *room = (hier_node_room_t){0}; /* (locs went with it: the level's block) */
+    *reserved = (hier_node_reserved_t){0}; /* (locs went with it: the level's block) */
     c->node = nd;
     o->seg = NULL; /* (the node level's now) */
     HIER_LOG(HIER_LOG_DEBUG, "node level: %d ranks, segment %s (%s), %d NUMA group(s), %d polls before yielding", n,

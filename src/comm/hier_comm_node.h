@@ -36,13 +36,13 @@ typedef struct {
     hier_step_t *steps;
     hier_net_send_t *sendq;
     size_t cap;              /* steps (and sendq) made */
-} hier_node_room_t;
-hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_room_t *room);
-void hier_node_room_free(hier_node_room_t *room);
-/* Make the node level in the room (which it empties, made or not) around the segment (which it takes), with every
- * local rank's NUMA domain; HIER_ERR_INVALID_ARG only for a NUMA index below -1. */
+} hier_node_reserved_t;
+hier_status_t hier_node_reserve(int nranks, int size, int spans, hier_node_reserved_t *reserved);
+void hier_node_reserved_free(hier_node_reserved_t *reserved);
+/* Make the node level in the reserved memory (which it empties, made or not) around the segment (which it takes),
+ * with every local rank's NUMA domain; HIER_ERR_INVALID_ARG only for a NUMA index below -1. */
 hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *offer, const int32_t *numa, int crowded,
-                             hier_node_room_t *room);
+                             hier_node_reserved_t *reserved);
 /* Whether this process sees its node's `nlocal` ranks outnumber the cores. */
 int hier_node_crowded(const hier_comm_t *c, int nlocal);
 /* Undo hier_node_make: the segment back into the offer, nothing given back. */
@@ -71,13 +71,13 @@ hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n);
 int hier_node_cma(hier_comm_t *c);
 /* Whether this rank reads every peer of its node through the kernel (after the set-up); the caller agrees on it. */
 int hier_node_cma_reads(const hier_comm_t *c);
-/* A run of a schedule over the node set up: args filled in, its tier and room made when first needed (collective
- * steps: with no_wait, HIER_NOT_READY instead, the same on every rank). HIER_ERR_NOT_SUPPORTED: no buffer within
- * the budget carries it. */
+/* A run of a schedule over the node set up: args filled in, its tier and its steps' memory reserved when first
+ * needed (collective steps: with no_wait, HIER_NOT_READY instead, the same on every rank). HIER_ERR_NOT_SUPPORTED:
+ * no buffer within the budget carries it. */
 hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p);
 /* What a request decides when made, with no collective step and making nothing: args' node fields and chunk
  * (HIER_OK), HIER_NOT_READY (a segment it needs is not made) or HIER_ERR_NOT_SUPPORTED, alike on every rank. Its
- * run is prepared (hier_node_prep, no_wait) when it begins, since the running request uses the room. */
+ * run is prepared (hier_node_prep, no_wait) when it begins, since the running request uses the reserved memory. */
 hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args);
 /* A run's end: the status it ended with, checked against the peers' signatures. */
 hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st);

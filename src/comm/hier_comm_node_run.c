@@ -1,5 +1,5 @@
 /* hier_comm_node_run.c: a schedule's run over the node level: the tier
- * (small slots or pipeline segment) and room for its steps, single copy,
+ * (small slots or pipeline segment) and memory for its steps, single copy,
  * the run prepared and its verdict (hier_comm_node.h). */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +45,7 @@ static hier_status_t hier_node_peer_read(void *ctx, hier_ref_t ref, void *dst, s
     return hier_cma_read(peer->pid, peer->input_addr + ref.off, dst, len);
 }
 
-/* Room for a chunk's steps (several nodes: as many sends in the network
+/* Memory for a chunk's steps (several nodes: as many sends in the network
  * executor's queue) and for the next chunk's when there are several: made
  * at set-up for the kinds that fit HIER_NODE_STEPS_AHEAD, grown here for
  * the others. The need depends on the call's shape alone, the same on every
@@ -60,11 +60,11 @@ static unsigned hier_node_ways(const hier_node_t *nd)
     return w;
 }
 
-/* Room for the steps of args run `depth` chunks in flight, made here (this
+/* Memory for the steps of args run `depth` chunks in flight, made here (this
  * rank's memory: 1 if it has it): a step array per chunk hier_run holds at
  * once, min(chunks, depth + 1), and (several nodes) a send queue per run
  * in flight. */
-static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth, size_t *need_p)
+static int hier_node_steps_grow(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth, size_t *need_p)
 {
     hier_node_t *nd = c->node;
     size_t need = hier_sched_max_steps(args), nchunks = hier_sched_nchunks(args);
@@ -100,12 +100,12 @@ static int hier_node_room_grow(hier_comm_t *c, const hier_sched_args_t *args, un
     return ok;
 }
 
-/* Room made when first needed, agreed: every rank has it, or the call
+/* Memory reserved when first needed, agreed: every rank has it, or the call
  * fails on every rank. */
-static hier_status_t hier_node_room(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth)
+static hier_status_t hier_node_steps_reserve(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth)
 {
     size_t need;
-    int ok[4] = {hier_node_room_grow(c, args, depth, &need)};
+    int ok[4] = {hier_node_steps_grow(c, args, depth, &need)};
     if (ok[0] < 0) return HIER_OK;
     hier_status_t st = hier_node_agree(c, ok, 1);
     if (st != HIER_OK || !ok[0]) c->node->nsteps = 0;
@@ -150,8 +150,8 @@ hier_status_t hier_node_fit(hier_comm_t *c, hier_sched_args_t *args)
     return HIER_OK;
 }
 
-/* hier_node_tier and hier_node_room without their collective steps, for a
- * request: room is made here alone (a rank without the memory fails its
+/* hier_node_tier and hier_node_steps_reserve without their collective steps, for a
+ * request: the memory is reserved here alone (a rank without the memory fails its
  * call with the error). HIER_NOT_READY: a call the small slots cannot
  * carry before the segment is made. */
 static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
@@ -161,7 +161,7 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
     hier_status_t st = hier_node_fit(c, args);
     if (st != HIER_OK) return st;
     hier_tier_t *tier = args->chunk_bytes == hier_node_small_for_comm(c) ? &nd->small : &nd->pipe;
-    if (!hier_node_room_grow(c, args, hier_select_call_depth(hier_node_tier_depth(tier), args), &need)) {
+    if (!hier_node_steps_grow(c, args, hier_select_call_depth(hier_node_tier_depth(tier), args), &need)) {
         HIER_ERROR("rank %d: no memory for %zu schedule steps", c->rank, need);
         return HIER_ERR_NO_MEMORY;
     }
@@ -177,7 +177,7 @@ hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wai
     hier_node_args(c, args);
     hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
     unsigned depth = st == HIER_OK ? hier_select_call_depth(hier_node_tier_depth(tier), args) : 1;
-    if (st == HIER_OK && !no_wait) st = hier_node_room(c, args, depth);
+    if (st == HIER_OK && !no_wait) st = hier_node_steps_reserve(c, args, depth);
     if (st != HIER_OK) return st;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
                           .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,

@@ -69,12 +69,12 @@ typedef struct {
     hier_setup_rec_t *all;
     int32_t *node_of, *numa; /* (in all's block) numa: 2 x nlocal, the NICs' after the ranks' */
     size_t *rs_displs;
-    hier_layout_room_t layout;
-    hier_node_room_t node;
-    hier_net_room_t net;
+    hier_layout_reserved_t layout;
+    hier_node_reserved_t node;
+    hier_net_reserved_t net;
     hier_node_offer_t cand[HIER_SETUP_CANDIDATES];
     int ncand;
-} hier_setup_room_t;
+} hier_setup_reserved_t;
 
 static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc)
 {
@@ -96,34 +96,34 @@ static hier_status_t hier_setup_locality(hier_comm_t *c, hier_setup_local_t *loc
     return HIER_OK;
 }
 
-static void hier_setup_room_free(hier_setup_room_t *room, const hier_setup_local_t *loc)
+static void hier_setup_reserved_free(hier_setup_reserved_t *reserved, const hier_setup_local_t *loc)
 {
-    free(room->all); /* (node_of and numa with it) */
-    free(room->rs_displs);
-    hier_layout_room_free(&room->layout);
-    hier_node_room_free(&room->node);
-    hier_net_room_free(&room->net);
+    free(reserved->all); /* (node_of and numa with it) */
+    free(reserved->rs_displs);
+    hier_layout_reserved_free(&reserved->layout);
+    hier_node_reserved_free(&reserved->node);
+    hier_net_reserved_free(&reserved->net);
     hier_node_offer_t none;
-    hier_node_pick(room->cand, room->ncand, 0, loc->procs, loc->nlocal, &none); /* (all back to the pool) */
-    *room = (hier_setup_room_t){0};
+    hier_node_pick(reserved->cand, reserved->ncand, 0, loc->procs, loc->nlocal, &none); /* (all back to the pool) */
+    *reserved = (hier_setup_reserved_t){0};
 }
 
 /* Step 1's memory, as large as anything after the exchange can ask; the
  * records, node_of and numa (2 x nlocal: the NICs' after the ranks') are
  * one block, gone with the set-up. */
-static hier_status_t hier_setup_reserve(hier_comm_t *c, const hier_setup_local_t *loc, hier_setup_room_t *room)
+static hier_status_t hier_setup_reserve(hier_comm_t *c, const hier_setup_local_t *loc, hier_setup_reserved_t *reserved)
 {
     size_t n = (size_t)c->size, nl = (size_t)loc->nlocal;
     int spans = loc->node >= 0;
     _Static_assert(sizeof(hier_setup_rec_t) % sizeof(int32_t) == 0, "node_of follows the records");
-    *room = (hier_setup_room_t){.all = malloc(n * sizeof(*room->all) + (n + 2 * nl) * sizeof(int32_t)),
+    *reserved = (hier_setup_reserved_t){.all = malloc(n * sizeof(*reserved->all) + (n + 2 * nl) * sizeof(int32_t)),
                                 .rs_displs = malloc(n * sizeof(size_t))};
-    if (!room->all || !room->rs_displs) return HIER_ERR_NO_MEMORY;
-    room->node_of = (int32_t *)(room->all + n);
-    room->numa = room->node_of + n;
-    if (hier_layout_reserve(c->size, &room->layout) != HIER_OK ||
-        hier_node_reserve(loc->nlocal, c->size, spans, &room->node) != HIER_OK ||
-        (spans && hier_net_reserve(c->size, &room->net) != HIER_OK))
+    if (!reserved->all || !reserved->rs_displs) return HIER_ERR_NO_MEMORY;
+    reserved->node_of = (int32_t *)(reserved->all + n);
+    reserved->numa = reserved->node_of + n;
+    if (hier_layout_reserve(c->size, &reserved->layout) != HIER_OK ||
+        hier_node_reserve(loc->nlocal, c->size, spans, &reserved->node) != HIER_OK ||
+        (spans && hier_net_reserve(c->size, &reserved->net) != HIER_OK))
         return HIER_ERR_NO_MEMORY;
     return HIER_OK;
 }
@@ -176,9 +176,9 @@ static int hier_setup_all_sure(const hier_comm_t *c, const hier_setup_rec_t *all
 /* The node level, around the segment, with the NUMA domains of the node's
  * ranks; crowded if any of them says so (all of the node decide alike). */
 static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, const hier_setup_rec_t *all,
-                                     hier_setup_room_t *room)
+                                     hier_setup_reserved_t *reserved)
 {
-    int32_t *numa = room->numa, *nic_numa = numa + c->layout.nranks;
+    int32_t *numa = reserved->numa, *nic_numa = numa + c->layout.nranks;
     int crowded = 0;
     for (int i = 0; i < c->layout.nranks; i++) {
         const hier_setup_rec_t *r = &all[c->layout.nnodes > 1 ? hier_layout_rank(&c->layout, c->layout.node, i) : i];
@@ -187,7 +187,7 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
         crowded |= (r->flags & HIER_SETUP_CROWDED) != 0;
     }
     if (c->layout.nnodes > 1) hier_proc_fabric_place(nic_numa, c->layout.nranks, c->layout.me);
-    return hier_node_make(c, offer, numa, crowded, &room->node);
+    return hier_node_make(c, offer, numa, crowded, &reserved->node);
 }
 
 /* Where my endpoint stands: open (or opened now with fabric_warmup 0: the
@@ -204,10 +204,10 @@ static uint32_t hier_setup_fabric_flags(void)
 /* Step 1 for this rank: its record, its offer (leaders) or the segments it
  * sets aside (the others). */
 static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t mbox,
-                            const hier_piggyback_t *pb, hier_setup_room_t *room, hier_node_offer_t *offer,
+                            const hier_piggyback_t *pb, hier_setup_reserved_t *reserved, hier_node_offer_t *offer,
                             hier_setup_rec_t *mine)
 {
-    int short_of = hier_setup_reserve(c, loc, room) != HIER_OK;
+    int short_of = hier_setup_reserve(c, loc, reserved) != HIER_OK;
     *mine = (hier_setup_rec_t){.node = loc->node, .numa = hier_proc_my_numa(loc->me),
                                .nic_numa = hier_proc_nic_numa(loc->me), .digest = hier_params_digest(&hier_params) ^ hier_rules_digest(),
                                .mbox = mbox,
@@ -224,8 +224,8 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
         if (!offer->fresh) hier_shm_joining(offer->seg, loc->me);
     }
     if (!loc->leader && !short_of && !fresh_only)
-        room->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, room->cand, HIER_SETUP_CANDIDATES);
-    for (int k = 0; k < room->ncand; k++) mine->cand[k] = hier_shm_id(room->cand[k].seg);
+        reserved->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, reserved->cand, HIER_SETUP_CANDIDATES);
+    for (int k = 0; k < reserved->ncand; k++) mine->cand[k] = hier_shm_id(reserved->cand[k].seg);
     mine->flags |= sure ? HIER_SETUP_SURE : 0;
     hier_piggyback_pack(pb, &mine->pb);
 }
@@ -250,29 +250,29 @@ static int hier_setup_fabric_never(const hier_comm_t *c, const hier_setup_rec_t 
 /* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
  * failed here). `sure`: every rank's verdict that nothing can. */
 static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, uint32_t mbox,
-                             const hier_setup_rec_t *all, hier_setup_room_t *room, hier_node_offer_t *offer)
+                             const hier_setup_rec_t *all, hier_setup_reserved_t *reserved, hier_node_offer_t *offer)
 {
     const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
     int status = HIER_SETUP_OK, missing = 0, known = 1;
     if (!lead->seg[0]) return HIER_SETUP_SHM;
     if (!loc->leader && sure) { /* (its segment is among those set aside: my record says so) */
-        int found = hier_node_pick(room->cand, room->ncand, lead->seg_id, loc->procs, loc->nlocal, offer);
-        room->ncand = 0;
+        int found = hier_node_pick(reserved->cand, reserved->ncand, lead->seg_id, loc->procs, loc->nlocal, offer);
+        reserved->ncand = 0;
         if (!found) {
             HIER_ERROR("rank %d: the segment its record set aside is gone (a defect)", c->rank);
             return HIER_SETUP_SHM;
         }
     } else if (!loc->leader)
-        hier_node_pick(room->cand, room->ncand, 0, loc->procs, loc->nlocal, offer); /* (back, then by name) */
-    room->ncand = 0;
+        hier_node_pick(reserved->cand, reserved->ncand, 0, loc->procs, loc->nlocal, offer); /* (back, then by name) */
+    reserved->ncand = 0;
     if (!loc->leader && !sure &&
         hier_node_accept(c, lead->seg, (lead->flags & HIER_SETUP_RECYCLED) != 0, loc->procs, loc->nlocal, loc->me,
                          offer, &missing) != HIER_OK)
         return missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
-    if (hier_setup_node(c, offer, all, room) != HIER_OK) return HIER_SETUP_NO_MEMORY;
+    if (hier_setup_node(c, offer, all, reserved) != HIER_OK) return HIER_SETUP_NO_MEMORY;
     if (c->layout.nnodes > 1) {
         int fabric = hier_setup_fabric(c, all);
-        hier_status_t st = hier_net_make(c, mbox, fabric, &room->net, &known);
+        hier_status_t st = hier_net_make(c, mbox, fabric, &reserved->net, &known);
         status = st != HIER_OK || (!fabric && hier_setup_fabric_never(c, all)) ? HIER_SETUP_NET
                  : known                                                        ? HIER_SETUP_OK
                                                                                 : HIER_SETUP_ADDRESSES;
@@ -289,37 +289,38 @@ static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, 
 static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_only, uint32_t mbox,
                           hier_piggyback_t *pb, hier_node_offer_t *offer)
 {
-    hier_setup_room_t room = {0};
+    hier_setup_reserved_t reserved = {0};
     hier_setup_rec_t mine;
     int status = HIER_SETUP_OK, one = 0, sure = 0;
     *offer = (hier_node_offer_t){0};
-    hier_setup_mine(c, loc, fresh_only, mbox, pb, &room, offer, &mine);                             /* 1 */
-    hier_setup_rec_t *all = room.all;
+    hier_setup_mine(c, loc, fresh_only, mbox, pb, &reserved, offer, &mine);                             /* 1 */
+    hier_setup_rec_t *all = reserved.all;
     if (!all || hier_xchg_allgather(c, &mine, all, sizeof(mine)) != 0) {                       /* 2 */
         all = NULL;
         status = HIER_SETUP_NO_MEMORY; /* (this rank alone: agreed below) */
     } else {                                                                                           /* 3 */
-        hier_path_t refused = hier_setup_check(c, all, room.node_of, &one);
+        hier_path_t refused = hier_setup_check(c, all, reserved.node_of, &one);
         if (refused == HIER_PATH_COUNT &&
-            hier_layout_make_in(c->size, c->rank, one ? NULL : room.node_of, &room.layout, &c->layout) != HIER_OK)
+            hier_layout_make_in(c->size, c->rank, one ? NULL : reserved.node_of, &reserved.layout, &c->layout) !=
+                HIER_OK)
             refused = HIER_PATH_FALLBACK_RANKS; /* (from the records: every rank alike) */
         if (refused != HIER_PATH_COUNT) {       /* (every rank alike: no agreement needed) */
-            hier_setup_room_free(&room, loc);
+            hier_setup_reserved_free(&reserved, loc);
             hier_node_withdraw(c, offer, loc->procs, loc->nlocal);
             c->refused = refused;
             return HIER_SETUP_NO_MEMORY - 1;
         }
-        sure = hier_setup_all_sure(c, all, one ? NULL : room.node_of);
+        sure = hier_setup_all_sure(c, all, one ? NULL : reserved.node_of);
         for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
-        c->rs_displs = room.rs_displs;
-        room.rs_displs = NULL;
-        status = hier_setup_levels(c, loc, sure, mbox, all, &room, offer);
+        c->rs_displs = reserved.rs_displs;
+        reserved.rs_displs = NULL;
+        status = hier_setup_levels(c, loc, sure, mbox, all, &reserved, offer);
     }
     if (!sure && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
     if (all && (status == HIER_SETUP_OK || status == HIER_SETUP_NET) &&
         hier_piggyback_agreed(c, pb, &all[0].pb, sizeof(*all)))
         hier_piggyback_serve(c, pb, &all[0].pb, sizeof(*all));
-    hier_setup_room_free(&room, loc);
+    hier_setup_reserved_free(&reserved, loc);
     return status;
 }
 

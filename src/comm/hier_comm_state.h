@@ -51,7 +51,7 @@ typedef struct {
     size_t ll_top[HIER_RULE_COLLS]; /* measured: by collective, the largest call low latency serves (0: not yet) */
     int crowded;                 /* more ranks on the node than cores (as any of them sees it) */
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* the schedules of the chunks a run holds at once, nsteps each
-                                  * (the first ones made: hier_node_room_grow) */
+                                  * (the first ones made: hier_node_steps_grow) */
     hier_net_send_t *sendq;      /* several nodes: the network executor's send queues, nsteps each, one per run
                                   * in flight */
     unsigned nqueues;            /* how many */

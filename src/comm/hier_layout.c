@@ -10,38 +10,38 @@
 
 /* node_first and node_ranks, kept, are one block (node_first its start);
  * the scratch is freed once the layout is made. */
-hier_status_t hier_layout_reserve(int size, hier_layout_room_t *room)
+hier_status_t hier_layout_reserve(int size, hier_layout_reserved_t *reserved)
 {
     size_t n = (size_t)size;
-    hier_layout_room_t r = {.scratch = malloc(2 * n * sizeof(uint32_t)),
+    hier_layout_reserved_t r = {.scratch = malloc(2 * n * sizeof(uint32_t)),
                             .node_first = malloc((2 * n + 1) * sizeof(uint32_t))};
     if (!r.scratch || !r.node_first) {
-        hier_layout_room_free(&r);
+        hier_layout_reserved_free(&r);
         return HIER_ERR_NO_MEMORY;
     }
     r.node_ranks = r.node_first + n + 1;
-    *room = r;
+    *reserved = r;
     return HIER_OK;
 }
 
-void hier_layout_room_free(hier_layout_room_t *room)
+void hier_layout_reserved_free(hier_layout_reserved_t *reserved)
 {
-    free(room->scratch);
-    free(room->node_first);
-    *room = (hier_layout_room_t){0};
+    free(reserved->scratch);
+    free(reserved->node_first);
+    *reserved = (hier_layout_reserved_t){0};
 }
 
 hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_layout_t *layout_p)
 {
-    hier_layout_room_t room;
-    hier_status_t st = hier_layout_reserve(size, &room);
-    return st == HIER_OK ? hier_layout_make_in(size, rank, node_of, &room, layout_p) : st;
+    hier_layout_reserved_t reserved;
+    hier_status_t st = hier_layout_reserve(size, &reserved);
+    return st == HIER_OK ? hier_layout_make_in(size, rank, node_of, &reserved, layout_p) : st;
 }
 
 /* 1. check the names: each is a rank that names itself, at or below the ranks naming it;
  * 2. number the nodes (the ranks that name themselves, in rank order);
  * 3. count each node's ranks, then place them, in rank order. */
-hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_room_t *room,
+hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_reserved_t *reserved,
                                   hier_layout_t *layout_p)
 {
     hier_layout_t l = {.size = size, .rank = rank, .pieces = size};
@@ -50,12 +50,12 @@ hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hi
         if (node_of[r] < 0 || node_of[r] > r || node_of[node_of[r]] != node_of[r]) {
             HIER_ERROR("rank %d: rank %d names node %d, which does not name itself: the ranks disagree about "
                        "the nodes", rank, r, (int)node_of[r]);
-            hier_layout_room_free(room);
+            hier_layout_reserved_free(reserved);
             return HIER_ERR_INVALID_ARG;
         }
-    uint32_t *index = room->scratch, *next = index + n; /* name -> number; number -> next place */
-    l.node_ranks = room->node_ranks;
-    l.node_first = room->node_first;
+    uint32_t *index = reserved->scratch, *next = index + n; /* name -> number; number -> next place */
+    l.node_ranks = reserved->node_ranks;
+    l.node_first = reserved->node_first;
     memset(l.node_first, 0, (n + 1) * sizeof(*l.node_first));
     for (int r = 0; r < size; r++) /* 2 */
         if (node_of ? node_of[r] == r : r == 0) index[r] = (uint32_t)l.nnodes++;
@@ -73,7 +73,7 @@ hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hi
     l.node = (int)index[node_of ? node_of[rank] : 0];
     l.nranks = (int)(l.node_first[l.node + 1] - l.node_first[l.node]);
     free(index);
-    *room = (hier_layout_room_t){0};
+    *reserved = (hier_layout_reserved_t){0};
     *layout_p = l;
     return HIER_OK;
 }

@@ -27,11 +27,11 @@ hier_status_t hier_layout_make(int size, int rank, const int32_t *node_of, hier_
  * fail for want of memory). */
 typedef struct {
     uint32_t *scratch, *node_first, *node_ranks;
-} hier_layout_room_t;
-hier_status_t hier_layout_reserve(int size, hier_layout_room_t *room);
-void hier_layout_room_free(hier_layout_room_t *room);
-/* hier_layout_make in the room, which it empties (made or not). */
-hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_room_t *room,
+} hier_layout_reserved_t;
+hier_status_t hier_layout_reserve(int size, hier_layout_reserved_t *reserved);
+void hier_layout_reserved_free(hier_layout_reserved_t *reserved);
+/* hier_layout_make in the reserved memory, which it empties (made or not). */
+hier_status_t hier_layout_make_in(int size, int rank, const int32_t *node_of, hier_layout_reserved_t *reserved,
                                   hier_layout_t *layout_p);
 void hier_layout_free(hier_layout_t *layout);
 /* Communicator rank of local index l on node n. */

@@ -67,13 +67,13 @@ int hier_req_switch_due(hier_comm_t *c, const hier_req_call_t *k)
 }
 
 /* Whether the node carries the run without a collective step first
- * (decided alike on every rank; its room and tier are bound when it
+ * (decided alike on every rank; its step memory and tier are bound when it
  * begins); with waits (a persistent init), they are made now. */
 static hier_status_t hier_req_fit(hier_req_t *q, int no_wait, hier_path_t *path_p)
 {
     hier_status_t st = no_wait ? hier_node_fit(q->c, &q->args) : hier_node_prep(q->c, &q->args, 0, &q->plan);
     if (st == HIER_NOT_READY)
-        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "a segment or room it needs is not made yet", path_p);
+        return hier_req_refuse(HIER_PATH_FALLBACK_NONBLOCKING, "a segment or memory it needs is not made yet", path_p);
     if (st == HIER_ERR_NOT_SUPPORTED) return hier_req_refuse(HIER_PATH_FALLBACK_SHM, "", path_p);
     return st;
 }

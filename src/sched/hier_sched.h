@@ -114,17 +114,17 @@ typedef struct {
 typedef struct hier_sched_slices {
     size_t *vc, *vd, *lo;
     uint32_t *node_first, *node_ranks;
-    int pieces, total, nnodes; /* the room made: a call with more pieces is not sliced */
+    int pieces, total, nnodes; /* the memory reserved: a call with more pieces is not sliced */
 } hier_sched_slices_t;
 
 /* Whether slicing pays: not in place (a chunk's result would land on input
  * a later chunk reads), over several nodes, and every virtual rank's slice
  * 32 elements on average in a chunk of `units` elements (at thousands of
  * ranks the copies would cost more than the links gain). The one rule
- * hier_sched_hier_sliced applies and a communicator asks before it makes
- * the room. */
+ * hier_sched_hier_sliced applies and a communicator asks before it reserves
+ * the slices. */
 int hier_sched_slices_pay(size_t units, int pieces, int total, int nnodes, int in_place);
-/* Room for pieces x total virtual ranks over nnodes (one allocation, free()). */
+/* Memory for pieces x total virtual ranks over nnodes (one allocation, free()). */
 hier_sched_slices_t *hier_sched_slices_new(int pieces, int total, int nnodes);
 
 /* The shape of one collective as seen by one rank. */

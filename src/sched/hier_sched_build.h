@@ -12,7 +12,7 @@ size_t hier_sched_nchunks(const hier_sched_args_t *args);
 /* The most steps one chunk of this shape has: size the step array with it. */
 size_t hier_sched_max_steps(const hier_sched_args_t *args);
 /* The most steps a chunk of any collective takes on this layout (its fields, net_radix, pieces), over the kinds
- * whose most is at most `cap`, 0 if none: the room a communicator makes before its first call. */
+ * whose most is at most `cap`, 0 if none: what a communicator reserves before its first call. */
 size_t hier_sched_max_steps_within(const hier_sched_args_t *layout, size_t cap);
 /* Steps of chunk `k` for rank args->me, using pipeline buffer `buf`, into `steps` (hier_sched_max_steps of them);
  * their number. */

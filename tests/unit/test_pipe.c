@@ -557,7 +557,7 @@ static void run_calls(const lay_t *L, unsigned depth, size_t chunk, const call_t
     snprintf(what, sizeof(what), "kind %d net %d nodes %d (%d,%d,...) depth %u chunk %zu count %zu in place %d%s",
              (int)shape->kind, (int)shape->net, L->nnodes, L->nlocal[0], L->nlocal[1], depth, chunk, shape->count,
              shape->in_place, pml ? " over the PML" : "");
-    /* the room: the most steps any rank's chunk has */
+    /* the reserved memory: the most steps any rank's chunk has */
     bed_t *probe = &b;
     bed_open(probe, L, depth, chunk, 1, 0);
     size_t cap = 1;

@@ -290,7 +290,7 @@ Test(run, a_blocking_call_meets_requests)
     hier_reduce_kernel_t kernel;
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &kernel), HIER_OK);
     call_make(&c, &(node_t){.n = N}, HIER_SCHED_ALLREDUCE_RSAG, 5000, 0, 0);
-    args[0] = call_args(&c, &(node_t){.n = N, .chunk = 1024}, 0); /* (for the room only) */
+    args[0] = call_args(&c, &(node_t){.n = N, .chunk = 1024}, 0); /* (for the reserved memory only) */
     node_open(&nd, N, 1024, hier_sched_max_steps(&args[0]) + 1);
     for (int r = 0; r < N; r++) args[r] = call_args(&c, &nd, r);
     blocker_t b = {.run = &nd.run[0], .args = &args[0], .s = c.in[0], .o = c.out[0], .kernel = kernel};
@@ -330,7 +330,7 @@ Test(run, a_peer_that_leaves_ends_every_request)
     hier_status_t st[N];
     cr_assert_eq(hier_reduce_kernel_get(HIER_DT_DOUBLE, HIER_OP_SUM, &kernel), HIER_OK);
     call_make(&c, &(node_t){.n = N}, HIER_SCHED_ALLREDUCE_RSAG, 200000, 0, 0);
-    args[0] = call_args(&c, &(node_t){.n = N, .chunk = 512}, 0); /* (for the room only) */
+    args[0] = call_args(&c, &(node_t){.n = N, .chunk = 512}, 0); /* (for the reserved memory only) */
     node_open(&nd, N, 512, hier_sched_max_steps(&args[0]) + 1);
     for (int r = 0; r < N; r++) args[r] = call_args(&c, &nd, r);
     for (int r = 0; r < N; r++) {

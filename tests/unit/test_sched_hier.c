@@ -286,13 +286,13 @@ static void set_up(sim_t *s, const layout_t *L)
                                           .node_ranks = s->node_ranks, .rs_slices = L->sliced ? q->slices : NULL};
             q->nchunks = hier_sched_nchunks(&q->args);
             q->cap = hier_sched_max_steps(&q->args);
-            /* what a communicator of this layout makes room for at set-up covers the call (one
+            /* what a communicator of this layout reserves at set-up covers the call (one
              * node: communicators run the one-node kinds, bounded alike; the simulator these) */
             hier_sched_args_t lay = q->args;
             lay.pieces = most_pieces;
             if (nn > 1)
                 cr_assert_leq(q->cap, hier_sched_max_steps_within(&lay, SIZE_MAX),
-                              "room made ahead is too small: %zu for %zu (kind %d, %d nodes, sliced %d)",
+                              "memory reserved ahead is too small: %zu for %zu (kind %d, %d nodes, sliced %d)",
                               hier_sched_max_steps_within(&lay, SIZE_MAX), q->cap, (int)L->kind, nn, L->sliced);
             q->state = q->nchunks ? RK_RUN : RK_DONE;
             q->slot_in_runnable = -1;
@@ -477,7 +477,7 @@ static void big(hier_sched_kind_t kind, int nnodes, int per, int uneven, size_t 
     free(nlocal);
 }
 
-/* The room a communicator makes at set-up: every kind's most within the
+/* The memory a communicator reserves at set-up: every kind's most within the
  * cap; kinds past it are left to their first call (0: none fits). */
 Test(sched_hier, room_made_ahead_keeps_to_its_cap)
 {

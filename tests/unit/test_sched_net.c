@@ -394,7 +394,7 @@ Test(sched_net, channels_needed_are_symmetric_few_and_all_used, .timeout = 120)
     free(need);
 }
 
-/* The room a set-up makes for the list of peers before it knows how many
+/* The memory a set-up reserves for the list of peers before it knows how many
  * nodes there are: enough for any node count up to the ranks, any radix. */
 Test(sched_net, peer_list_room_covers_every_node_count)
 {
