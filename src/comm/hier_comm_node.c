@@ -338,15 +338,15 @@ hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n)
     hier_shm_agreeing(nd->small.seg, &nd->wait, 1);                                                   /* 1 */
     hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);
     if (st == HIER_OK) st = hier_shm_check_peers(nd->small.seg, &nd->wait);
-    int poison = st == HIER_ERR_MISMATCH && c->layout.nnodes > 1 &&                                   /* 2 */
-                 hier_shm_all_agreeing(nd->small.seg, &nd->wait);
-    if (st != HIER_OK && !poison) {
+    int veto = st == HIER_ERR_MISMATCH && c->layout.nnodes > 1 &&                                     /* 2 */
+              hier_shm_all_agreeing(nd->small.seg, &nd->wait);
+    if (st != HIER_OK && !veto) {
         hier_shm_agreeing(nd->small.seg, &nd->wait, 0);
         return st;
     }
     int h = hier_sig_fold(nd->wait.sig);                                                              /* 3 */
-    values[n] = poison ? -1 : h;
-    values[n + 1] = poison ? -1 : -h;
+    values[n] = veto ? -1 : h;
+    values[n + 1] = veto ? -1 : -h;
     int failed = c->ops.agree(values, n + 2, c->ops.arg) != 0;
     hier_shm_agreeing(nd->small.seg, &nd->wait, 0);
     if (failed) {

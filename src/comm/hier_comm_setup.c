@@ -1,5 +1,5 @@
 /* hier_comm_setup.c: a communicator's set-up, collective, at its first call: one exchange when every rank is
- * sure of its part, else one exchange and one agreement (docs/design.md, "A communicator's life"):
+ * prepared (its part cannot fail), else one exchange and one agreement (docs/design.md, "A communicator's life"):
  * 1. locally: my node, the memory everything after the exchange needs, the leader's segment offered (recycled
  *    or fresh), the others' set aside;
  * 2. allgather one record per rank (with the first call, piggybacked);
@@ -35,7 +35,7 @@ enum { /* statuses, least first: the agreement takes the least */
 #define HIER_SETUP_CROWDED 4u  /* more ranks on my node than cores, as I see it */
 #define HIER_SETUP_FABRIC 8u   /* my endpoint is open */
 #define HIER_SETUP_NO_FABRIC 64u /* ... and can never be (no usable provider) */
-#define HIER_SETUP_SURE 16u    /* nothing I do after the exchange can fail */
+#define HIER_SETUP_PREPARED 16u /* nothing I do after the exchange can fail */
 #define HIER_SETUP_SHORT 32u   /* no memory for what I do after it */
 
 /* Recycled segments a rank sets aside for its leader's offer: its pool's
@@ -157,14 +157,14 @@ static hier_path_t hier_setup_check(hier_comm_t *c, const hier_setup_rec_t *all,
     return HIER_PATH_COUNT; /* (no fallback) */
 }
 
-/* Step 3's verdict, the same on every rank: every rank is sure, and every
+/* Step 3's verdict, the same on every rank: every rank is prepared, and every
  * leader's segment is recycled and set aside by each rank of its node. */
-static int hier_setup_all_sure(const hier_comm_t *c, const hier_setup_rec_t *all, const int32_t *node_of)
+static int hier_setup_all_prepared(const hier_comm_t *c, const hier_setup_rec_t *all, const int32_t *node_of)
 {
     for (int r = 0; r < c->size; r++) {
         const hier_setup_rec_t *me = &all[r], *lead = &all[node_of ? node_of[r] : 0];
         int held = lead == me;
-        if (!(me->flags & HIER_SETUP_SURE) || !(lead->flags & HIER_SETUP_RECYCLED) || !lead->seg_id ||
+        if (!(me->flags & HIER_SETUP_PREPARED) || !(lead->flags & HIER_SETUP_RECYCLED) || !lead->seg_id ||
             me->numa < -1 || me->nic_numa < -1)
             return 0;
         for (int k = 0; !held && k < HIER_SETUP_CANDIDATES; k++) held = me->cand[k] == lead->seg_id;
@@ -215,7 +215,7 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
                                         (hier_node_crowded(c, loc->nlocal) ? HIER_SETUP_CROWDED : 0) |
                                         (short_of ? HIER_SETUP_SHORT : 0)};
     if (loc->node >= 0) mine->flags |= hier_setup_fabric_flags();
-    int sure = !short_of && (!(mine->flags & HIER_SETUP_FABRIC) || hier_net_peers_known(c));
+    int prepared = !short_of && (!(mine->flags & HIER_SETUP_FABRIC) || hier_net_peers_known(c));
     if (loc->leader && !short_of && hier_node_offer(c, loc->procs, loc->nlocal, fresh_only, offer) == HIER_OK) {
         const char *name = hier_shm_name(offer->seg);
         memcpy(mine->seg, name, strnlen(name, sizeof(mine->seg) - 1)); /* (the record is zeroed: terminated) */
@@ -226,7 +226,7 @@ static void hier_setup_mine(hier_comm_t *c, hier_setup_local_t *loc, int fresh_o
     if (!loc->leader && !short_of && !fresh_only)
         reserved->ncand = hier_node_set_aside(loc->procs, loc->nlocal, loc->me, reserved->cand, HIER_SETUP_CANDIDATES);
     for (int k = 0; k < reserved->ncand; k++) mine->cand[k] = hier_shm_id(reserved->cand[k].seg);
-    mine->flags |= sure ? HIER_SETUP_SURE : 0;
+    mine->flags |= prepared ? HIER_SETUP_PREPARED : 0;
     hier_piggyback_pack(pb, &mine->pb);
 }
 
@@ -248,14 +248,14 @@ static int hier_setup_fabric_never(const hier_comm_t *c, const hier_setup_rec_t 
 }
 
 /* Step 3 for this rank, after the layout; a status (HIER_SETUP_OK: nothing
- * failed here). `sure`: every rank's verdict that nothing can. */
-static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, uint32_t mbox,
+ * failed here). `prepared`: every rank's verdict that nothing can. */
+static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int prepared, uint32_t mbox,
                              const hier_setup_rec_t *all, hier_setup_reserved_t *reserved, hier_node_offer_t *offer)
 {
     const hier_setup_rec_t *lead = &all[loc->node < 0 ? 0 : loc->node];
     int status = HIER_SETUP_OK, missing = 0, known = 1;
     if (!lead->seg[0]) return HIER_SETUP_SHM;
-    if (!loc->leader && sure) { /* (its segment is among those set aside: my record says so) */
+    if (!loc->leader && prepared) { /* (its segment is among those set aside: my record says so) */
         int found = hier_node_pick(reserved->cand, reserved->ncand, lead->seg_id, loc->procs, loc->nlocal, offer);
         reserved->ncand = 0;
         if (!found) {
@@ -265,7 +265,7 @@ static int hier_setup_levels(hier_comm_t *c, hier_setup_local_t *loc, int sure, 
     } else if (!loc->leader)
         hier_node_pick(reserved->cand, reserved->ncand, 0, loc->procs, loc->nlocal, offer); /* (back, then by name) */
     reserved->ncand = 0;
-    if (!loc->leader && !sure &&
+    if (!loc->leader && !prepared &&
         hier_node_accept(c, lead->seg, (lead->flags & HIER_SETUP_RECYCLED) != 0, loc->procs, loc->nlocal, loc->me,
                          offer, &missing) != HIER_OK)
         return missing ? HIER_SETUP_MISSING : HIER_SETUP_SHM;
@@ -291,7 +291,7 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
 {
     hier_setup_reserved_t reserved = {0};
     hier_setup_rec_t mine;
-    int status = HIER_SETUP_OK, one = 0, sure = 0;
+    int status = HIER_SETUP_OK, one = 0, prepared = 0;
     *offer = (hier_node_offer_t){0};
     hier_setup_mine(c, loc, fresh_only, mbox, pb, &reserved, offer, &mine);                             /* 1 */
     hier_setup_rec_t *all = reserved.all;
@@ -310,13 +310,13 @@ static int hier_setup_try(hier_comm_t *c, hier_setup_local_t *loc, int fresh_onl
             c->refused = refused;
             return HIER_SETUP_NO_MEMORY - 1;
         }
-        sure = hier_setup_all_sure(c, all, one ? NULL : reserved.node_of);
+        prepared = hier_setup_all_prepared(c, all, one ? NULL : reserved.node_of);
         for (int r = 0; r < c->size; r++) c->dev_possible |= (all[r].flags & HIER_SETUP_DEVICE) != 0;
         c->rs_displs = reserved.rs_displs;
         reserved.rs_displs = NULL;
-        status = hier_setup_levels(c, loc, sure, mbox, all, &reserved, offer);
+        status = hier_setup_levels(c, loc, prepared, mbox, all, &reserved, offer);
     }
-    if (!sure && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
+    if (!prepared && hier_xchg_agree(c, &status, 1) != 0) status = HIER_SETUP_NO_MEMORY;          /* 4 */
     if (all && (status == HIER_SETUP_OK || status == HIER_SETUP_NET) &&
         hier_piggyback_agreed(c, pb, &all[0].pb, sizeof(*all)))
         hier_piggyback_serve(c, pb, &all[0].pb, sizeof(*all));

@@ -426,7 +426,7 @@ static int storm(hier_comm_t *comm, int me, int n, fork_world_t *w)
 }
 
 /* Communicators of processes that had one before set up in one exchange
- * (every rank sure of its part: the leader's recycled segment set aside by
+ * (every rank prepared: the leader's recycled segment set aside by
  * the others), without the agreement; with a rank whose pool holds nothing,
  * in an exchange and an agreement, fresh, still right. */
 static int one_exchange(hier_comm_t *comm, int me, int n, fork_world_t *w)
