@@ -262,6 +262,14 @@ static size_t hier_probe_ll_get(const int v[2])
     return v[1] == INT_MAX ? SIZE_MAX : (size_t)v[1];
 }
 
+/* A cut-off as the logs say it. */
+static const char *hier_probe_ll_upto(size_t top, char *buf, size_t len)
+{
+    if (top == SIZE_MAX) return "any the area holds";
+    snprintf(buf, len, "%zu B", top);
+    return buf;
+}
+
 int hier_probe_ll_tops_kept(hier_comm_t *c, size_t top[HIER_RULE_COLLS])
 {
     int v[2 * HIER_RULE_COLLS];
@@ -273,9 +281,9 @@ int hier_probe_ll_tops_kept(hier_comm_t *c, size_t top[HIER_RULE_COLLS])
     for (int coll = 0; coll < HIER_RULE_COLLS; coll++) {
         if (!v[2 * coll] || top[coll]) continue;
         top[coll] = hier_probe_ll_get(v + 2 * coll);
-        char upto[32] = "any the area holds";
-        if (top[coll] != SIZE_MAX) snprintf(upto, sizeof(upto), "%zu B", top[coll]);
-        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s up to %s;", hier_probe_coll_names[coll], upto);
+        char upto[32];
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s up to %s;", hier_probe_coll_names[coll],
+                      hier_probe_ll_upto(top[coll], upto, sizeof(upto)));
     }
     if (n) HIER_LOG(HIER_LOG_COMM, "low latency, the cut-offs the process kept:%s", line);
     return 0;
@@ -354,14 +362,13 @@ static hier_status_t hier_probe_ll_time(hier_comm_t *c, hier_coll_t coll, hier_s
 
 static void hier_probe_ll_log(hier_coll_t coll, const hier_select_ll_probe_t *p, size_t top)
 {
-    char line[320], upto[48] = "any the area holds";
+    char line[320], upto[32];
     int n = 0;
     for (int i = 0; i < p->n && n < (int)sizeof(line) - 64; i++)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu KiB: %.2f / %.2f us;", p->bytes[i] >> 10,
                       (double)p->t_ll[i] / 1e3, (double)p->t_sched[i] / 1e3);
-    if (top != SIZE_MAX) snprintf(upto, sizeof(upto), "%zu B", top);
-    HIER_LOG(HIER_LOG_COMM, "%s low latency: up to %s (low latency / schedule:%s)", hier_probe_coll_names[coll], upto,
-             line);
+    HIER_LOG(HIER_LOG_COMM, "%s low latency: up to %s (low latency / schedule:%s)", hier_probe_coll_names[coll],
+             hier_probe_ll_upto(top, upto, sizeof(upto)), line);
 }
 
 static void hier_probe_ll_free(hier_probe_bufs_t *b)
