@@ -4,7 +4,7 @@
 #include <pthread.h>
 
 int hier_lock_mt, hier_lock_callers_mt;
-static pthread_mutex_t hier_lock_mutex;
+pthread_mutex_t hier_lock_mutex;
 static pthread_once_t hier_lock_once = PTHREAD_ONCE_INIT;
 
 static void hier_lock_init(void)
@@ -21,14 +21,4 @@ void hier_lock_set_threads(int callers, int progress_thread)
     pthread_once(&hier_lock_once, hier_lock_init);
     hier_lock_callers_mt = callers != 0;
     hier_lock_mt = callers || progress_thread;
-}
-
-void hier_lock_take(void)
-{
-    if (hier_lock_mt) pthread_mutex_lock(&hier_lock_mutex);
-}
-
-void hier_lock_drop(void)
-{
-    if (hier_lock_mt) pthread_mutex_unlock(&hier_lock_mutex);
 }

@@ -15,9 +15,17 @@
  * may call at once (MPI_THREAD_MULTIPLE), and whether hier's progress
  * thread runs beside them; either takes the lock. */
 void hier_lock_set_threads(int callers, int progress_thread);
-void hier_lock_take(void);
 /* Whether threads may call at once (what hier_lock_set_threads said). */
 extern int hier_lock_mt;
+extern pthread_mutex_t hier_lock_mutex;
+static inline void hier_lock_take(void)
+{
+    if (hier_lock_mt) pthread_mutex_lock(&hier_lock_mutex);
+}
+static inline void hier_lock_drop(void)
+{
+    if (hier_lock_mt) pthread_mutex_unlock(&hier_lock_mutex);
+}
 static inline int hier_lock_threaded(void)
 {
     return hier_lock_mt;
@@ -29,7 +37,6 @@ static inline int hier_lock_callers_threaded(void)
 {
     return hier_lock_callers_mt;
 }
-void hier_lock_drop(void);
 
 /* A lock of its own (a list, a free list), taken only where threads may
  * call at once: without them, one predictable branch. */

@@ -17,16 +17,6 @@ void hier_part_range(size_t count, int nparts, int part, size_t align, size_t *o
     *len_p = len;
 }
 
-size_t hier_part_align(size_t esize)
-{
-    return esize >= 64 ? 1 : 64 / esize;
-}
-
-size_t hier_part_nchunks(size_t total, size_t piece)
-{
-    return piece ? (total + piece - 1) / piece : 0;
-}
-
 void hier_part_intersect(size_t a, size_t alen, size_t b, size_t blen, size_t *start_p, size_t *len_p)
 {
     size_t lo = a > b ? a : b;

@@ -11,10 +11,16 @@ void hier_part_range(size_t count, int nparts, int part, size_t align, size_t *o
 
 /* Elements per alignment unit so that parts start on cache-line boundaries
  * whenever the buffer does: max(1, 64 / esize). */
-size_t hier_part_align(size_t esize);
+static inline size_t hier_part_align(size_t esize)
+{
+    return esize >= 64 ? 1 : 64 / esize;
+}
 
 /* Number of pieces of at most `piece` units needed for `total` units (0 -> 0). */
-size_t hier_part_nchunks(size_t total, size_t piece);
+static inline size_t hier_part_nchunks(size_t total, size_t piece)
+{
+    return piece ? (total + piece - 1) / piece : 0;
+}
 
 /* Intersection of [a, a + alen) and [b, b + blen): start and length (0 if empty). */
 void hier_part_intersect(size_t a, size_t alen, size_t b, size_t blen, size_t *start_p, size_t *len_p);

@@ -44,16 +44,6 @@ int hier_sig_valid(hier_sig_t s)
     return (s.word & HIER_SIG_VALID) != 0;
 }
 
-uint16_t hier_sig_call(hier_sig_t s)
-{
-    return (uint16_t)(s.word & 0xffff);
-}
-
-int hier_sig_same(hier_sig_t a, hier_sig_t b)
-{
-    return a.count == b.count && a.word == b.word;
-}
-
 int hier_sig_ahead(hier_sig_t s, hier_sig_t t)
 {
     return (int16_t)(uint16_t)(hier_sig_call(t) - hier_sig_call(s));

@@ -32,8 +32,14 @@ uint32_t hier_sig_digest(const size_t *counts, int n);
 /* The whole signature in 30 bits, for an agreement of ints (non-negative). */
 int hier_sig_fold(hier_sig_t s);
 int hier_sig_valid(hier_sig_t s);
-uint16_t hier_sig_call(hier_sig_t s);
-int hier_sig_same(hier_sig_t a, hier_sig_t b);
+static inline uint16_t hier_sig_call(hier_sig_t s)
+{
+    return (uint16_t)(s.word & 0xffff);
+}
+static inline int hier_sig_same(hier_sig_t a, hier_sig_t b)
+{
+    return a.count == b.count && a.word == b.word;
+}
 /* Calls between s and t: t's number minus s's, modulo 2^16, signed. */
 int hier_sig_ahead(hier_sig_t s, hier_sig_t t);
 /* "allreduce of 600 int32 (sum), call 17" */

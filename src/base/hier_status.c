@@ -20,8 +20,3 @@ const char *hier_status_str(hier_status_t status)
     }
     return "unknown status";
 }
-
-int hier_status_abandons(hier_status_t status)
-{
-    return status == HIER_ERR_PEER_DEAD || status == HIER_ERR_TIMEOUT || status == HIER_ERR_MISMATCH;
-}

@@ -27,7 +27,10 @@ const char *hier_status_str(hier_status_t status);
 /* Whether a call that failed so is abandoned at once (its peers cannot be
  * waited for: dead, stuck, or running another call), rather than kept to
  * its barriers so every rank returns the error together. */
-int hier_status_abandons(hier_status_t status);
+static inline int hier_status_abandons(hier_status_t status)
+{
+    return status == HIER_ERR_PEER_DEAD || status == HIER_ERR_TIMEOUT || status == HIER_ERR_MISMATCH;
+}
 
 /* CHECK_GOTO: run call; on error keep its status in st and jump to label. */
 #define HIER_CHECK_GOTO(call, label, st) \

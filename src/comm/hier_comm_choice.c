@@ -80,13 +80,3 @@ hier_status_t hier_comm_select_slow(hier_comm_t *c, hier_coll_t coll, size_t byt
     }
     return HIER_OK;
 }
-
-/* A schedule's arguments for the choice. */
-hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
-                                        int in_place)
-{
-    return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,
-                               .esize = esize, .count = count,
-                               .in_place = in_place, .pieces = choice->split ? c->layout.pieces : 1,
-                               .chunk_cap = choice->chunk, .depth_cap = choice->depth};
-}

@@ -41,8 +41,15 @@ static inline int hier_comm_ll_due(const hier_comm_t *c, hier_coll_t coll, size_
     return choice->path == HIER_PATH_SHM_LL && bytes >= HIER_SELECT_LL_PROBE_MIN && !c->shape.ll_top[coll] &&
            hier_select_ll_due(&c->shape, coll, bytes);
 }
-/* A schedule's arguments for the choice. */
-hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize, size_t count,
-                                 int in_place);
+/* A schedule's arguments for the choice (the node fills in its own fields
+ * and the chunk: hier_node_prep). */
+static inline hier_sched_args_t hier_comm_args(const hier_comm_t *c, const hier_select_t *choice, size_t esize,
+                                               size_t count, int in_place)
+{
+    return (hier_sched_args_t){.kind = choice->kind, .net_kind = choice->net_kind, .net_radix = choice->net_radix,
+                               .esize = esize, .count = count, .in_place = in_place,
+                               .pieces = choice->split ? c->layout.pieces : 1, .chunk_cap = choice->chunk,
+                               .depth_cap = choice->depth};
+}
 
 #endif

@@ -60,7 +60,7 @@ int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
  * the chunk select/hier_select_chunk.h gives. */
 hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
 /* Shared with hier_comm_node_run.c: the small slots' chunk; the chunks in flight over a tier; the in-call agreement
- * of the node's ranks (between nodes, every rank) on the least of n values (room for n + 2), HIER_ERR_MISMATCH on
+ * of the node's ranks (between nodes, every rank) on the least of n values (values holds n + 2), HIER_ERR_MISMATCH on
  * every rank when the calls' signatures differ. */
 size_t hier_node_small_for_comm(const hier_comm_t *c);
 unsigned hier_node_tier_depth(const hier_tier_t *tier);

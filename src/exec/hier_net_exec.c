@@ -480,11 +480,6 @@ hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d)
     return hier_net_ended(run);
 }
 
-int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d)
-{
-    return x->run[d].active || x->run[d].steps;
-}
-
 void hier_net_exec_abandon(hier_net_exec_t *x)
 {
     for (unsigned d = 0; d < HIER_NET_RUNS_MAX; d++) x->run[d] = (hier_net_run_t){.q = x->run[d].q};

@@ -146,7 +146,10 @@ hier_status_t hier_net_exec_finish(hier_net_exec_t *x, unsigned d);
  * (a run that stands still for the timeout fails, as in finish). */
 hier_status_t hier_net_exec_test(hier_net_exec_t *x, unsigned d);
 /* Whether run d is started and not yet finished (or tested over). */
-int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d);
+static inline int hier_net_exec_busy(const hier_net_exec_t *x, unsigned d)
+{
+    return x->run[d].active || x->run[d].steps;
+}
 /* Abandon every run (a dead or stuck peer): none is in flight after. */
 void hier_net_exec_abandon(hier_net_exec_t *x);
 /* A message taken by hier_net_exec_swap, held until hier_net_exec_swap_done. */

@@ -6,16 +6,6 @@
 #include "sched/hier_sched_hier.h"
 #include "sched/hier_sched_intra.h"
 
-int hier_sched_is_cma(hier_sched_kind_t kind)
-{
-    return kind == HIER_SCHED_CMA_ALLGATHER;
-}
-
-int hier_sched_is_hier(hier_sched_kind_t kind)
-{
-    return kind >= HIER_SCHED_HIER_ALLREDUCE && kind <= HIER_SCHED_HIER_REDUCE_SCATTER;
-}
-
 /* Units the chunks cut: bytes of a block (allgathers), elements otherwise. */
 static size_t hier_sched_total(const hier_sched_args_t *a)
 {

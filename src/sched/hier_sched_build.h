@@ -20,8 +20,14 @@ size_t hier_sched_build(const hier_sched_args_t *args, size_t k, int buf, hier_s
 
 /* Single-copy kinds publish where their input starts: the send buffer, or (in place) rbuf plus this offset. */
 size_t hier_sched_input_offset(const hier_sched_args_t *args, int rank);
-int hier_sched_is_cma(hier_sched_kind_t kind);
+static inline int hier_sched_is_cma(hier_sched_kind_t kind)
+{
+    return kind == HIER_SCHED_CMA_ALLGATHER;
+}
 /* Several nodes: shared memory inside, the network between. */
-int hier_sched_is_hier(hier_sched_kind_t kind);
+static inline int hier_sched_is_hier(hier_sched_kind_t kind)
+{
+    return kind >= HIER_SCHED_HIER_ALLREDUCE && kind <= HIER_SCHED_HIER_REDUCE_SCATTER;
+}
 
 #endif
