@@ -179,7 +179,7 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
         st = hier_comm_host_sched(c, call, &choice, kernel, &res->net_bytes);
     if (st == HIER_OK && hier_comm_ll_due(c, call->coll, call->count * call->esize, &choice))        /* 6 */
         st = hier_comm_measure_ll(c, call->coll);
-    st = hier_comm_failed(c, st);                                                                    /* 7 */
+    if (st != HIER_OK) st = hier_comm_failed(c, st);                                                 /* 7 */
     if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED)
         res->path = hier_comm_path(c, st == HIER_OK ? choice.path : HIER_PATH_FALLBACK_SHM);
     return st;

@@ -284,10 +284,11 @@ static void hier_chan_event(hier_chan_t *ch, const hier_fabric_event_t *ev)
     }
 }
 
-static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
+hier_status_t hier_chan_progress(hier_fabric_t *fab)
 {
     hier_fabric_event_t ev[16];
     size_t n;
+    hier_lock_take();
     hier_status_t st = hier_fabric_poll(fab, ev, 16, &n);
     for (size_t i = 0; st == HIER_OK && i < n; i++) { /* every event: they are no longer in the queue */
         if (ev[i].kind == HIER_FABRIC_EV_CONTROL) {
@@ -305,6 +306,7 @@ static hier_status_t hier_chan_progress_locked(hier_fabric_t *fab)
         hier_chan_t *ch = hier_chan_owing[i - 1];
         if (ch->fab == fab) (void)hier_chan_return_credit(ch); /* (a failure is the channel's error) */
     }
+    hier_lock_drop();
     return st;
 }
 
@@ -356,8 +358,9 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
     return ch->slot_bytes;
 }
 
-size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
+size_t hier_chan_segment(const void *link, size_t len)
 {
+    const hier_chan_t *ch = link;
     hier_lock_take();
     size_t lanes = hier_fabric_lanes(ch->fab, ch->peer);
     hier_lock_drop();
@@ -376,14 +379,19 @@ size_t hier_chan_segment(const hier_chan_t *ch, size_t len)
 /* Message k goes to slot k % slots: the header, then the data. The header
  * comes from the staging slot; the data from there too (copied), or
  * straight from the caller's registered memory when the provider gathers. */
-static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data,
-                                                    size_t len, hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p,
-                                                    uint64_t *msg_p)
+hier_status_t hier_chan_try_send_from(void *link, uint32_t mbox, uint32_t tag, const void *data, size_t len,
+                                      hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
 {
+    hier_chan_t *ch = link;
+    hier_status_t st = HIER_OK;
+    int posted; /* (no room: not sent, the caller polls and comes back; never a wait under the lock) */
     *sent_p = 0;
     if (len > ch->slot_bytes) return HIER_ERR_INVALID_ARG;
-    if (ch->error != HIER_OK) return ch->error;
-    if (!hier_chan_can_send(ch)) return HIER_OK;
+    hier_lock_take();
+    if (ch->error != HIER_OK || !hier_chan_can_send(ch)) {
+        st = ch->error;
+        goto out;
+    }
     size_t slot = ch->sent % ch->slots;
     uint8_t *src = ch->stage + slot * ch->stride;
     hier_chan_hdr_t hdr = {
@@ -398,19 +406,19 @@ static hier_status_t hier_chan_try_send_from_locked(hier_chan_t *ch, uint32_t mb
         n = 1;
     }
     uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
-    int posted; /* (no room: not sent, the caller polls and comes back; never a wait under the lock) */
     /* message k goes on lane k of the peer: consecutive segments of a message
      * on every rail at once; the ring takes them in any order */
-    hier_status_t st = hier_fabric_try_writev(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->sent), iov, n,
-                                              ch->remote.ring, slot * ch->stride, imm,
-                                              HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
-    if (st != HIER_OK || !posted) return st;
+    st = hier_fabric_try_writev(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->sent), iov, n, ch->remote.ring,
+                                slot * ch->stride, imm, HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
+    if (st != HIER_OK || !posted) goto out;
     ch->posted[slot] = ch->sent + 1;
     if (ch->released > ch->credited) ch->credited = ch->released; /* carried by this message */
     if (ch->owing) hier_chan_forgive(ch);                          /* (the return it owed, too) */
     *msg_p = ch->sent++;
     *sent_p = 1;
-    return HIER_OK;
+out:
+    hier_lock_drop();
+    return st;
 }
 
 hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
@@ -484,9 +492,9 @@ hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_
     return st;
 }
 
-hier_status_t hier_chan_status(const hier_chan_t *ch)
+hier_status_t hier_chan_status(const void *link)
 {
-    HIER_LOCKED_RETURN(hier_status_t, ch->error);
+    HIER_LOCKED_RETURN(hier_status_t, ((const hier_chan_t *)link)->error);
 }
 
 void hier_chan_direct_counts(hier_chan_t *ch, uint32_t *counts, size_t n)
@@ -546,25 +554,16 @@ hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const 
     HIER_LOCKED_RETURN(hier_status_t, hier_chan_connect_locked(ch, peer, peer_info));
 }
 
-hier_status_t hier_chan_progress(hier_fabric_t *fab)
+int hier_chan_sent_done(const void *link, uint64_t msg)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_progress_locked(fab));
+    HIER_LOCKED_RETURN(int, hier_chan_sent_done_locked(link, msg));
 }
 
-int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg)
-{
-    HIER_LOCKED_RETURN(int, hier_chan_sent_done_locked(ch, msg));
-}
 
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
-                                      hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p)
-{
-    HIER_LOCKED_RETURN(hier_status_t,
-                       hier_chan_try_send_from_locked(ch, mbox, tag, data, len, mr, sig, sent_p, msg_p));
-}
 
-void hier_chan_report(const hier_chan_t *ch, const char *why)
+void hier_chan_report(const void *link, const char *why)
 {
+    const hier_chan_t *ch = link;
     hier_lock_take();
     uint64_t word = hier_chan_credit_acked(ch), acked = word > ch->piggy_acked ? word : ch->piggy_acked;
     HIER_ERROR("channel %u (peer's %u), %s: sent %llu (acked %llu: word %llu, headers %llu; completed %llu), "

@@ -40,27 +40,35 @@ void hier_chan_info(const hier_chan_t *ch, hier_chan_info_t *info);
 /* HIER_ERR_INVALID_ARG when the peer's ring is shaped differently. */
 hier_status_t hier_chan_connect(hier_chan_t *ch, hier_fabric_peer_t peer, const hier_chan_info_t *peer_info);
 
+/* ---- A channel's messages: hier_link_chan's ops (hier_link.h's contracts), `link` a hier_chan_t ---- */
 /* Send len <= slot_bytes bytes to the peer's mailbox, labelled tag and signed sig (the receiver checks), without
  * waiting: *sent_p = 0 when every slot is in use or the provider has no room. From `mr` (registered memory holding
  * the data; NULL: copied) it goes out in place unless the provider cannot gather (iov_limit 1), and must not
- * change until hier_chan_sent_done(ch, *msg_p). */
-hier_status_t hier_chan_try_send_from(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
+ * change until hier_chan_sent_done(link, *msg_p). */
+hier_status_t hier_chan_try_send_from(void *link, uint32_t mbox, uint32_t tag, const void *data, size_t len,
                                       hier_fabric_mr_t *mr, hier_sig_t sig, int *sent_p, uint64_t *msg_p);
-hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
-                                 int *sent_p);
 /* Whether message `msg` (from hier_chan_try_send_from) completed here: its source may be reused. */
-int hier_chan_sent_done(const hier_chan_t *ch, uint64_t msg);
-size_t hier_chan_slot_bytes(const hier_chan_t *ch);
+int hier_chan_sent_done(const void *link, uint64_t msg);
 /* The segments a message of len bytes is cut into, the same at both ends (the last may be shorter): whole slots,
  * or, on several lanes and from half a slot, a share per lane (HIER_CHAN_STRIPE_MIN at least). */
 #define HIER_CHAN_STRIPE_MIN 16384
-size_t hier_chan_segment(const hier_chan_t *ch, size_t len);
-
-/* The next message of `mailbox` if it is there (*got_p = 1), without waiting. */
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p);
+size_t hier_chan_segment(const void *link, size_t len);
+/* The next message of `mailbox` if it is there (*got_p = 1), without waiting (`expect` unused: the slots bound
+ * every message, and the executor checks its length). */
+hier_status_t hier_chan_try_recv(void *link, uint32_t mbox, size_t expect, hier_link_msg_t *msg, int *got_p);
 /* Done with a message: its slot may be rewritten once every older one is released too. Credit goes back in our
  * next message's header or, once half the slots are released without one, by a write of its own. */
-hier_status_t hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg);
+hier_status_t hier_chan_release(void *link, hier_link_msg_t *msg);
+/* HIER_OK, or the error of a write of ours that failed on this channel (every later operation returns it too). */
+hier_status_t hier_chan_status(const void *link);
+/* Log the channel's counters (a wait that timed out says where it stood). */
+void hier_chan_report(const void *link, const char *why);
+/* ---- */
+
+/* hier_chan_try_send_from of a copied message, unsigned. */
+hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, const void *data, size_t len,
+                                 int *sent_p);
+size_t hier_chan_slot_bytes(const hier_chan_t *ch);
 /* Credit returns written on their own (not carried by a message). */
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch);
 /* Messages moved aside so far (found before the one asked for). */
@@ -81,10 +89,6 @@ uint32_t hier_chan_direct_count(const uint32_t *counts, size_t tag);
  * coll_hier_timeout (*still_since starts at 0; the caller resets it to 0 whenever something moved). */
 hier_status_t hier_chan_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                   uint64_t *still_since, const char *what);
-/* Log the channel's counters (a wait that timed out says where it stood). */
-void hier_chan_report(const hier_chan_t *ch, const char *why);
-/* HIER_OK, or the error of a write of ours that failed on this channel (every later operation returns it too). */
-hier_status_t hier_chan_status(const hier_chan_t *ch);
 /* Direct writes of ours not yet completed. */
 uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 

@@ -144,9 +144,10 @@ static hier_status_t hier_chan_try_recv_locked(hier_chan_t *ch, uint32_t mbox, h
     return hier_chan_unpark(ch);
 }
 
-hier_status_t hier_chan_try_recv(hier_chan_t *ch, uint32_t mbox, hier_link_msg_t *msg, int *got_p)
+hier_status_t hier_chan_try_recv(void *link, uint32_t mbox, size_t expect, hier_link_msg_t *msg, int *got_p)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(ch, mbox, msg, got_p));
+    (void)expect;
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_try_recv_locked(link, mbox, msg, got_p));
 }
 
 static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_link_msg_t *msg)
@@ -161,9 +162,9 @@ static hier_status_t hier_chan_release_locked(hier_chan_t *ch, hier_link_msg_t *
     return hier_chan_done(ch, slot);
 }
 
-hier_status_t hier_chan_release(hier_chan_t *ch, hier_link_msg_t *msg)
+hier_status_t hier_chan_release(void *link, hier_link_msg_t *msg)
 {
-    HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(ch, msg));
+    HIER_LOCKED_RETURN(hier_status_t, hier_chan_release_locked(link, msg));
 }
 
 uint64_t hier_chan_set_aside(const hier_chan_t *ch)

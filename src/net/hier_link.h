@@ -43,10 +43,10 @@ typedef struct {
     hier_status_t (*release)(void *link, hier_link_msg_t *msg);
     /* Log where the link stands (a wait that timed out). */
     void (*report)(const void *link, const char *why);
-    /* The transport as a whole (ctx: the endpoint, or NULL): poll it once;
+    /* The transport as a whole (fab: the endpoint, or NULL): poll it once;
      * one turn of a loop waiting on it (hier_chan_wait_turn's contract). */
-    hier_status_t (*poll)(void *ctx);
-    hier_status_t (*wait_turn)(void *ctx, void (*progress)(void), int spin, unsigned every, unsigned turn,
+    hier_status_t (*poll)(hier_fabric_t *fab);
+    hier_status_t (*wait_turn)(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                uint64_t *still_since, const char *what);
 } hier_link_ops_t;
 
@@ -56,7 +56,7 @@ typedef struct {
  * whenever something moved). */
 hier_status_t hier_link_clock(unsigned turn, uint64_t *still_since, const char *what);
 
-/* libfabric channels (hier_chan_link.c; links are hier_chan_t, ctx the endpoint). */
+/* libfabric channels (hier_chan.h; links are hier_chan_t, fab the endpoint). */
 extern const hier_link_ops_t hier_link_chan;
 
 #endif

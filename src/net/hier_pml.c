@@ -288,18 +288,18 @@ static void hier_pml_report(const void *l, const char *why)
 }
 
 /* (Open MPI's progress moves the PML: the waits run it) */
-static hier_status_t hier_pml_poll(void *ctx)
+static hier_status_t hier_pml_poll(hier_fabric_t *fab)
 {
-    (void)ctx;
+    (void)fab;
     return HIER_OK;
 }
 
 /* Open MPI's progress every turn (it is what moves these messages), the
  * CPU yielded past the spin. */
-static hier_status_t hier_pml_wait_turn(void *ctx, void (*progress)(void), int spin, unsigned every, unsigned turn,
+static hier_status_t hier_pml_wait_turn(hier_fabric_t *fab, void (*progress)(void), int spin, unsigned every, unsigned turn,
                                         uint64_t *still_since, const char *what)
 {
-    (void)ctx;
+    (void)fab;
     (void)every;
     if (progress) progress();
     if (spin && turn >= (unsigned)spin) sched_yield();

@@ -24,7 +24,7 @@ hier_status_t tchan_recv(hier_fabric_t *fab, hier_chan_t *ch, uint32_t mbox, hie
     uint64_t still_since = 0;
     for (unsigned i = 0;; i++) {
         int got;
-        hier_status_t st = hier_chan_try_recv(ch, mbox, msg, &got);
+        hier_status_t st = hier_chan_try_recv(ch, mbox, 0, msg, &got);
         if (st != HIER_OK || got) return st;
         st = hier_chan_wait_turn(fab, NULL, TCHAN_SPIN, 1, i, &still_since, "test: waiting for a message");
         if (st != HIER_OK) return st;
