@@ -16,6 +16,9 @@
 #include "base/hier_dtype.h"
 #include "base/hier_coll.h"
 
+#define HIER_SIG_VALID ((uint64_t)1 << 63)
+#define HIER_SIG_DIGEST_MASK 0x7fffffffu
+
 typedef struct {
     uint64_t count; /* allreduce: elements; allgather: bytes per rank; reduce_scatter: elements in all */
     uint64_t word;  /* valid 63 | digest 62..32 | op 31..27 | dtype 26..21 | coll 20..16 | call 15..0 */
@@ -23,8 +26,17 @@ typedef struct {
 
 /* coll, dt and op as the call gave them (dt, op ignored for allgather);
  * digest: hier_sig_digest of reduce_scatter's counts, else 0. */
-hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op, uint32_t digest,
-                         uint64_t call);
+static inline hier_sig_t hier_sig_make(hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op,
+                                       uint32_t digest, uint64_t call)
+{
+    if (coll == HIER_COLL_ALLGATHER || coll == HIER_COLL_IALLGATHER || coll == HIER_COLL_ALLGATHER_INIT) dt = 0, op = 0;
+    if (coll == HIER_COLL_REDUCE_SCATTER_BLOCK) coll = HIER_COLL_REDUCE_SCATTER; /* (one core entry) */
+    if (coll == HIER_COLL_IREDUCE_SCATTER_BLOCK) coll = HIER_COLL_IREDUCE_SCATTER;
+    if (coll == HIER_COLL_REDUCE_SCATTER_BLOCK_INIT) coll = HIER_COLL_REDUCE_SCATTER_INIT;
+    uint64_t w = HIER_SIG_VALID | (uint64_t)(digest & HIER_SIG_DIGEST_MASK) << 32 | (uint64_t)(op & 0x1f) << 27 |
+                 (uint64_t)(dt & 0x3f) << 21 | (uint64_t)(coll & 0x1f) << 16 | (call & 0xffff);
+    return (hier_sig_t){.count = count, .word = w};
+}
 /* s with another call number (a call that ran others inside it signs again). */
 hier_sig_t hier_sig_renumber(hier_sig_t s, uint64_t call);
 /* A digest of every rank's count (31 bits). */

@@ -173,7 +173,7 @@ hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_r
     st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);                     /* 4 */
     if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL)                                             /* 5 */
         st = hier_comm_host_ll(c, call, kernel);
-    else if (st == HIER_OK && hier_net_pair_serves(c, call, &choice))
+    else if (st == HIER_OK && c->net && hier_select_pair(&c->shape, call->coll, call->bytes, &choice))
         st = hier_net_pair(c, call, kernel, &res->net_bytes);
     else if (st == HIER_OK)
         st = hier_comm_host_sched(c, call, &choice, kernel, &res->net_bytes);

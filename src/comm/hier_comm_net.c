@@ -254,7 +254,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
 {
     hier_net_t *net = c->net;
     hier_net_exec_t *x = &net->netx;
-    x->progress = hier_proc_glue_progress();
+    x->progress = c->ops.progress; /* (the process's too: every communicator gives the same) */
     x->spin = HIER_NET_SPIN;
     x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
     for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++) /* (a run without a queue refuses to start) */
@@ -293,11 +293,6 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     return x;
 }
 
-/* (select/ decides from the shape every rank shares; the level must be made) */
-int hier_net_pair_serves(const hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice)
-{
-    return c->net && hier_select_pair(&c->shape, call->coll, call->bytes, choice);
-}
 
 hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,
                             uint64_t *net_bytes_p)

@@ -40,9 +40,8 @@ void hier_net_free(hier_comm_t *c);
 size_t hier_net_bytes(const hier_comm_t *c);
 /* The executor's settings for a run over `tier` (NULL: none, every send copied). */
 hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier);
-/* The pair path (exec/hier_exec_pair.h): whether it serves the call, and
- * the call over it (host buffers; the call signed, its kernel found). */
-int hier_net_pair_serves(const hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice);
+/* The call over the pair path (exec/hier_exec_pair.h; hier_select_pair says when: host buffers, the call signed,
+ * its kernel found). */
 hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,
                             uint64_t *net_bytes_p);
 /* A tier's registration goes with its segment (to the pool and back). */

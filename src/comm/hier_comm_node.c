@@ -35,11 +35,6 @@ static hier_shm_shape_t hier_node_shape(int nranks)
 }
 
 /* The small tier's chunk, the same on every node: the smallest node's. */
-size_t hier_node_small_for_comm(const hier_comm_t *c)
-{
-    return hier_select_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
-}
-
 hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
                               hier_node_offer_t *offer_p)
 {
@@ -466,11 +461,6 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
  * of them too (a barrier of every rank: a node's spins would not yield). */
 /* The chunks in flight at once over `tier`: one fewer than its pipeline buffers. */
-unsigned hier_node_tier_depth(const hier_tier_t *tier)
-{
-    return hier_shm_nbufs(tier->seg) - 1;
-}
-
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
 {
     hier_node_t *nd = c->node;
@@ -508,23 +498,5 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
              nd->pipe_state == HIER_PIPE_READY ? chunk : small,
              nd->pipe_state == HIER_PIPE_READY ? hier_node_tier_depth(&nd->pipe) : 1);
     if (nd->pipe_state == HIER_PIPE_READY) nd->pipe_chunk = chunk;
-    return HIER_OK;
-}
-
-/* The small slots serve every call they hold in one chunk; larger ones
- * the pipeline segment, made when first needed (every rank comes to the
- * same decision: it depends on the call's shape only). */
-hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
-{
-    hier_node_t *nd = c->node;
-    size_t small = hier_node_small_for_comm(c), chunk = small;
-    if (!hier_select_small_serves(args, small)) {
-        hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c, 0) : HIER_OK;
-        if (st != HIER_OK) return st;
-        chunk = hier_select_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
-    }
-    if (!chunk) return HIER_ERR_NOT_SUPPORTED;
-    args->chunk_bytes = chunk;
-    *tier_p = chunk == small ? &nd->small : &nd->pipe;
     return HIER_OK;
 }

@@ -4,6 +4,8 @@
 
 #include "comm/hier_comm_state.h"
 #include "exec/hier_run.h"
+#include "select/hier_select_chunk.h"
+#include "shm/hier_shm.h"
 
 typedef struct {
     hier_shm_t *seg;
@@ -56,14 +58,18 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
 void hier_node_pipe_redepth(hier_comm_t *c);
 /* Whether a run of this shape wants the pipeline segment, not made yet (the small slots do not carry it). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
-/* The tier a schedule of this shape runs in (the pipeline segment made, collectively, when first needed), with
- * the chunk select/hier_select_chunk.h gives. */
-hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p);
-/* Shared with hier_comm_node_run.c: the small slots' chunk; the chunks in flight over a tier; the in-call agreement
- * of the node's ranks (between nodes, every rank) on the least of n values (values holds n + 2), HIER_ERR_MISMATCH on
- * every rank when the calls' signatures differ. */
-size_t hier_node_small_for_comm(const hier_comm_t *c);
-unsigned hier_node_tier_depth(const hier_tier_t *tier);
+/* The small slots' chunk. */
+static inline size_t hier_node_small_for_comm(const hier_comm_t *c)
+{
+    return hier_select_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);
+}
+/* The chunks in flight over a tier (one pipeline buffer is the next chunk's). */
+static inline unsigned hier_node_tier_depth(const hier_tier_t *tier)
+{
+    return hier_shm_nbufs(tier->seg) - 1;
+}
+/* The in-call agreement of the node's ranks (between nodes, every rank) on the least of n values (values holds
+ * n + 2), HIER_ERR_MISMATCH on every rank when the calls' signatures differ. */
 hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n);
 /* ---- hier_comm_node_run.c ---- */
 /* Single copy, probed collectively at the first call that asks: 1 yes, 0 no, or the (negative) status that failed

@@ -136,6 +136,24 @@ int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args)
     return c->node->pipe_state == HIER_PIPE_NONE && !hier_select_small_serves(args, hier_node_small_for_comm(c));
 }
 
+/* The small slots serve every call they hold in one chunk; larger ones
+ * the pipeline segment, made when first needed (every rank comes to the
+ * same decision: it depends on the call's shape only). */
+static hier_status_t hier_node_tier(hier_comm_t *c, hier_sched_args_t *args, hier_tier_t **tier_p)
+{
+    hier_node_t *nd = c->node;
+    size_t small = hier_node_small_for_comm(c), chunk = small;
+    if (!hier_select_small_serves(args, small)) {
+        hier_status_t st = nd->pipe_state == HIER_PIPE_NONE ? hier_node_pipe_setup(c, 0) : HIER_OK;
+        if (st != HIER_OK) return st;
+        chunk = hier_select_chunk_past_small(args, small, nd->pipe_state == HIER_PIPE_READY ? nd->pipe_chunk : 0);
+    }
+    if (!chunk) return HIER_ERR_NOT_SUPPORTED;
+    args->chunk_bytes = chunk;
+    *tier_p = chunk == small ? &nd->small : &nd->pipe;
+    return HIER_OK;
+}
+
 /* hier_node_tier's choice without its collective step: without the
  * pipeline segment yet, a large call pipelines through the small slots
  * (every rank alike: the segment is the communicator's state). */

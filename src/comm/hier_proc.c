@@ -45,7 +45,7 @@ void hier_proc_set_progress(hier_progress_fn_t progress)
     atomic_store_explicit(&hier_proc_glue, progress, memory_order_relaxed);
 }
 
-hier_progress_fn_t hier_proc_glue_progress(void)
+static hier_progress_fn_t hier_proc_glue_progress(void)
 {
     return atomic_load_explicit(&hier_proc_glue, memory_order_relaxed);
 }

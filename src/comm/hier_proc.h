@@ -10,7 +10,6 @@ void hier_proc_progress(void);
 /* The endpoint's alone (between Open MPI's: HIER_WAIT_PROGRESS_TURNS). */
 void hier_proc_poll(void);
 void hier_proc_set_progress(hier_progress_fn_t progress);
-hier_progress_fn_t hier_proc_glue_progress(void);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_proc_fabric(void);
 /* The endpoint if it is open (never opens it). */

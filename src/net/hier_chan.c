@@ -93,6 +93,8 @@ static hier_status_t hier_chan_open_locked(hier_fabric_t *fab, size_t slots, siz
     ch->id = id;
     ch->slots = slots;
     ch->slot_bytes = slot_bytes;
+    ch->lanes = 1; /* (until connected) */
+    ch->gathers = hier_fabric_iov_limit(fab) >= 2;
     ch->stride = (HIER_CHAN_HDR + slot_bytes + 63) & ~(size_t)63;
     if (!(ch->ring = aligned_alloc(64, slots * ch->stride))) goto free_ch;
     if (!(ch->stage = aligned_alloc(64, slots * ch->stride + 64))) goto free_ring;
@@ -220,6 +222,7 @@ static hier_status_t hier_chan_connect_locked(hier_chan_t *ch, hier_fabric_peer_
         return HIER_ERR_INVALID_ARG;
     }
     ch->peer = peer;
+    ch->lanes = hier_fabric_lanes(ch->fab, peer);
     ch->remote = *peer_info;
     return HIER_OK;
 }
@@ -361,9 +364,7 @@ size_t hier_chan_slot_bytes(const hier_chan_t *ch)
 size_t hier_chan_segment(const void *link, size_t len)
 {
     const hier_chan_t *ch = link;
-    hier_lock_take();
-    size_t lanes = hier_fabric_lanes(ch->fab, ch->peer);
-    hier_lock_drop();
+    size_t lanes = ch->lanes;
     /* (a message under half a slot is not cut: many small ones alternate lanes anyway, and the
      * ring's credit counts messages, not bytes: 32 KiB segments in 16 slots are 512 KiB in
      * flight, about 1 ms on 4 rails, less than a write's round trip under load. Measured on
@@ -400,7 +401,7 @@ hier_status_t hier_chan_try_send_from(void *link, uint32_t mbox, uint32_t tag, c
     hier_fabric_iov_t iov[2] = {{.buf = src, .len = HIER_CHAN_HDR, .mr = ch->stage_mr},
                                 {.buf = data, .len = len, .mr = mr}};
     size_t n = 2;
-    if (!mr || hier_fabric_iov_limit(ch->fab) < 2 || !len) {
+    if (!mr || !ch->gathers || !len) {
         memcpy(src + HIER_CHAN_HDR, data, len);
         iov[0].len += len;
         n = 1;
@@ -408,8 +409,9 @@ hier_status_t hier_chan_try_send_from(void *link, uint32_t mbox, uint32_t tag, c
     uint32_t imm = (uint32_t)(ch->remote.id << HIER_CHAN_ID_SHIFT) | (uint32_t)(ch->sent & HIER_CHAN_SEQ_MASK);
     /* message k goes on lane k of the peer: consecutive segments of a message
      * on every rail at once; the ring takes them in any order */
-    st = hier_fabric_try_writev(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->sent), iov, n, ch->remote.ring,
-                                slot * ch->stride, imm, HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
+    hier_fabric_peer_t lane = hier_fabric_lane_handle(ch->peer, ch->lanes, ch->sent);
+    st = hier_fabric_try_writev(ch->fab, lane, iov, n, ch->remote.ring, slot * ch->stride, imm,
+                                HIER_CHAN_CTX(ch->id, slot, HIER_CHAN_W_MESSAGE), &posted);
     if (st != HIER_OK || !posted) goto out;
     ch->posted[slot] = ch->sent + 1;
     if (ch->released > ch->credited) ch->credited = ch->released; /* carried by this message */
@@ -483,9 +485,8 @@ hier_status_t hier_chan_try_write_direct(hier_chan_t *ch, const void *src, size_
     hier_lock_take();
     hier_status_t st = ch->error;
     if (st == HIER_OK)
-        st = hier_fabric_try_write(ch->fab, hier_fabric_lane(ch->fab, ch->peer, ch->direct_sent), src, len, mr, rkey,
-                                   off, imm,
-                                   HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT), &posted);
+        st = hier_fabric_try_write(ch->fab, hier_fabric_lane_handle(ch->peer, ch->lanes, ch->direct_sent), src, len,
+                                   mr, rkey, off, imm, HIER_CHAN_CTX(ch->id, 0, HIER_CHAN_W_DIRECT), &posted);
     ch->direct_sent += st == HIER_OK && posted;
     hier_lock_drop();
     if (st == HIER_OK) *posted_p = posted;

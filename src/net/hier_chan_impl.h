@@ -49,6 +49,8 @@ struct hier_chan {
     unsigned id;
     size_t slots, slot_bytes, stride;
     hier_fabric_peer_t peer;
+    unsigned lanes;            /* to the peer (hier_fabric_lanes, at connect) */
+    int gathers;               /* the provider sends header and data from two places (iov_limit >= 2) */
     hier_chan_info_t remote;
     /* receiving */
     uint8_t *ring;             /* slots x stride, written by the peer */

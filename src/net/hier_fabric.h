@@ -100,9 +100,14 @@ hier_status_t hier_fabric_addr(hier_fabric_t *fab, void *addr, size_t *len_p);
 /* Learn a peer from its address: a handle for its first lane.
  * HIER_ERR_INVALID_ARG for an address that is not one. */
 hier_status_t hier_fabric_insert(hier_fabric_t *fab, const void *addr, hier_fabric_peer_t *peer_p);
-/* Lanes to the peer (1 without striping), and the handle of lane k mod that. */
+/* Lanes to the peer (1 without striping; fixed once the address is inserted), and the handle of lane k mod
+ * that (the handle's low HIER_FABRIC_LANE_BITS bits name the lane). */
+#define HIER_FABRIC_LANE_BITS 8
 unsigned hier_fabric_lanes(const hier_fabric_t *fab, hier_fabric_peer_t peer);
-hier_fabric_peer_t hier_fabric_lane(const hier_fabric_t *fab, hier_fabric_peer_t peer, uint64_t k);
+static inline hier_fabric_peer_t hier_fabric_lane_handle(hier_fabric_peer_t peer, unsigned lanes, uint64_t k)
+{
+    return (peer & ~(((hier_fabric_peer_t)1 << HIER_FABRIC_LANE_BITS) - 1)) | (hier_fabric_peer_t)(k % lanes);
+}
 
 /* The rails this process drives, and for each its NIC's name, index in the
  * node's list, whether it is near, and the bytes written through it. */

@@ -91,9 +91,11 @@ struct hier_fabric_mr {
 };
 
 /* A peer handle: the remote's index, and a lane in the low bits. */
-#define HIER_FABRIC_LANE_BITS 8
 static inline size_t hier_fabric_remote_index(hier_fabric_peer_t peer) { return (size_t)(peer >> HIER_FABRIC_LANE_BITS); }
-static inline unsigned hier_fabric_lane_of(hier_fabric_peer_t peer) { return (unsigned)(peer & 0xff); }
+static inline unsigned hier_fabric_lane_of(hier_fabric_peer_t peer)
+{
+    return (unsigned)(peer & (((hier_fabric_peer_t)1 << HIER_FABRIC_LANE_BITS) - 1));
+}
 
 /* A libfabric return code where it enters (hier_fi_fail), with the provider's name. */
 static inline const char *hier_fabric_prov(const hier_fabric_t *fab)

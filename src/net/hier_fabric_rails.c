@@ -327,10 +327,7 @@ unsigned hier_fabric_lanes(const hier_fabric_t *fab, hier_fabric_peer_t peer)
     return fab->stripe ? fab->remote[hier_fabric_remote_index(peer)].nlanes : 1;
 }
 
-hier_fabric_peer_t hier_fabric_lane(const hier_fabric_t *fab, hier_fabric_peer_t peer, uint64_t k)
-{
-    return (peer & ~(hier_fabric_peer_t)0xff) | (hier_fabric_peer_t)(k % hier_fabric_lanes(fab, peer));
-}
+
 
 unsigned hier_fabric_nrails(const hier_fabric_t *fab)
 {

@@ -4,9 +4,8 @@
 #include "base/hier_log.h"
 #include "base/hier_wait.h"
 
-hier_status_t hier_link_clock(unsigned turn, uint64_t *still_since, const char *what)
+hier_status_t hier_link_clock_read(uint64_t *still_since, const char *what)
 {
-    if (turn % 4096 != 4095) return HIER_OK;
     if (!*still_since) {
         *still_since = hier_wait_now_ms();
     } else if (hier_wait_expired(*still_since)) {

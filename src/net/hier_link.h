@@ -54,7 +54,11 @@ typedef struct {
  * the time; HIER_ERR_TIMEOUT, logged with `what`, once nothing moved for
  * coll_hier_timeout (*still_since starts at 0; the caller resets it to 0
  * whenever something moved). */
-hier_status_t hier_link_clock(unsigned turn, uint64_t *still_since, const char *what);
+hier_status_t hier_link_clock_read(uint64_t *still_since, const char *what); /* (the 4,096th turn's) */
+static inline hier_status_t hier_link_clock(unsigned turn, uint64_t *still_since, const char *what)
+{
+    return turn % 4096 != 4095 ? HIER_OK : hier_link_clock_read(still_since, what);
+}
 
 /* libfabric channels (hier_chan.h; links are hier_chan_t, fab the endpoint). */
 extern const hier_link_ops_t hier_link_chan;

@@ -17,20 +17,6 @@
 
 #define HIER_SHM_PAGE 4096
 
-struct hier_shm {
-    uint8_t *base;
-    size_t size;
-    hier_shm_shape_t shape;
-    uint64_t my_phase;        /* barriers this process has entered */
-    uint64_t ll_seq;          /* low-latency calls this process made over the segment */
-    uint64_t id;              /* (hier_shm_id) */
-    char name[HIER_SHM_NAME_MAX];
-    char path[HIER_SHM_NAME_MAX + 4096];
-    int posix;                /* path is a shm_open name, not a file path */
-    int linked;
-    int fd;                   /* open until the owner's slot is allocated (hier_shm_claim) */
-};
-
 static _Atomic size_t hier_shm_total;
 
 static size_t hier_shm_round(size_t v, size_t to)
@@ -39,11 +25,6 @@ static size_t hier_shm_round(size_t v, size_t to)
 }
 
 /* Where the parts of a node segment start (pipeline segments: slots only). */
-static size_t hier_shm_ctl_off(void)
-{
-    return sizeof(hier_shm_header_t) + sizeof(hier_shm_offer_t);
-}
-
 static size_t hier_shm_lines_off(int nranks)
 {
     return hier_shm_ctl_off() + (size_t)nranks * sizeof(hier_shm_ctl_t);
@@ -79,16 +60,6 @@ size_t hier_shm_size(const hier_shm_shape_t *s)
 size_t hier_shm_mapped_total(void)
 {
     return atomic_load_explicit(&hier_shm_total, memory_order_relaxed);
-}
-
-static hier_shm_header_t *hier_shm_header(const hier_shm_t *shm)
-{
-    return (hier_shm_header_t *)shm->base;
-}
-
-hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
-{
-    return (hier_shm_ctl_t *)(shm->base + hier_shm_ctl_off()) + rank;
 }
 
 hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm)
@@ -312,17 +283,3 @@ uint8_t *hier_shm_slot(hier_shm_t *shm, int rank)
     return shm->base + h->slots_off + (size_t)rank * h->slot_stride;
 }
 
-size_t hier_shm_buf_stride(const hier_shm_t *shm)
-{
-    return hier_shm_header(shm)->chunk_bytes;
-}
-
-unsigned hier_shm_nbufs(const hier_shm_t *shm)
-{
-    return hier_shm_header(shm)->nbufs;
-}
-
-uint64_t hier_shm_phase_next(hier_shm_t *shm)
-{
-    return ++shm->my_phase;
-}

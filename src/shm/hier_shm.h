@@ -133,7 +133,25 @@ typedef struct {
 /* A slot's pipeline buffers where the shape says nothing else. */
 #define HIER_SHM_BUFS 2u
 
-typedef struct hier_shm hier_shm_t;
+/* A segment as this process maps it (process-local: not in the segment). */
+typedef struct hier_shm {
+    uint8_t *base;
+    size_t size;
+    hier_shm_shape_t shape;
+    uint64_t my_phase;        /* barriers this process has entered */
+    uint64_t ll_seq;          /* low-latency calls this process made over the segment */
+    uint64_t id;              /* (hier_shm_id) */
+    char name[HIER_SHM_NAME_MAX];
+    char path[HIER_SHM_NAME_MAX + 4096];
+    int posix;                /* path is a shm_open name, not a file path */
+    int linked;
+    int fd;                   /* open until the owner's slot is allocated (hier_shm_claim) */
+} hier_shm_t;
+
+static inline hier_shm_header_t *hier_shm_header(const hier_shm_t *shm)
+{
+    return (hier_shm_header_t *)shm->base;
+}
 
 /* Bytes of a segment of this shape. */
 size_t hier_shm_size(const hier_shm_shape_t *shape);
@@ -159,12 +177,26 @@ void hier_shm_detach(hier_shm_t *shm); /* NULL is fine */
 
 /* Rank's slot: buffer 0, then buffer b b * buf_stride bytes later. */
 uint8_t *hier_shm_slot(hier_shm_t *shm, int rank);
-size_t hier_shm_buf_stride(const hier_shm_t *shm);
+static inline size_t hier_shm_buf_stride(const hier_shm_t *shm)
+{
+    return hier_shm_header(shm)->chunk_bytes;
+}
 /* Its pipeline buffers per slot. */
-unsigned hier_shm_nbufs(const hier_shm_t *shm);
+static inline unsigned hier_shm_nbufs(const hier_shm_t *shm)
+{
+    return hier_shm_header(shm)->nbufs;
+}
 
 /* ---- node segments only ---- */
-hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank);
+/* Where the control lines start: after the header and the offer. */
+static inline size_t hier_shm_ctl_off(void)
+{
+    return sizeof(hier_shm_header_t) + sizeof(hier_shm_offer_t);
+}
+static inline hier_shm_ctl_t *hier_shm_ctl(hier_shm_t *shm, int rank)
+{
+    return (hier_shm_ctl_t *)(shm->base + hier_shm_ctl_off()) + rank;
+}
 hier_shm_offer_t *hier_shm_offer(hier_shm_t *shm);
 /* Rank's low-latency line of this parity: the header word, then
  * HIER_SHM_LL_HEAD payload bytes at HIER_SHM_LL_HEAD_OFF; and the rest of
@@ -208,7 +240,10 @@ void hier_shm_phases(hier_shm_t *shm, int nranks, char *line, size_t len);
 void hier_shm_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w, int on);
 int hier_shm_all_agreeing(hier_shm_t *shm, const hier_shm_wait_t *w);
 /* The phase of the next barrier this process enters (hier_shm_wait.c). */
-uint64_t hier_shm_phase_next(hier_shm_t *shm);
+static inline uint64_t hier_shm_phase_next(hier_shm_t *shm)
+{
+    return ++shm->my_phase;
+}
 /* A recycled segment coming into a new communicator: I am joining it (my
  * signatures are a past communicator's: peers take me as late), then my
  * signatures are cleared and I have joined. */
