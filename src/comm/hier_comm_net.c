@@ -273,7 +273,7 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         x->mr_len = 0;
         return x;
     }
-    hier_fabric_t *fab = hier_proc_fabric();
+    hier_fabric_t *fab = x->fab ? x->fab : hier_proc_fabric(); /* (the process's one endpoint: it stays) */
     uint8_t *mine = tier ? tier->slots[c->layout.me] : NULL;
     size_t len = tier ? hier_shm_nbufs(tier->seg) * hier_shm_buf_stride(tier->seg) : 0;
     if (tier && !tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
