@@ -293,7 +293,6 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
     return x;
 }
 
-
 hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,
                             uint64_t *net_bytes_p)
 {

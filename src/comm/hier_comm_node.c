@@ -34,7 +34,6 @@ static hier_shm_shape_t hier_node_shape(int nranks)
     return (hier_shm_shape_t){.kind = HIER_SHM_NODE, .nranks = nranks, .chunk_bytes = hier_select_small_chunk(nranks)};
 }
 
-/* The small tier's chunk, the same on every node: the smallest node's. */
 hier_status_t hier_node_offer(hier_comm_t *c, const uint64_t *procs, int nprocs, int fresh_only,
                               hier_node_offer_t *offer_p)
 {
@@ -460,7 +459,6 @@ static hier_status_t hier_node_pipe_accept(hier_comm_t *c, size_t chunk, int *mi
  * Made by a fiber (a nonblocking call's, hier_comm_pipe_begin), no call
  * runs: the agreements are the exchanges' (hier_comm_xchg.c), and 3 is one
  * of them too (a barrier of every rank: a node's spins would not yield). */
-/* The chunks in flight at once over `tier`: one fewer than its pipeline buffers. */
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
 {
     hier_node_t *nd = c->node;

@@ -58,7 +58,7 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
 void hier_node_pipe_redepth(hier_comm_t *c);
 /* Whether a run of this shape wants the pipeline segment, not made yet (the small slots do not carry it). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);
-/* The small slots' chunk. */
+/* The small slots' chunk, the same on every node: the smallest node's. */
 static inline size_t hier_node_small_for_comm(const hier_comm_t *c)
 {
     return hier_select_small_chunk(c->layout.nnodes > 1 ? c->layout.pieces : c->layout.nranks);

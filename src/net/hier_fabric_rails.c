@@ -328,7 +328,6 @@ unsigned hier_fabric_lanes(const hier_fabric_t *fab, hier_fabric_peer_t peer)
 }
 
 
-
 unsigned hier_fabric_nrails(const hier_fabric_t *fab)
 {
     return fab->nrails;
