@@ -281,8 +281,21 @@ hier_status_t hier_node_make(hier_comm_t *c, hier_node_offer_t *o, const int32_t
     return HIER_OK;
 }
 
+void hier_node_cached_drop(hier_node_cached_t *e)
+{
+    free(e->rcounts);
+    hier_run_cache_clear(&e->run);
+    *e = (hier_node_cached_t){0};
+}
+
+void hier_node_cache_clear(hier_node_t *nd)
+{
+    for (unsigned i = 0; i < HIER_NODE_CACHED; i++) hier_node_cached_drop(&nd->cached[i]);
+}
+
 static void hier_node_free_arrays(hier_node_t *nd)
 {
+    hier_node_cache_clear(nd);
     hier_topo_groups_free(&nd->groups);
     free(nd->pipe.slots);
     free(nd->procs);
@@ -379,6 +392,7 @@ void hier_node_pipe_redepth(hier_comm_t *c)
     if (nd->pipe_state == HIER_PIPE_NONE) return;
     if (nd->pipe_state == HIER_PIPE_READY && hier_shm_nbufs(nd->pipe.seg) == hier_node_transport_depth(c) + 1)
         return;
+    hier_node_cache_clear(nd);
     if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, c->layout.nranks, nd->small.seg);
     free(nd->pipe.slots);
     nd->pipe = (hier_tier_t){0};
@@ -470,6 +484,7 @@ hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered)
                                                        : HIER_ERR_INTERNAL;
     if (st != HIER_OK) return st;
     size_t chunk = (size_t)v[0] * 64;
+    hier_node_cache_clear(nd);
     nd->pipe_state = HIER_PIPE_SMALL;
     for (int fresh_only = 0; chunk > small && fresh_only < 2; fresh_only++) {
         int fresh = 0, missing = 0;

@@ -71,6 +71,10 @@ static inline unsigned hier_node_tier_depth(const hier_tier_t *tier)
 /* The in-call agreement of the node's ranks (between nodes, every rank) on the least of n values (values holds
  * n + 2), HIER_ERR_MISMATCH on every rank when the calls' signatures differ. */
 hier_status_t hier_node_agree(hier_comm_t *c, int *values, int n);
+/* The blocking calls' shapes cached (hier_node_run) forgotten: the tiers or the steps' memory change; one entry
+ * emptied. */
+void hier_node_cache_clear(hier_node_t *nd);
+void hier_node_cached_drop(hier_node_cached_t *e);
 /* ---- hier_comm_node_run.c ---- */
 /* Single copy, probed collectively at the first call that asks: 1 yes, 0 no, or the (negative) status that failed
  * the call. */

@@ -76,6 +76,7 @@ static int hier_node_steps_grow(hier_comm_t *c, const hier_sched_args_t *args, u
     }
     *need_p = need > nd->nsteps ? need : nd->nsteps;
     if (need <= nd->nsteps && hier_node_ways(nd) >= ways && nd->nqueues >= queues) return -1; /* (enough) */
+    hier_node_cache_clear(nd); /* (what it decided assumed the memory as it was) */
     if (need > nd->nsteps) {
         for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) {
             free(nd->steps[i]);
@@ -187,23 +188,41 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
     return HIER_OK;
 }
 
-hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
+/* The run's fields over the tier chosen (several nodes: the network executor's too). */
+static void hier_node_run_fill(hier_comm_t *c, hier_tier_t *tier, unsigned depth, hier_run_t *run_p)
 {
     hier_node_t *nd = c->node;
-    const hier_layout_t *l = &c->layout;
+    *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
+                          .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,
+                          .peer_read = hier_node_peer_read, .peer_ctx = nd,
+                          .netx = c->layout.nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
+                          .depth = depth, .chunk_seq = &tier->chunk_seq};
+    memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
+}
+
+/* The tier and depth of a run of args (its node fields and chunk filled in), made or reserved as hier_node_prep
+ * says. */
+static hier_status_t hier_node_decide(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_tier_t **tier_p,
+                                      unsigned *depth_p)
+{
     hier_tier_t *tier;
     hier_node_args(c, args);
     hier_status_t st = no_wait ? hier_node_tier_now(c, args, &tier) : hier_node_tier(c, args, &tier);
     unsigned depth = st == HIER_OK ? hier_select_call_depth(hier_node_tier_depth(tier), args) : 1;
     if (st == HIER_OK && !no_wait) st = hier_node_steps_reserve(c, args, depth);
     if (st != HIER_OK) return st;
-    *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
-                          .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,
-                          .peer_read = hier_node_peer_read, .peer_ctx = nd,
-                          .netx = l->nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
-                          .depth = depth, .chunk_seq = &tier->chunk_seq};
-    memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
+    *tier_p = tier;
+    *depth_p = depth;
     return HIER_OK;
+}
+
+hier_status_t hier_node_prep(hier_comm_t *c, hier_sched_args_t *args, int no_wait, hier_run_t *run_p)
+{
+    hier_tier_t *tier;
+    unsigned depth;
+    hier_status_t st = hier_node_decide(c, args, no_wait, &tier, &depth);
+    if (st == HIER_OK) hier_node_run_fill(c, tier, depth, run_p);
+    return st;
 }
 
 hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st)
@@ -213,13 +232,69 @@ hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st)
     return hier_shm_check_peers(c->node->small.seg, &c->node->wait);
 }
 
+/* ---- the blocking calls' shapes, cached ---- */
+/* What a blocking call's run is decided from, beyond the communicator's layout (a reduce_scatter's counts apart),
+ * after its decision (the pipeline segment's state as it left it). */
+static void hier_node_key(const hier_comm_t *c, const hier_sched_args_t *a, uint64_t key[HIER_NODE_KEY_WORDS])
+{
+    const uint64_t k[HIER_NODE_KEY_WORDS] = {
+        (uint64_t)a->kind + 1, a->net_kind, (uint64_t)a->net_radix, a->esize, a->count, a->in_place,
+        (uint64_t)a->pieces, a->chunk_cap, a->depth_cap, c->node->pipe_state, (uint64_t)(uintptr_t)a->rs_slices};
+    memcpy(key, k, sizeof(k));
+}
+
+static hier_node_cached_t *hier_node_cache_find(hier_comm_t *c, const hier_sched_args_t *a,
+                                                const uint64_t key[HIER_NODE_KEY_WORDS])
+{
+    for (unsigned i = 0; i < HIER_NODE_CACHED; i++) {
+        hier_node_cached_t *e = &c->node->cached[i];
+        if (memcmp(e->key, key, sizeof(e->key)) || !e->rcounts != !a->rcounts) continue;
+        if (!a->rcounts || !memcmp(e->rcounts, a->rcounts, (size_t)c->size * sizeof(size_t))) return e;
+    }
+    return NULL;
+}
+
+/* The shape just decided, cached over the oldest entry (NULL: no memory for its counts; nothing cached). */
+static hier_node_cached_t *hier_node_cache_add(hier_comm_t *c, const hier_sched_args_t *a, hier_tier_t *tier,
+                                               unsigned depth)
+{
+    hier_node_t *nd = c->node;
+    hier_node_cached_t *e = &nd->cached[nd->cached_next++ % HIER_NODE_CACHED];
+    hier_node_cached_drop(e);
+    size_t *rcounts = NULL;
+    if (a->rcounts && !(rcounts = malloc((size_t)c->size * sizeof(size_t)))) return NULL;
+    if (rcounts) memcpy(rcounts, a->rcounts, (size_t)c->size * sizeof(size_t));
+    *e = (hier_node_cached_t){.rcounts = rcounts, .tier = tier, .chunk_bytes = a->chunk_bytes, .depth = depth,
+                              .run = {.nchunks = hier_sched_nchunks(a)}};
+    hier_node_key(c, a, e->key);
+    return e;
+}
+
+/* A shape seen before takes its decision from the cache (no collective step: a rank that missed it, its copy of
+ * the counts not made, decides the same without one, its tiers and memory as they were); a new one is decided and
+ * cached. */
 hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void *sbuf, void *rbuf,
                             hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
 {
+    uint64_t key[HIER_NODE_KEY_WORDS];
+    hier_tier_t *tier;
+    unsigned depth;
     hier_run_t run;
     uint64_t sent = 0;
-    hier_status_t st = hier_node_prep(c, args, 0, &run);
+    hier_status_t st = HIER_OK;
+    hier_node_args(c, args);
+    hier_node_key(c, args, key);
+    hier_node_cached_t *e = hier_node_cache_find(c, args, key);
+    if (e) {
+        args->chunk_bytes = e->chunk_bytes;
+        tier = e->tier;
+        depth = e->depth;
+    } else if ((st = hier_node_decide(c, args, 0, &tier, &depth)) == HIER_OK) {
+        e = hier_node_cache_add(c, args, tier, depth);
+    }
     if (st != HIER_OK) return st;
+    hier_node_run_fill(c, tier, depth, &run);
+    run.cache = e ? &e->run : NULL;
     st = hier_run(&run, args, sbuf, rbuf, kernel, &sent);
     *net_bytes_p += sent; /* (a staged call's chunks add up) */
     return hier_node_ran(c, st);

@@ -30,6 +30,19 @@ typedef struct {
     uint64_t chunk_seq;     /* chunks run over it: picks the pipeline buffer */
 } hier_tier_t;
 
+/* A blocking call's shape, and what hier_node_run decided for it (hier_comm_node_run.c): the same shape again
+ * skips select/'s chunk and depth policy, and (one chunk) the schedule's builders. */
+#define HIER_NODE_KEY_WORDS 11
+#define HIER_NODE_CACHED 4
+typedef struct {
+    uint64_t key[HIER_NODE_KEY_WORDS]; /* all 0: free */
+    size_t *rcounts;             /* a reduce_scatter's counts (a copy): part of the key */
+    hier_tier_t *tier;
+    size_t chunk_bytes;
+    unsigned depth;
+    hier_run_cache_t run;
+} hier_node_cached_t;
+
 typedef enum {
     HIER_PIPE_NONE,  /* not needed yet */
     HIER_PIPE_READY, /* the pipeline segment is mapped */
@@ -58,6 +71,8 @@ typedef struct {
     size_t nsteps;               /* made at set-up for every kind that fits HIER_NODE_STEPS_AHEAD */
     uint8_t *scratch;            /* the executor's scratch (HIER_EXEC_SCRATCH_BYTES), at the first in-place call */
     int scratch_tried;           /* (without it the executor folds on its stack: this rank's choice alone) */
+    hier_node_cached_t cached[HIER_NODE_CACHED]; /* emptied whenever the tiers or the steps' memory change */
+    unsigned cached_next;        /* the entry the next shape replaces */
 } hier_node_t;
 
 typedef struct {

@@ -7,6 +7,8 @@
 #include "exec/hier_run.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/hier_log.h"
 
@@ -16,12 +18,31 @@ static hier_run_chunk_t *hier_run_chunk(hier_run_req_t *q, size_t j)
     return &q->ch[j % (q->r.depth + 1)];
 }
 
+void hier_run_cache_clear(hier_run_cache_t *cache)
+{
+    for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX; i++) free(cache->steps[i]);
+    *cache = (hier_run_cache_t){0};
+}
+
 /* Chunks are built in order, each taking the tier's next pipeline buffer: depth + 1
- * of them, so the one being copied in is none of the depth in flight. */
+ * of them, so the one being copied in is none of the depth in flight. A call of
+ * one chunk takes its steps from the cache, or builds them and keeps a copy there
+ * (none kept without the memory: built again next time). */
 static void hier_run_build(hier_run_req_t *q, size_t k, hier_run_chunk_t *ch)
 {
-    size_t n = hier_sched_build(&q->args, k, (int)((*q->r.chunk_seq)++ % (q->r.depth + 1)), ch->steps);
+    unsigned buf = (unsigned)((*q->r.chunk_seq)++ % (q->r.depth + 1));
+    hier_run_cache_t *cache = q->plan.nchunks == 1 ? q->r.cache : NULL;
+    if (cache && cache->steps[buf]) {
+        ch->steps = cache->steps[buf];
+        memcpy(ch->cut, cache->cut[buf], sizeof(ch->cut));
+        return;
+    }
+    size_t n = hier_sched_build(&q->args, k, (int)buf, ch->steps);
     hier_plan_cut(ch->steps, n, hier_sched_is_hier(q->args.kind), ch->cut);
+    if (cache && n && (cache->steps[buf] = malloc(n * sizeof(hier_step_t)))) {
+        memcpy(cache->steps[buf], ch->steps, n * sizeof(hier_step_t));
+        memcpy(cache->cut[buf], ch->cut, sizeof(ch->cut));
+    }
 }
 
 /* My error flag holds the status that failed here (minus it). */
@@ -146,7 +167,7 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
 {
     *q = (hier_run_req_t){.r = *r, .args = *args};
     if (q->r.depth < 1 || q->r.depth > HIER_RUN_DEPTH_MAX) q->r.depth = 1;
-    hier_plan_begin(&q->plan, hier_sched_nchunks(args), q->r.depth);
+    hier_plan_begin(&q->plan, r->cache ? r->cache->nchunks : hier_sched_nchunks(args), q->r.depth);
     for (unsigned i = 0; i <= q->r.depth; i++) q->ch[i].steps = r->steps[i];
     q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .buf_stride = r->buf_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,

@@ -14,6 +14,16 @@
  * (coll_hier_pipeline_depth): one network run each (hier_net_exec.h). */
 #define HIER_RUN_DEPTH_MAX HIER_NET_RUNS_MAX
 
+/* A call shape's schedule cached between calls (the caller keys it by the shape and empties it with
+ * hier_run_cache_clear): its chunk count and, for a call of one chunk, its steps per pipeline buffer, built at the
+ * first run that takes that buffer (the steps name buffers, not addresses). */
+typedef struct {
+    size_t nchunks;
+    hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* NULL: not built yet */
+    size_t cut[HIER_RUN_DEPTH_MAX + 1][HIER_PLAN_CUTS];
+} hier_run_cache_t;
+void hier_run_cache_clear(hier_run_cache_t *cache);
+
 typedef struct {
     hier_shm_t *node;              /* the node segment: barriers, error flags, single-copy publication */
     const hier_shm_wait_t *wait;
@@ -29,6 +39,7 @@ typedef struct {
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* hier_sched_max_steps(args) each: the chunks in flight's,
                                     * and the next one's (min(nchunks, depth + 1) of them needed) */
     uint64_t *chunk_seq;           /* chunks run so far over the tier: picks the pipeline buffer */
+    hier_run_cache_t *cache;       /* the call shape's (NULL: the chunks counted and built at every run) */
 } hier_run_t;
 
 /* A chunk's steps, cut for the overlap (hier_plan_cut). */

@@ -35,12 +35,14 @@ static hier_chan_t **hier_chan_owing;
 static unsigned hier_chan_nowing;
 static unsigned hier_chan_next_id;
 static hier_chan_ctl_fn_t hier_chan_ctl_handler;
+static const unsigned *hier_chan_ctl_owing;
 static hier_status_t hier_chan_return_credit(hier_chan_t *ch);
 
-void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn)
+void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn, const unsigned *owing)
 {
     hier_lock_take();
     hier_chan_ctl_handler = fn;
+    hier_chan_ctl_owing = owing;
     hier_lock_drop();
 }
 
@@ -304,7 +306,8 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
         if (ev[i].kind == HIER_FABRIC_EV_WRITE_FAILED) hier_chan_write_failed(ch, &ev[i]);
         else if (ch) hier_chan_event(ch, &ev[i]);
     }
-    if (st == HIER_OK && hier_chan_ctl_handler) hier_chan_ctl_handler(fab, NULL, 0); /* (what it owes peers) */
+    if (st == HIER_OK && hier_chan_ctl_handler && hier_chan_ctl_owing && *hier_chan_ctl_owing)
+        hier_chan_ctl_handler(fab, NULL, 0); /* (what it owes peers) */
     for (unsigned i = hier_chan_nowing; st == HIER_OK && i > 0; i--) { /* (a success removes entry i - 1) */
         hier_chan_t *ch = hier_chan_owing[i - 1];
         if (ch->fab == fab) (void)hier_chan_return_credit(ch); /* (a failure is the channel's error) */

@@ -95,9 +95,10 @@ uint64_t hier_chan_direct_pending(const hier_chan_t *ch);
 /* Poll until no channel of `fab` has a direct write in flight (2 s at most), before the memory they read goes. */
 void hier_chan_quiesce_direct(hier_fabric_t *fab);
 
-/* Where control messages go (hier_peers.c connects with them); called under the transport lock from progress. */
+/* Where control messages go (hier_peers.c connects with them); called under the transport lock from progress,
+ * and with no message after a poll while *owing (the handler's count of messages it owes) is not 0. */
 typedef void (*hier_chan_ctl_fn_t)(hier_fabric_t *fab, const void *msg, size_t len);
-void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn);
+void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn, const unsigned *owing);
 
 /* Drive progress: poll the transport and hand events to their channels. */
 hier_status_t hier_chan_progress(hier_fabric_t *fab);

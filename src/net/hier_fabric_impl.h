@@ -124,10 +124,25 @@ int hier_fabric_ctl_completion(hier_fabric_t *fab, void *context, uint64_t flags
                                hier_fabric_event_t *ev, int *got_p);
 /* Post again the receives the provider had no room for. */
 void hier_fabric_ctl_repost(hier_fabric_t *fab);
+/* The free list of contexts grown by a block (0: no memory, said). */
+int hier_fabric_op_grow(hier_fabric_t *fab);
 /* A context for a write carrying the caller's `context` (NULL: no memory,
  * said); its completion's op_context gives it back, and the caller's value. */
-hier_fabric_op_t *hier_fabric_op_take(hier_fabric_t *fab, void *context);
-void *hier_fabric_op_give(hier_fabric_t *fab, void *fi_context);
+static inline hier_fabric_op_t *hier_fabric_op_take(hier_fabric_t *fab, void *context)
+{
+    if (!fab->op_free && !hier_fabric_op_grow(fab)) return NULL;
+    hier_fabric_op_t *op = fab->op_free;
+    fab->op_free = op->next;
+    op->context = context;
+    return op;
+}
+static inline void *hier_fabric_op_give(hier_fabric_t *fab, void *fi_context)
+{
+    hier_fabric_op_t *op = fi_context; /* (fi is its first member) */
+    op->next = fab->op_free;
+    fab->op_free = op;
+    return op->context;
+}
 /* Every context, at close (the endpoints closed first). */
 void hier_fabric_ops_free(hier_fabric_t *fab);
 

@@ -18,35 +18,22 @@ struct hier_fabric_op_block {
     hier_fabric_op_t op[HIER_FABRIC_OPS_PER_BLOCK];
 };
 
-/* The free list grows by a block when empty; blocks go at close only (the
- * most ever in flight at once is what the provider's queues hold). */
-hier_fabric_op_t *hier_fabric_op_take(hier_fabric_t *fab, void *context)
+/* Blocks go at close only (the most ever in flight at once is what the
+ * provider's queues hold). */
+int hier_fabric_op_grow(hier_fabric_t *fab)
 {
-    if (!fab->op_free) {
-        struct hier_fabric_op_block *b = calloc(1, sizeof(*b));
-        if (!b) {
-            HIER_ERROR("no memory for the contexts of %zu more writes in flight", (size_t)HIER_FABRIC_OPS_PER_BLOCK);
-            return NULL;
-        }
-        b->next = fab->op_blocks;
-        fab->op_blocks = b;
-        for (size_t i = 0; i < HIER_FABRIC_OPS_PER_BLOCK; i++) {
-            b->op[i].next = fab->op_free;
-            fab->op_free = &b->op[i];
-        }
+    struct hier_fabric_op_block *b = calloc(1, sizeof(*b));
+    if (!b) {
+        HIER_ERROR("no memory for the contexts of %zu more writes in flight", (size_t)HIER_FABRIC_OPS_PER_BLOCK);
+        return 0;
     }
-    hier_fabric_op_t *op = fab->op_free;
-    fab->op_free = op->next;
-    op->context = context;
-    return op;
-}
-
-void *hier_fabric_op_give(hier_fabric_t *fab, void *fi_context)
-{
-    hier_fabric_op_t *op = fi_context; /* (fi is its first member) */
-    op->next = fab->op_free;
-    fab->op_free = op;
-    return op->context;
+    b->next = fab->op_blocks;
+    fab->op_blocks = b;
+    for (size_t i = 0; i < HIER_FABRIC_OPS_PER_BLOCK; i++) {
+        b->op[i].next = fab->op_free;
+        fab->op_free = &b->op[i];
+    }
+    return 1;
 }
 
 void hier_fabric_ops_free(hier_fabric_t *fab)

@@ -30,6 +30,7 @@ typedef struct {
 static_assert(sizeof(hier_peer_msg_t) <= HIER_FABRIC_CTL_MAX, "a connection message is one control message");
 
 struct hier_peer {
+    hier_peer_head_t head;  /* (first: hier_peers.h reads it) */
     uint64_t proc;
     hier_peer_state_t state;
     int known;              /* its address is in the AV */
@@ -49,6 +50,14 @@ static struct {
     hier_fabric_t *addr_of; /* the endpoint my_addr belongs to */
     unsigned owing;         /* entries with a message owed */
 } hier_peers;
+
+/* A peer whose channel could not be made or kept: calls get the error, not the channel. */
+static void hier_peer_fail(hier_peer_t *p, hier_status_t st)
+{
+    p->error = st;
+    p->state = HIER_PEER_FAILED;
+    atomic_store_explicit(&p->head.ch, NULL, memory_order_release);
+}
 
 static size_t hier_peers_hash(uint64_t proc, size_t cap)
 {
@@ -144,10 +153,7 @@ static void hier_peer_say(hier_fabric_t *fab, hier_peer_t *p, uint32_t kind)
     memcpy(m.addr, hier_peers.my_addr, hier_peers.my_addr_len);
     hier_chan_info(p->ch, &m.info);
     hier_status_t st = hier_fabric_try_send_ctl(fab, p->addr, &m, sizeof(m), &posted);
-    if (st != HIER_OK) {
-        p->error = st;
-        p->state = HIER_PEER_FAILED;
-    }
+    if (st != HIER_OK) hier_peer_fail(p, st);
     if (!p->owed && !posted && st == HIER_OK) hier_peers.owing++;
     if (p->owed && (posted || st != HIER_OK)) hier_peers.owing--;
     p->owed = posted || st != HIER_OK ? 0 : kind;
@@ -158,8 +164,7 @@ static hier_status_t hier_peer_open(hier_fabric_t *fab, hier_peer_t *p, size_t s
     hier_status_t st = hier_chan_open(fab, slots, slot_bytes, &p->ch);
     if (st == HIER_OK) return HIER_OK;
     p->ch = NULL;
-    p->error = st;
-    p->state = HIER_PEER_FAILED;
+    hier_peer_fail(p, st);
     return st;
 }
 
@@ -167,11 +172,11 @@ static void hier_peer_connect_to(hier_fabric_t *fab, hier_peer_t *p, const hier_
 {
     hier_status_t st = hier_chan_connect(p->ch, p->addr, info);
     if (st != HIER_OK) {
-        p->error = st;
-        p->state = HIER_PEER_FAILED;
+        hier_peer_fail(p, st);
         return;
     }
     p->state = HIER_PEER_CONNECTED;
+    atomic_store_explicit(&p->head.ch, p->ch, memory_order_release);
     hier_peers.connected++;
     HIER_LOG(HIER_LOG_DEBUG, "channel to process %#llx connected (%zu in all)", (unsigned long long)p->proc,
              hier_peers.connected);
@@ -199,7 +204,7 @@ static void hier_peers_on_msg(hier_fabric_t *fab, const hier_peer_msg_t *m)
 }
 
 /* Progress calls this with every control message, and with none after
- * each poll: owed messages go out as soon as the provider has room. */
+ * each poll while some are owed: they go out as soon as the provider has room. */
 static void hier_peers_on_ctl(hier_fabric_t *fab, const void *msg, size_t len)
 {
     if (msg) {
@@ -221,7 +226,7 @@ void hier_peers_configure(uint64_t self, size_t slots, size_t slot_bytes)
     hier_peers.self = self;
     hier_peers.slots = slots;
     hier_peers.slot_bytes = slot_bytes;
-    hier_chan_set_ctl_handler(hier_peers_on_ctl);
+    hier_chan_set_ctl_handler(hier_peers_on_ctl, &hier_peers.owing);
     hier_lock_drop();
 }
 
@@ -247,14 +252,9 @@ static hier_status_t hier_peer_chan_locked(hier_fabric_t *fab, hier_peer_t *p, h
     return p->state == HIER_PEER_FAILED ? p->error : HIER_OK;
 }
 
-hier_status_t hier_peer_chan(hier_fabric_t *fab, hier_peer_t *p, hier_chan_t **ch_p)
+hier_status_t hier_peer_connect(hier_fabric_t *fab, hier_peer_t *p, hier_chan_t **ch_p)
 {
     HIER_LOCKED_RETURN(hier_status_t, hier_peer_chan_locked(fab, p, ch_p));
-}
-
-hier_chan_t *hier_peer_connected(hier_peer_t *p)
-{
-    HIER_LOCKED_RETURN(hier_chan_t *, p->state == HIER_PEER_CONNECTED ? p->ch : NULL);
 }
 
 void hier_peers_count(size_t *known_p, size_t *connected_p)

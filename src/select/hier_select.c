@@ -256,15 +256,3 @@ void hier_select_cached_miss(hier_select_cache_t *cache, const hier_select_shape
     cache->last_1 = (unsigned)i + 1;
     *out = cache->slot[i].choice;
 }
-
-int hier_select_pair(const hier_select_shape_t *shape, hier_coll_t coll, size_t vector_bytes,
-                     const hier_select_t *choice)
-{
-    if (shape->size != 2 || shape->nnodes != 2 || vector_bytes > hier_params.net_pair_max) return 0;
-    switch (coll) {
-    case HIER_COLL_ALLREDUCE: return choice->path == HIER_PATH_NET_RD;
-    case HIER_COLL_ALLGATHER: return choice->path == HIER_PATH_NET_COPY;
-    case HIER_COLL_REDUCE_SCATTER: return choice->path == HIER_PATH_NET_RS;
-    default: return 0;
-    }
-}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hier_params.h"
 #include "base/hier_stats.h"
 #include "sched/hier_sched.h"
 #include "select/hier_select_rules.h"
@@ -66,8 +67,17 @@ void hier_select_explain(const hier_select_shape_t *shape, hier_coll_t coll, siz
  * allreduce's recursive doubling; any allgather or reduce_scatter: each
  * element folded once, mine first, whatever the algorithm), the whole
  * vector (allgather: block x size) within coll_hier_net_pair_max. */
-int hier_select_pair(const hier_select_shape_t *shape, hier_coll_t coll, size_t vector_bytes,
-                     const hier_select_t *choice);
+static inline int hier_select_pair(const hier_select_shape_t *shape, hier_coll_t coll, size_t vector_bytes,
+                                   const hier_select_t *choice)
+{
+    if (shape->size != 2 || shape->nnodes != 2 || vector_bytes > hier_params.net_pair_max) return 0;
+    switch (coll) {
+    case HIER_COLL_ALLREDUCE: return choice->path == HIER_PATH_NET_RD;
+    case HIER_COLL_ALLGATHER: return choice->path == HIER_PATH_NET_COPY;
+    case HIER_COLL_REDUCE_SCATTER: return choice->path == HIER_PATH_NET_RS;
+    default: return 0;
+    }
+}
 /* A node's measurement of the allgather's two paths (hier_comm_probe.c):
  * n block sizes, ascending, and the slowest rank's time of a call through
  * the segment and by single copy at each, the same on every rank. */

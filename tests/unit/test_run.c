@@ -143,9 +143,15 @@ static void call_check(const call_t *c, const node_t *nd, int k)
 }
 
 /* CALLS calls of one kind back to back, every rank advanced in a random
- * order: a rank starts its next call as soon as its last is over. */
-static void sweep_one(hier_sched_kind_t kind, int n, size_t count, size_t chunk, int in_place, unsigned seed)
+ * order: a rank starts its next call as soon as its last is over. cached:
+ * every rank's run keeps the shape's schedule (hier_run_cache_t), so a call
+ * of one chunk runs the steps an earlier call built over the same pipeline
+ * buffer (built once each: the cache's lists stay where they were). */
+static void sweep_one(hier_sched_kind_t kind, int n, size_t count, size_t chunk, int in_place, unsigned seed,
+                      int cached)
 {
+    hier_run_cache_t cache[MAXR] = {0};
+    hier_step_t *built[MAXR][2] = {{0}};
     node_t nd;
     call_t calls[CALLS];
     hier_run_req_t q[MAXR];
@@ -156,6 +162,11 @@ static void sweep_one(hier_sched_kind_t kind, int n, size_t count, size_t chunk,
     for (int k = 0; k < CALLS; k++) call_make(&calls[k], &(node_t){.n = n}, kind, count, in_place, k);
     hier_sched_args_t probe = call_args(&calls[0], &(node_t){.n = n, .chunk = chunk}, 0);
     node_open(&nd, n, chunk, hier_sched_max_steps(&probe) + 1);
+    for (int r = 0; cached && r < n; r++) {
+        hier_sched_args_t a = call_args(&calls[0], &nd, r);
+        cache[r].nchunks = hier_sched_nchunks(&a);
+        nd.run[r].cache = &cache[r];
+    }
     srand(seed);
     int left = n * CALLS;
     for (unsigned turn = 0; left && turn < TURNS_MAX; turn++) {
@@ -177,12 +188,21 @@ static void sweep_one(hier_sched_kind_t kind, int n, size_t count, size_t chunk,
         started[r] = 0;
         at[r]++;
         left--;
+        for (int b = 0; b < 2; b++) { /* (built once: never replaced) */
+            cr_assert(!built[r][b] || cache[r].steps[b] == built[r][b], "rank %d: buffer %d's steps built again", r, b);
+            built[r][b] = cache[r].steps[b];
+        }
     }
     cr_assert_eq(left, 0, "kind %d n %d count %zu chunk %zu: calls not over after %u turns (a hang)", kind, n, count,
                  chunk, TURNS_MAX);
     for (int k = 0; k < CALLS; k++) {
         call_check(&calls[k], &nd, k);
         call_free(&calls[k], n);
+    }
+    for (int r = 0; r < n; r++) {
+        cr_assert(!cached || cache[r].nchunks != 1 || !count || cache[r].steps[0],
+                  "rank %d: a call of one chunk kept no steps", r);
+        hier_run_cache_clear(&cache[r]);
     }
     node_close(&nd);
 }
@@ -198,7 +218,22 @@ Test(run, requests_in_random_order_every_kind)
         for (int n = 2; n <= 5; n++)
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                 for (size_t hi = 0; hi < sizeof(chunks) / sizeof(chunks[0]); hi++)
-                    for (int ip = 0; ip < 2; ip++) sweep_one(kinds[ki], n, counts[ci], chunks[hi], ip, seed++);
+                    for (int ip = 0; ip < 2; ip++) sweep_one(kinds[ki], n, counts[ci], chunks[hi], ip, seed++, 0);
+}
+
+/* The same, each rank's run keeping the shape's schedule between calls
+ * (hier_node_run's cache of blocking calls): the results stay right where
+ * a call takes steps built by an earlier one. */
+Test(run, cached_schedules_every_kind)
+{
+    static const hier_sched_kind_t kinds[] = {HIER_SCHED_ALLREDUCE_FLAT, HIER_SCHED_ALLREDUCE_RSAG,
+                                              HIER_SCHED_ALLGATHER, HIER_SCHED_REDUCE_SCATTER};
+    static const size_t counts[] = {0, 1, 7, 64, 1031, 20000};
+    unsigned seed = 1000;
+    for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
+        for (int n = 2; n <= 5; n++)
+            for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+                for (int ip = 0; ip < 2; ip++) sweep_one(kinds[ki], n, counts[ci], 4096, ip, seed++, 1);
 }
 
 /* A call of no data waits for its node's ranks at one barrier: without
