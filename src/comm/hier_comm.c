@@ -1,114 +1,130 @@
-/* hier_comm.c: a communicator's life, and the entry points of its collectives (docs/design.md, "A
- * communicator's life"): host buffers go straight to the algorithms (hier_comm_host.c); device buffers are
- * staged through host memory (exec/hier_stage.c) or, for allgathers, go NIC to NIC (hier_comm_pd.c). No call
- * agrees with the other ranks on how to run: every rank decides from what every rank knows alike (the staging
- * pipeline and peer direct's one vote: docs/design.md, "Device (accelerator) buffers"). */
-#include <pthread.h>
-#include <stdlib.h>
+/* hier_comm.c: a communicator's collective calls, blocking and nonblocking, from the entry points to the
+ * verdict (docs/design.md, "A call"): host buffers go to select/'s choice and its executor here
+ * (hier_comm_host_run); device buffers are staged through host memory (exec/hier_stage.c) or, for allgathers, go
+ * NIC to NIC (hier_comm_pd.c); requests are made here and run by hier_comm_req.c. No call agrees with the other
+ * ranks on how to run: every rank decides from what every rank knows alike (the staging pipeline and peer
+ * direct's one vote: docs/design.md, "Device (accelerator) buffers"). */
 #include <string.h>
 
 #include "base/hier_log.h"
 #include "base/hier_params.h"
 #include "comm/hier_comm.h"
-#include "comm/hier_comm_host.h"
+#include "comm/hier_comm_call.h"
+#include "comm/hier_comm_choice.h"
 #include "comm/hier_comm_net.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_pd.h"
 #include "comm/hier_comm_req.h"
+#include "comm/hier_comm_setup.h"
 #include "comm/hier_proc.h"
-#include "exec/hier_reduce.h"
+#include "exec/hier_exec_ll.h"
 #include "exec/hier_stage.h"
-#include "net/hier_fabric.h"
-#include "select/hier_select_rules.h"
+#include "select/hier_select.h"
 
-/* The rules file, read once per process (refused: logged, the built-in rules serve). */
-static void hier_comm_rules_once(void)
+const char hier_in_place_marker;
+
+/* ---- host buffers: the signature, select/'s choice, the run, the verdict ------------------ */
+
+/* A reduce_scatter's displacements, into the communicator's array (made at
+ * set-up), and its signature's digest of the counts. */
+static uint32_t hier_comm_host_rs_displs(hier_comm_t *c, const size_t *rcounts)
 {
-    (void)hier_rules_load(hier_params.rules);
+    size_t total = 0;
+    for (int r = 0; r < c->size; r++) {
+        c->rs_displs[r] = total;
+        total += rcounts[r];
+    }
+    return hier_sig_digest(rcounts, c->size);
 }
 
-hier_status_t hier_comm_create(int size, int rank, const hier_comm_ops_t *ops, hier_comm_t **comm_p)
+/* The low-latency executor, each collective's. */
+static hier_status_t hier_comm_host_ll(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel)
 {
-    static pthread_once_t rules = PTHREAD_ONCE_INIT;
-    pthread_once(&rules, hier_comm_rules_once);
-    if (size < 1 || rank < 0 || rank >= size || !ops || !ops->peer) return HIER_ERR_INVALID_ARG;
-    hier_comm_t *c = calloc(1, sizeof(*c));
-    if (!c) return HIER_ERR_NO_MEMORY;
-    c->size = size;
-    c->rank = rank;
-    c->ops = *ops;
-    for (hier_coll_t k = HIER_COLL_ALLREDUCE; k <= HIER_COLL_REDUCE_SCATTER; k++) /* (parameters: fixed for the job) */
-        c->served_colls |= (unsigned)(hier_select_algorithm(k) != HIER_ALGO_FALLBACK) << k;
-    hier_proc_set_progress(ops->progress);
-    hier_accel_init(); /* (before the first call classifies its buffers; cheap once done) */
-    *comm_p = c;
-    return HIER_OK;
+    hier_exec_ll_t ll = hier_comm_ll(c);
+    switch (call->coll) {
+    case HIER_COLL_ALLREDUCE:
+        return hier_exec_ll_allreduce(&ll, call->sbuf, call->rbuf, call->count, call->esize, kernel);
+    case HIER_COLL_ALLGATHER:
+        return hier_exec_ll_allgather(&ll, call->sbuf, call->rbuf, call->count);
+    default:
+        return hier_exec_ll_reduce_scatter(&ll, call->sbuf, call->rbuf, call->rcounts, c->rs_displs, call->count,
+                                           call->esize, kernel);
+    }
 }
 
-void hier_comm_destroy(hier_comm_t *c)
+/* A schedule of the choice, run over the node (and the network). */
+static hier_status_t hier_comm_host_sched(hier_comm_t *c, const hier_call_t *call, const hier_select_t *choice,
+                                          hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
 {
-    if (!c) return;
-    hier_net_waiting(c, 0);
-    hier_req_orphan(c);
-    hier_comm_pd_close(c);
-    hier_stage_free(c->stage);
-    hier_net_free(c);
-    hier_node_free(c);
-    hier_layout_free(&c->layout);
-    free(c->rs_displs);
-    free(c->rs_slices);
-    free(c);
+    hier_sched_args_t args = hier_comm_args(c, choice, call->esize, call->count, call->sbuf == NULL);
+    if (call->coll == HIER_COLL_REDUCE_SCATTER) {
+        args.rcounts = call->rcounts;
+        args.rdispls = c->rs_displs;
+        /* the slice layout, made for the most pieces, when a call with the largest chunk would be
+         * sliced (hier_sched_hier_sliced; none: chunks stay contiguous). (The node fills in the rest
+         * of args, and the chunk, as the call runs.) */
+        if (!c->rs_slices && hier_sched_slices_pay(hier_params.net_chunk_size / call->esize, c->layout.pieces,
+                                                   c->size, c->layout.nnodes, args.in_place))
+            c->rs_slices = hier_sched_slices_new(c->layout.pieces, c->size, c->layout.nnodes);
+        args.rs_slices = c->rs_slices;
+    }
+    return hier_node_run(c, &args, call->sbuf, call->rbuf, kernel, net_bytes_p);
 }
 
-void hier_comm_user_op_set(const hier_user_op_t *user)
+/* A call on host buffers, whichever collective, after hier_comm_prepare
+ * (hier_comm_setup.c; the staging pipeline's chunks come through here too):
+ * 1. the reduction's kernel (an allgather has none; an op without one is
+ *    the previous component's);
+ * 2. a one-rank communicator's result is its input; a communicator refused
+ *    since (a failed chunk) falls back;
+ * 3. the call's signature where the peers look (a reduce_scatter's with
+ *    its displacements' digest);
+ * 4. select/'s choice;
+ * 5. the run: low latency on one node, the pair path between two nodes of
+ *    one rank each, otherwise a schedule;
+ * 6. a low-latency call that the node's cut-off was due for: the cut-off
+ *    measured now, every rank having made this call;
+ * 7. the verdict: a failure fails the communicator (hier_comm_failed); the
+ *    path that served, or the previous component's when the node refused
+ *    the run (a call no buffer within the budget carries). */
+static hier_status_t hier_comm_host_run(hier_comm_t *c, const hier_call_t *call, hier_result_t *res)
 {
-    hier_reduce_user_set(user);
+    hier_reduce_kernel_t kernel = {0};
+    hier_select_t choice;
+    hier_status_t st;
+    if (call->coll != HIER_COLL_ALLGATHER && hier_reduce_kernel_get(call->dt, call->op, &kernel) != HIER_OK) { /* 1 */
+        res->path = HIER_PATH_FALLBACK_OP;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->size == 1 || c->state == HIER_COMM_REFUSED) {                                              /* 2 */
+        if (c->size == 1 && call->sbuf) memcpy(call->rbuf, call->sbuf, call->count * call->esize);
+        res->path = c->size == 1 ? HIER_PATH_SELF : c->refused;
+        return c->size == 1 ? HIER_OK : HIER_ERR_NOT_SUPPORTED;
+    }
+    uint32_t digest = call->coll == HIER_COLL_REDUCE_SCATTER ? hier_comm_host_rs_displs(c, call->rcounts) : 0;
+    hier_comm_sign(c, call->coll, call->count, call->dt, call->op, digest);                         /* 3 */
+    st = hier_comm_select(c, call->coll, call->count * call->esize, 0, &choice);                     /* 4 */
+    if (st == HIER_OK && choice.path == HIER_PATH_SHM_LL)                                             /* 5 */
+        st = hier_comm_host_ll(c, call, kernel);
+    else if (st == HIER_OK && c->net && hier_select_pair(&c->shape, call->coll, call->bytes, &choice))
+        st = hier_net_pair(c, call, kernel, &res->net_bytes);
+    else if (st == HIER_OK)
+        st = hier_comm_host_sched(c, call, &choice, kernel, &res->net_bytes);
+    if (st == HIER_OK && hier_comm_ll_due(c, call->coll, call->count * call->esize, &choice))        /* 6 */
+        st = hier_comm_measure_ll(c, call->coll);
+    if (st != HIER_OK) st = hier_comm_failed(c, st);                                                 /* 7 */
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED)
+        res->path = hier_comm_path(c, st == HIER_OK ? choice.path : HIER_PATH_FALLBACK_SHM);
+    return st;
 }
 
-void hier_comm_lend_topology(void *(*get)(void))
-{
-    hier_proc_lend_topology(get);
-}
-
-void hier_proc_finalize(void)
-{
-    hier_req_thread_stop();
-    hier_proc_release();
-}
-
-void hier_comm_footprint(const hier_comm_t *c, hier_comm_footprint_t *fp)
-{
-    const hier_node_t *nd = c->node;
-    *fp = (hier_comm_footprint_t){.node = nd != NULL, .net = c->net != NULL, .peer_direct = c->pd != NULL,
-                                  .staging = c->stage != NULL,
-                                  .heap_bytes = sizeof(*c) + hier_stage_bytes(c->stage)};
-    if (c->layout.node_ranks)
-        fp->heap_bytes += ((size_t)c->size * 2 + 1) * sizeof(uint32_t) + /* (hier_layout_reserve) */
-                          (size_t)c->size * sizeof(size_t);
-    if (!nd) return;
-    fp->pipeline = nd->pipe_state == HIER_PIPE_READY;
-    fp->recycled = nd->recycled;
-    fp->mapped_bytes = hier_shm_size(hier_shm_shape(nd->small.seg)) +
-                       (nd->pipe.seg ? hier_shm_size(hier_shm_shape(nd->pipe.seg)) : 0);
-    fp->heap_bytes += sizeof(*nd) + (size_t)c->layout.nranks * (2 * sizeof(uint8_t *) + 6 * sizeof(uint32_t)) +
-                      nd->nsteps * nd->nqueues * sizeof(hier_net_send_t) +
-                      (nd->scratch ? HIER_EXEC_SCRATCH_BYTES : 0);
-    for (unsigned i = 0; i <= HIER_RUN_DEPTH_MAX && nd->steps[i]; i++) fp->heap_bytes += nd->nsteps * sizeof(hier_step_t);
-    if (c->net) fp->heap_bytes += hier_net_bytes(c);
-}
+/* ---- a blocking call ------------------ */
 
 /* A buffer in device memory nothing here can reach: the previous component. */
 static hier_status_t hier_comm_dev_unknown(hier_path_t *path_p)
 {
     *path_p = HIER_PATH_FALLBACK_DEVICE;
     return HIER_ERR_NOT_SUPPORTED;
-}
-
-const char hier_in_place_marker;
-
-void hier_comm_fabric_driven(int driven)
-{
-    hier_proc_set_fabric_driven(driven);
 }
 
 /* Whether this call may make the set-up, and so be piggybacked on it (hier_comm_piggyback.c):

@@ -189,7 +189,7 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
 }
 
 /* The run's fields over the tier chosen (several nodes: the network executor's too). */
-static void hier_node_run_fill(hier_comm_t *c, hier_tier_t *tier, unsigned depth, hier_run_t *run_p)
+static inline void hier_node_run_fill(hier_comm_t *c, hier_tier_t *tier, unsigned depth, hier_run_t *run_p)
 {
     hier_node_t *nd = c->node;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
@@ -235,7 +235,7 @@ hier_status_t hier_node_ran(hier_comm_t *c, hier_status_t st)
 /* ---- the blocking calls' shapes, cached ---- */
 /* What a blocking call's run is decided from, beyond the communicator's layout (a reduce_scatter's counts apart),
  * after its decision (the pipeline segment's state as it left it). */
-static void hier_node_key(const hier_comm_t *c, const hier_sched_args_t *a, uint64_t key[HIER_NODE_KEY_WORDS])
+static inline void hier_node_key(const hier_comm_t *c, const hier_sched_args_t *a, uint64_t key[HIER_NODE_KEY_WORDS])
 {
     const uint64_t k[HIER_NODE_KEY_WORDS] = {
         (uint64_t)a->kind + 1, a->net_kind, (uint64_t)a->net_radix, a->esize, a->count, a->in_place,

@@ -11,7 +11,7 @@
 #include "base/hier_lock.h"
 #include "base/hier_log.h"
 #include "base/hier_params.h"
-#include "comm/hier_comm_host.h"
+#include "comm/hier_comm_setup.h"
 #include "comm/hier_comm_pd.h"
 #include "comm/hier_proc.h"
 #include "exec/hier_net_exec.h"

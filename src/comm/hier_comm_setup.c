@@ -193,7 +193,7 @@ static hier_status_t hier_setup_node(hier_comm_t *c, hier_node_offer_t *offer, c
 /* Where my endpoint stands: open (or opened now with fabric_warmup 0: the
  * first call between nodes pays it), or never to be had; neither while it
  * is not open yet (it opens in the background once calls make it worth
- * it, hier_comm_host.c). */
+ * it, hier_comm.c). */
 static uint32_t hier_setup_fabric_flags(void)
 {
     hier_fabric_t *fab = hier_params.fabric_warmup ? hier_proc_fabric_open() : hier_proc_fabric();
@@ -484,4 +484,64 @@ void hier_comm_refuse(hier_comm_t *c, hier_path_t why)
     hier_net_waiting(c, 0);
     c->refused = why;
     c->state = HIER_COMM_REFUSED;
+}
+
+/* ---- a call's start and failure: the communicator's state moves ---- */
+
+/* A communicator over Open MPI's point-to-point while libfabric may still
+ * open (HIER_COMM_PML): small calls before the 65,536th neither start the
+ * opening (fabric_open_min) nor ask: over the point-to-point they cost
+ * within 0.1-0.6 us of libfabric's up to 4 KiB, which the opening's 0.15 s
+ * of CPU repays only after some 500,000 of them (docs/performance.md,
+ * *Between nodes from the first call*). The question, whether every rank's
+ * endpoint is open (hier_net_switch), is a small agreement: asked at the
+ * 1st, 2nd, 4th, ... 64th call that may open, then every 64th (every rank
+ * counts the same calls), so a long opening (a busy node) costs few. */
+#define HIER_COMM_PML_CALLS 65536
+
+int hier_comm_switch_due(hier_comm_t *c, size_t bytes)
+{
+    if (++c->pml_calls < HIER_COMM_PML_CALLS && bytes < hier_params.fabric_open_min) return 0;
+    hier_proc_fabric_warm();
+    uint64_t n = ++c->pml_asks;
+    return !(n & (n - 1)) || n % 64 == 0;
+}
+
+/* Common entry: the set-up at the first call, a forced fallback (the
+ * communicator's served bit, hier_comm_create), or one rank. */
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_piggyback_t *pb,
+                                hier_path_t *path_p)
+{
+    if (!(c->served_colls >> coll & 1)) {
+        *path_p = HIER_PATH_FALLBACK_FORCED;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    if (c->size == 1) { /* (no segment for a communicator of one) */
+        *path_p = HIER_PATH_SELF;
+        return HIER_ALONE; /* (the caller copies) */
+    }
+    if (c->state == HIER_COMM_PML && hier_comm_switch_due(c, bytes) && hier_net_switch(c) == HIER_OK) {
+        hier_node_pipe_redepth(c);
+        c->state = HIER_COMM_READY;
+    }
+    if (c->state == HIER_COMM_NEW) hier_comm_setup(c, pb);
+    if (c->state == HIER_COMM_PML && !c->pml_calls && bytes >= hier_params.fabric_open_min)
+        hier_proc_fabric_warm(); /* (the call that set it up may start the opening too) */
+    if (c->state == HIER_COMM_REFUSED) {
+        *path_p = c->refused;
+        return HIER_ERR_NOT_SUPPORTED;
+    }
+    return HIER_OK;
+}
+
+/* A call that failed on the node (or the network) fails on every rank, and
+ * the communicator uses the previous component from then on; a rank that
+ * cannot wait for its peers any more (dead, stuck, in another call) says so
+ * on its control line, so the node's ranks still waiting for it stop too. */
+hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st)
+{
+    if (st == HIER_OK || st == HIER_ERR_NOT_SUPPORTED) return st;
+    if (hier_status_abandons(st)) hier_shm_leave(c->node->small.seg, &c->node->wait, st);
+    hier_comm_refuse(c, st == HIER_ERR_MISMATCH ? HIER_PATH_FALLBACK_MISMATCH : HIER_PATH_FALLBACK_SHM);
+    return st;
 }

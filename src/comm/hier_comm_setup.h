@@ -67,4 +67,17 @@ int hier_piggyback_agreed(const hier_comm_t *c, const hier_piggyback_t *pb, cons
 /* The call's result from every rank's contribution, into pb->out. */
 void hier_piggyback_serve(const hier_comm_t *c, hier_piggyback_t *pb, const void *recs, size_t stride);
 
+/* A call's start: HIER_OK to go on, HIER_ALONE for a one-rank communicator (the caller copies), or a fallback
+ * with its reason; the set-up at the first call, the move to libfabric when due. bytes: the call's whole vector,
+ * the same on every rank (it may start opening libfabric). pb (may be NULL): the call, offered to the set-up if
+ * this call makes one (pb->done: served, HIER_OK). */
+hier_status_t hier_comm_prepare(hier_comm_t *c, hier_coll_t coll, size_t bytes, hier_piggyback_t *pb,
+                                hier_path_t *path_p);
+/* A PML communicator's call of `bytes` (the whole vector): counted, the opening started when due; whether it is
+ * time to ask every rank whether its endpoint is open (the same answer on every rank). */
+int hier_comm_switch_due(hier_comm_t *c, size_t bytes);
+/* A failed call fails the communicator (its later calls fall back) and says so to the node's ranks waiting for
+ * it; HIER_OK and HIER_ERR_NOT_SUPPORTED pass. */
+hier_status_t hier_comm_failed(hier_comm_t *c, hier_status_t st);
+
 #endif

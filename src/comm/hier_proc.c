@@ -27,7 +27,7 @@ static hier_fabric_t *_Atomic hier_proc_fab; /* (read unlocked by every waiting 
 static int hier_proc_fab_tried;
 static int *hier_proc_place; /* the node's ranks' NUMA domains, to place NICs (hier_proc_fabric_place) */
 /* fabric_warmup: the endpoint's costly first step in a thread, started by
- * the first call between nodes worth it (hier_comm_host.c), joined before
+ * the first call between nodes worth it (hier_comm_setup.c), joined before
  * the endpoint opens */
 enum { HIER_WARM_IDLE, HIER_WARM_RUNNING, HIER_WARM_DONE, HIER_WARM_JOINED, HIER_WARM_NO_THREAD };
 static pthread_t hier_proc_warm_thread;

@@ -5,7 +5,7 @@
 
 #include "base/hier_log.h"
 #include "base/hier_params.h"
-#include "comm/hier_comm_host.h"
+#include "comm/hier_comm_call.h"
 #include "comm/hier_comm_node.h"
 #include "comm/hier_comm_req_impl.h"
 

@@ -8,17 +8,6 @@
  * hardware prefetchers busy, and there are fewer kernel calls. */
 #define HIER_EXEC_BLOCK_BYTES HIER_EXEC_SCRATCH_BYTES
 
-void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref)
-{
-    switch ((hier_buf_kind_t)ref.kind) {
-    case HIER_BUF_SEND: return (void *)(bufs->sbuf + ref.off);
-    case HIER_BUF_RECV: return bufs->rbuf + ref.off;
-    case HIER_BUF_SLOT: return bufs->slots[ref.rank] + ref.buf * bufs->buf_stride + ref.off;
-    case HIER_BUF_PEER_INPUT: break;
-    }
-    return NULL;
-}
-
 static int hier_exec_is_peer(hier_ref_t ref)
 {
     return ref.kind == HIER_BUF_PEER_INPUT;

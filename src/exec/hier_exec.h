@@ -34,7 +34,16 @@ typedef struct {
 } hier_exec_bufs_t;
 
 /* Resolve a local buffer reference to an address (NULL for another rank's). */
-void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref);
+static inline void *hier_exec_ref(const hier_exec_bufs_t *bufs, hier_ref_t ref)
+{
+    switch ((hier_buf_kind_t)ref.kind) {
+    case HIER_BUF_SEND: return (void *)(bufs->sbuf + ref.off);
+    case HIER_BUF_RECV: return bufs->rbuf + ref.off;
+    case HIER_BUF_SLOT: return bufs->slots[ref.rank] + ref.buf * bufs->buf_stride + ref.off;
+    case HIER_BUF_PEER_INPUT: break;
+    }
+    return NULL;
+}
 
 /* Run one COPY or REDUCE step (BARRIER and NET_* steps belong to the
  * caller). Fails only when reading another rank's buffer fails. */

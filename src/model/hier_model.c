@@ -277,7 +277,7 @@ static hier_status_t hier_model_main_turn(hier_model_sim_t *s, int qi)
 
 /* ---- set-up ---- */
 
-/* The call as the communicator would make it (hier_comm_host.c); the chunk
+/* The call as the communicator would make it (hier_comm.c); the chunk
  * comes once the arrays are there (hier_model_predict, hier_node_tier's rule). */
 static hier_status_t hier_model_shape(hier_model_sim_t *s, const hier_model_call_t *call, hier_model_result_t *out)
 {

@@ -362,7 +362,8 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, struct fid_cq *cq,
         HIER_LOG(HIER_LOG_DEBUG, "completion error on provider %s: %s (%d)", hier_fabric_provider(fab),
                  fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0), err.err);
         int got = 0;
-        if (hier_fabric_ctl_completion(fab, err.op_context, err.flags, 0, 1, &ev[0], &got)) {
+        if (hier_fabric_ctl_owns(fab, err.op_context) &&
+            hier_fabric_ctl_completion(fab, err.op_context, err.flags, 0, 1, &ev[0], &got)) {
             *n_p = (size_t)got;
             return HIER_OK;
         }
@@ -383,14 +384,15 @@ static hier_status_t hier_fabric_cq_drain(hier_fabric_t *fab, struct fid_cq *cq,
         /* match on the flag alone: len is 0 on rxm and the full size on shm */
         if (entries[i].flags & FI_REMOTE_CQ_DATA)
             ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_REMOTE, .data = (uint32_t)entries[i].data};
-        else if (hier_fabric_ctl_completion(fab, entries[i].op_context, entries[i].flags, entries[i].len, 0, &ev[n],
+        else if (hier_fabric_ctl_owns(fab, entries[i].op_context) &&
+                 hier_fabric_ctl_completion(fab, entries[i].op_context, entries[i].flags, entries[i].len, 0, &ev[n],
                                             &got))
             n += (size_t)got;
         else
             ev[n++] = (hier_fabric_event_t){.kind = HIER_FABRIC_EV_WRITE_DONE,
                                             .context = hier_fabric_op_give(fab, entries[i].op_context)};
     }
-    hier_fabric_ctl_repost(fab);
+    if (fab->ctl_unposted_n) hier_fabric_ctl_repost(fab);
     *n_p = n;
     return HIER_OK;
 }

@@ -35,6 +35,7 @@ static int hier_fabric_ctl_post(hier_fabric_t *fab, size_t i)
     uint8_t *buf = fab->ctl_recv + i * HIER_FABRIC_CTL_MAX;
     ssize_t ret = fi_recv(fab->rail[0].ep, buf, HIER_FABRIC_CTL_MAX, hier_fabric_ctl_desc(fab), FI_ADDR_UNSPEC,
                           &fab->ctl_recv_ctx[i]);
+    if (fab->ctl_unposted[i] != (ret != 0)) fab->ctl_unposted_n += ret != 0 ? 1u : -1u;
     fab->ctl_unposted[i] = ret != 0;
     if (ret && ret != -FI_EAGAIN) HIER_LOG_ONCE(HIER_LOG_COMM, "fi_recv for control messages: %s", hier_fi_strerror((int)-ret));
     return ret == 0;

@@ -72,6 +72,7 @@ struct hier_fabric {
     uint8_t *ctl_send;                 /* HIER_FABRIC_CTL_SENDS buffers */
     uint8_t ctl_send_busy[HIER_FABRIC_CTL_SENDS];
     uint8_t ctl_unposted[HIER_FABRIC_CTL_RECVS]; /* receives to post again (the provider had no room) */
+    unsigned ctl_unposted_n;           /* how many */
     struct fi_context2 ctl_recv_ctx[HIER_FABRIC_CTL_RECVS]; /* their contexts: not the buffers, which the */
     struct fi_context2 ctl_send_ctx[HIER_FABRIC_CTL_SENDS]; /* provider may use meanwhile (FI_CONTEXT2) */
     hier_fabric_mr_t *ctl_mr;          /* both areas, one registration */
@@ -122,8 +123,15 @@ void hier_fabric_ctl_close(hier_fabric_t *fab);
  * (a received message goes to *ev, *got_p = 1), 0 otherwise. */
 int hier_fabric_ctl_completion(hier_fabric_t *fab, void *context, uint64_t flags, size_t len, int failed,
                                hier_fabric_event_t *ev, int *got_p);
-/* Post again the receives the provider had no room for. */
+/* Post again the receives the provider had no room for (ctl_unposted_n of them). */
 void hier_fabric_ctl_repost(hier_fabric_t *fab);
+/* Whether a completion's context is a control buffer's (hier_fabric_ctl_completion's), not a write's. */
+static inline int hier_fabric_ctl_owns(const hier_fabric_t *fab, const void *context)
+{
+    const struct fi_context2 *at = context;
+    return (at >= fab->ctl_recv_ctx && at < fab->ctl_recv_ctx + HIER_FABRIC_CTL_RECVS) ||
+           (at >= fab->ctl_send_ctx && at < fab->ctl_send_ctx + HIER_FABRIC_CTL_SENDS);
+}
 /* The free list of contexts grown by a block (0: no memory, said). */
 int hier_fabric_op_grow(hier_fabric_t *fab);
 /* A context for a write carrying the caller's `context` (NULL: no memory,
