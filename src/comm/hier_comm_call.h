@@ -21,8 +21,7 @@ static inline hier_path_t hier_comm_path(const hier_comm_t *c, hier_path_t path)
 static inline void hier_comm_sign(hier_comm_t *c, hier_coll_t coll, uint64_t count, hier_dtype_t dt, hier_op_t op,
                                   uint32_t digest)
 {
-    hier_sig_t sig = hier_sig_make(coll, count, dt, op, digest, ++c->calls);
-    hier_shm_sign(c->node->small.seg, &c->node->wait, sig);
+    hier_sig_t sig = hier_shm_sign_call(c->node->small.seg, &c->node->wait, coll, count, dt, op, digest, ++c->calls);
     if (c->net) c->net->netx.sig = sig;
 }
 

@@ -224,8 +224,10 @@ typedef struct {
     const uint32_t *ranks;
 } hier_shm_wait_t;
 
-/* A call starts: its signature goes on my control line (w->sig too). */
+/* A call starts: its signature goes on my control line (w->sig too); made from the call's fields and returned. */
 void hier_shm_sign(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig);
+hier_sig_t hier_shm_sign_call(hier_shm_t *shm, hier_shm_wait_t *w, hier_coll_t coll, uint64_t count, hier_dtype_t dt,
+                              hier_op_t op, uint32_t digest, uint64_t call);
 /* I leave the communicator's calls for good (why: the status that made me):
  * peers waiting for me stop with it instead of timing out; the segment is
  * not recycled. */

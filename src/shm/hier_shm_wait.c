@@ -39,12 +39,25 @@ static int hier_shm_rank(const hier_shm_wait_t *w, int local)
     return w->ranks ? (int)w->ranks[local] : local;
 }
 
-void hier_shm_sign(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig)
+static inline void hier_shm_sign_line(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig)
 {
     _Atomic uint64_t *mine = hier_shm_ctl(shm, w->me)->sig[hier_sig_call(sig) & 1];
     w->sig = sig;
     atomic_store_explicit(&mine[0], sig.count, memory_order_relaxed);
     atomic_store_explicit(&mine[1], sig.word, memory_order_release);
+}
+
+void hier_shm_sign(hier_shm_t *shm, hier_shm_wait_t *w, hier_sig_t sig)
+{
+    hier_shm_sign_line(shm, w, sig);
+}
+
+hier_sig_t hier_shm_sign_call(hier_shm_t *shm, hier_shm_wait_t *w, hier_coll_t coll, uint64_t count, hier_dtype_t dt,
+                              hier_op_t op, uint32_t digest, uint64_t call)
+{
+    hier_sig_t sig = hier_sig_make(coll, count, dt, op, digest, call);
+    hier_shm_sign_line(shm, w, sig);
+    return sig;
 }
 
 void hier_shm_joining(hier_shm_t *shm, int me)
