@@ -243,13 +243,23 @@ static inline void hier_node_key(const hier_comm_t *c, const hier_sched_args_t *
     memcpy(key, k, sizeof(k));
 }
 
+/* The counts a schedule of this kind reads (a reduce_scatter's, by local rank on one node and by communicator rank
+ * between nodes): part of its shape. 0: none, whatever args->rcounts points to. */
+static size_t hier_node_ncounts(const hier_comm_t *c, const hier_sched_args_t *a)
+{
+    return a->kind == HIER_SCHED_REDUCE_SCATTER ? (size_t)a->nranks
+           : a->kind == HIER_SCHED_HIER_REDUCE_SCATTER ? (size_t)c->size
+                                                        : 0;
+}
+
 static hier_node_cached_t *hier_node_cache_find(hier_comm_t *c, const hier_sched_args_t *a,
                                                 const uint64_t key[HIER_NODE_KEY_WORDS])
 {
+    size_t n = hier_node_ncounts(c, a);
     for (unsigned i = 0; i < HIER_NODE_CACHED; i++) {
         hier_node_cached_t *e = &c->node->cached[i];
-        if (memcmp(e->key, key, sizeof(e->key)) || !e->rcounts != !a->rcounts) continue;
-        if (!a->rcounts || !memcmp(e->rcounts, a->rcounts, (size_t)c->size * sizeof(size_t))) return e;
+        if (memcmp(e->key, key, sizeof(e->key))) continue; /* (the kind is in the key: n counts kept) */
+        if (!n || !memcmp(e->rcounts, a->rcounts, n * sizeof(size_t))) return e;
     }
     return NULL;
 }
@@ -261,9 +271,9 @@ static hier_node_cached_t *hier_node_cache_add(hier_comm_t *c, const hier_sched_
     hier_node_t *nd = c->node;
     hier_node_cached_t *e = &nd->cached[nd->cached_next++ % HIER_NODE_CACHED];
     hier_node_cached_drop(e);
-    size_t *rcounts = NULL;
-    if (a->rcounts && !(rcounts = malloc((size_t)c->size * sizeof(size_t)))) return NULL;
-    if (rcounts) memcpy(rcounts, a->rcounts, (size_t)c->size * sizeof(size_t));
+    size_t n = hier_node_ncounts(c, a), *rcounts = NULL;
+    if (n && !(rcounts = malloc(n * sizeof(size_t)))) return NULL;
+    if (n) memcpy(rcounts, a->rcounts, n * sizeof(size_t));
     *e = (hier_node_cached_t){.rcounts = rcounts, .tier = tier, .chunk_bytes = a->chunk_bytes, .depth = depth,
                               .run = {.nchunks = hier_sched_nchunks(a)}};
     hier_node_key(c, a, e->key);

@@ -36,7 +36,7 @@ typedef struct {
 #define HIER_NODE_CACHED 4
 typedef struct {
     uint64_t key[HIER_NODE_KEY_WORDS]; /* all 0: free */
-    size_t *rcounts;             /* a reduce_scatter's counts (a copy): part of the key */
+    size_t *rcounts;             /* a reduce_scatter's counts (a copy, hier_node_ncounts of them): part of the key */
     hier_tier_t *tier;
     size_t chunk_bytes;
     unsigned depth;
