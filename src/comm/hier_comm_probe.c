@@ -1,7 +1,7 @@
 /* hier_comm_probe.c: choices timed on the node they serve. Which path is
  * faster depends on the machine (single copy's page pinning against a
- * core's copy rate: on one Intel VM the segment won every allgather block,
- * on an AMD EPYC VM single copy did; low latency's flag per line against a
+ * core's copy rate: which allgather blocks each wins differs between CPUs
+ * and between a VM's runs; low latency's flag per line against a
  * schedule's barrier, with the node's ranks), so constants cannot choose.
  * At the first call a measurement would decide, the node's ranks time both
  * paths on a few sizes with hier's own executors, agree on the slowest
@@ -24,10 +24,14 @@
 #include "select/hier_select.h"
 
 /* Blocks timed (each with the whole result of every rank within
- * HIER_PROBE_MAX_TOTAL), and calls per block and path (the least counts). */
-static const size_t hier_probe_blocks[] = {64 << 10, 1 << 20, 8 << 20};
+ * HIER_PROBE_MAX_TOTAL), and timed calls per block and path, the least
+ * counts: as many as HIER_PROBE_BUDGET bytes of results hold, within
+ * HIER_PROBE_REPS_MIN..MAX (small blocks are cheap and their times noisy). */
+static const size_t hier_probe_blocks[] = {64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 8 << 20};
 #define HIER_PROBE_MAX_TOTAL ((size_t)32 << 20)
-#define HIER_PROBE_REPS 3
+#define HIER_PROBE_BUDGET ((size_t)16 << 20)
+#define HIER_PROBE_REPS_MIN 2
+#define HIER_PROBE_REPS_MAX 8
 #define HIER_PROBE_KEPT 8
 
 /* What this process measured, by local rank count: single copy's window
@@ -127,18 +131,27 @@ static void hier_probe_plan(int n, hier_select_probe_t *p)
     }
 }
 
-/* 3-4 of hier_probe_cma_window: the times, this rank's least of each. */
+/* 3-4 of hier_probe_cma_window: the times, this rank's least of each.
+ * Block by block, each path called once untimed first, so that both are
+ * timed as a benchmark (and a training loop) runs them: the block's
+ * buffers and the segment in the caches. Timed in turn across the blocks,
+ * the segment ran after the largest block had evicted them and took 3-4
+ * times its steady time (docs/performance.md, *The single-copy window*). */
 static hier_status_t hier_probe_time(hier_comm_t *c, hier_select_probe_t *p, const uint8_t *sbuf, uint8_t *rbuf)
 {
     static const hier_select_t shm = {.path = HIER_PATH_SHM_COPY, .kind = HIER_SCHED_ALLGATHER};
     static const hier_select_t cma = {.path = HIER_PATH_CMA_COPY, .kind = HIER_SCHED_CMA_ALLGATHER};
-    for (int i = 0; i < p->n; i++) p->t_shm[i] = p->t_cma[i] = UINT64_MAX;
-    for (int rep = 0; rep < HIER_PROBE_REPS; rep++) {
-        for (int i = 0; i < p->n; i++) {
+    for (int i = 0; i < p->n; i++) {
+        size_t total = p->block[i] * (size_t)c->layout.nranks, fit = HIER_PROBE_BUDGET / total;
+        int reps = fit < HIER_PROBE_REPS_MIN ? HIER_PROBE_REPS_MIN : fit > HIER_PROBE_REPS_MAX ? HIER_PROBE_REPS_MAX
+                                                                                             : (int)fit;
+        p->t_shm[i] = p->t_cma[i] = UINT64_MAX;
+        for (int rep = -1; rep < reps; rep++) {
             uint64_t a, b;
             hier_status_t st = hier_probe_call(c, &shm, p->block[i], sbuf, rbuf, &a);
             if (st == HIER_OK) st = hier_probe_call(c, &cma, p->block[i], sbuf, rbuf, &b);
             if (st != HIER_OK) return st;
+            if (rep < 0) continue; /* (the warming calls) */
             if (a < p->t_shm[i]) p->t_shm[i] = a;
             if (b < p->t_cma[i]) p->t_cma[i] = b;
         }
@@ -161,7 +174,7 @@ static int hier_probe_slowest(hier_comm_t *c, int n, uint64_t *a, uint64_t *b)
     return 0;
 }
 
-static void hier_probe_log(const hier_select_probe_t *p, hier_select_window_t w)
+static void hier_probe_log(const hier_select_probe_t *p, hier_select_window_t w, uint64_t ns)
 {
     char line[320], lo[32] = "any", hi[32] = "any";
     int n = 0;
@@ -170,16 +183,20 @@ static void hier_probe_log(const hier_select_probe_t *p, hier_select_window_t w)
                       (double)p->t_shm[i] / 1e3, (double)p->t_cma[i] / 1e3);
     if (w.lo) snprintf(lo, sizeof(lo), "%zu B", w.lo);
     if (w.hi != SIZE_MAX) snprintf(hi, sizeof(hi), "%zu B", w.hi);
-    if (w.lo > w.hi) HIER_LOG(HIER_LOG_COMM, "allgather single copy: no block (segment / single copy:%s)", line);
-    else HIER_LOG(HIER_LOG_COMM, "allgather single copy: blocks from %s to %s (segment / single copy:%s)", lo, hi,
-                  line);
+    double ms = (double)ns / 1e6;
+    if (w.lo > w.hi)
+        HIER_LOG(HIER_LOG_COMM, "allgather single copy: no block (segment / single copy:%s measured in %.1f ms)", line,
+                 ms);
+    else
+        HIER_LOG(HIER_LOG_COMM, "allgather single copy: blocks from %s to %s (segment / single copy:%s measured in "
+                 "%.1f ms)", lo, hi, line, ms);
 }
 
 /* 1. every rank keeps a window for this many local ranks: the one they share;
  * 2. else the blocks to time (none: any block);
  * 3. scratch buffers on every rank, or no timing (any block);
- * 4. each block through the segment and by single copy, in turn, the least
- *    of HIER_PROBE_REPS calls each;
+ * 4. block by block, through the segment and by single copy in turn, each
+ *    warmed by one call, the least of 2-8 calls each;
  * 5. the slowest rank's times; 6. the window, kept;
  * 7. the call the probe ran in signed again, after the probe's. */
 hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p)
@@ -200,6 +217,7 @@ hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p)
     uint8_t *sbuf = p.n ? malloc(most) : NULL, *rbuf = p.n ? malloc(most * (size_t)n) : NULL;
     int ok[1] = {sbuf && rbuf};                                                                       /* 3 */
     hier_sig_t user = c->node->wait.sig;
+    uint64_t t0 = hier_probe_now_ns();
     hier_status_t st = p.n && hier_xchg_agree(c, ok, 1) != 0 ? HIER_ERR_INTERNAL : HIER_OK;
     if (st == HIER_OK && p.n && ok[0]) {
         memset(sbuf, 0x5a, most); /* (the pages faulted in before the clock runs) */
@@ -212,7 +230,7 @@ hier_status_t hier_probe_cma_window(hier_comm_t *c, hier_select_window_t *w_p)
     free(sbuf);
     free(rbuf);
     if (st != HIER_OK) return st;
-    if (p.n && ok[0]) hier_probe_log(&p, w);
+    if (p.n && ok[0]) hier_probe_log(&p, w, hier_probe_now_ns() - t0);
     hier_probe_keep(n, w);
     *w_p = w;
     return HIER_OK;

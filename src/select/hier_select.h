@@ -81,7 +81,7 @@ static inline int hier_select_pair(const hier_select_shape_t *shape, hier_coll_t
 /* A node's measurement of the allgather's two paths (hier_comm_probe.c):
  * n block sizes, ascending, and the slowest rank's time of a call through
  * the segment and by single copy at each, the same on every rank. */
-#define HIER_SELECT_PROBES 4
+#define HIER_SELECT_PROBES 6
 typedef struct {
     int n;
     size_t block[HIER_SELECT_PROBES];
