@@ -369,11 +369,8 @@ size_t hier_chan_segment(const void *link, size_t len)
     const hier_chan_t *ch = link;
     size_t lanes = ch->lanes;
     /* (a message under half a slot is not cut: many small ones alternate lanes anyway, and the
-     * ring's credit counts messages, not bytes: 32 KiB segments in 16 slots are 512 KiB in
-     * flight, about 1 ms on 4 rails, less than a write's round trip under load. Measured on
-     * the namespace bed, 2 x 2, 4 rails, 16 MiB reduce_scatter_block: 55 ms cut against 18
-     * not; credit returned at every release 65 ms (the return's timing is not it); 16 slots
-     * per lane 32 ms. Cutting them needs credit by bytes.) */
+     * ring's credit counts messages, not bytes, so small segments would leave too few bytes in
+     * flight: docs/performance.md, *Between nodes, where the network is the bottleneck*) */
     if (lanes < 2 || len < ch->slot_bytes / 2 || len <= HIER_CHAN_STRIPE_MIN) return ch->slot_bytes;
     size_t share = ((len + lanes - 1) / lanes + 63) & ~(size_t)63; /* (whole elements: slots are 64-byte multiples) */
     if (share < HIER_CHAN_STRIPE_MIN) share = HIER_CHAN_STRIPE_MIN;

@@ -13,37 +13,8 @@
 #include "select/hier_select_rules.h"
 #include "sched/hier_sched_pattern.h"
 
-/* The built-in rules (hier_select_rules.c holds them as text) and why:
- * - one node, allreduce: low latency, then flat (or the NUMA tree) while
- *   reducing everything everywhere is cheap, then the pipelined
- *   reduce-scatter + allgather;
- * - one node, allgather: low latency, then single copy when every rank has
- *   its own core (crowded, the page pinning costs more than it saves) and
- *   the block is within the window where the node measured it faster than
- *   the segment's two copies (hier_select_cma_window), then the segment;
- * - between nodes, allreduce: recursive doubling (fewest rounds) while
- *   small, then Rabenseifner in mixed radix (the ring's data in
- *   2 log(nodes)/log(net_radix_max) rounds) where the node count needs no
- *   fold, else the ring up to net_ring_max_nodes (folding doubles the
- *   traffic of the folded nodes, and there the ring's rounds still cost
- *   less) and the folded Rabenseifner beyond (at 1,000 nodes the ring's
- *   2 x 999 rounds per chunk are predicted 67 times slower on p4d:
- *   docs/model.md). Recursive doubling's limit is where it stopped paying on
- *   three and four namespace nodes (16 KiB: 0.13 ms against 0.17; 64 KiB:
- *   1.0-2.5 ms against 0.5-0.7). On two nodes it moves no more than
- *   Rabenseifner, in one round, so it serves up to a larger size;
- * - between nodes, allgather: on two nodes recursive doubling (one exchange
- *   of the whole block), and while small on a power of two (no fold: fewest
- *   messages). Otherwise Rabenseifner's allgather half where no node is
- *   folded (three namespace nodes, 64 KiB: 0.16 ms against the ring's
- *   0.86); with a fold, Rabenseifner while small, the ring up to
- *   net_ring_max_nodes, Rabenseifner beyond;
- * - between nodes, reduce_scatter: two nodes take the ring (one round and
- *   one message of half the piece, where recursive doubling sends all of
- *   it: two namespace nodes x 2 ranks, 1 MiB, 2.7 ms against 4.7). On more,
- *   as allgather: recursive doubling would allreduce the whole piece,
- *   log2(nodes) times the data (three namespace nodes, 512 KiB: 9.2 ms
- *   against Rabenseifner's 2.9); it serves only when forced. */
+/* The built-in rules are text in hier_select_rules.c; why each is what it
+ * is: docs/design.md, *Choosing*. */
 
 /* The parameter that forces each level's algorithm, by collective. */
 static const int *hier_select_forced(int level, hier_coll_t coll)

@@ -10,6 +10,7 @@
 # or through others (their objects' symbols). The glue in mca/ includes only the core's public headers: the
 # communicator (comm/hier_comm.h), base/, the accelerator registry and its
 # host mirrors (a device buffer whose layout only the MPI library can walk).
+# And sizes: no file of src/ over 600 lines, no function over 100.
 set -u
 src=${HIER_SRCDIR:-.}
 cd "$src" || exit 1
@@ -83,5 +84,19 @@ for f in mca/coll/hier/*.c mca/coll/hier/*.h; do
         esac
     done
 done
-[ $fail = 0 ] && echo "ok: every include in src/ points down its layers, no include or call circles, mca/ uses public headers only"
+# sizes a reader takes in one sitting (issue 45): a file of src/ up to 600
+# lines, a function (its body from a "{" to a "}" in column 0) up to 100
+for f in "$src"/src/*/*.[ch]; do
+    n=$(wc -l <"$f")
+    [ "$n" -le 600 ] || { echo "FAIL: ${f#"$src"/} has $n lines (at most 600)"; fail=1; }
+done
+for f in "$src"/src/*/*.c "$src"/mca/coll/hier/*.c; do
+    awk -v f="${f#"$src"/}" '/^\{/ { s = NR } /^\}/ && s { if (NR - s + 1 > 100) print "FAIL: " f ":" s ": a function of " NR - s + 1 " lines (at most 100)"; s = 0 }' "$f"
+done >"$calls.long"
+if [ -s "$calls.long" ]; then
+    cat "$calls.long"
+    fail=1
+fi
+rm -f "$calls.long"
+[ $fail = 0 ] && echo "ok: every include in src/ points down its layers, no include or call circles, mca/ uses public headers only, no file over 600 lines or function over 100"
 exit $fail
