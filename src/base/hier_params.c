@@ -122,7 +122,7 @@ static const hier_param_desc_t hier_param_table[] = {
      HIER_PARAM_OFF(allgather_cma_min), 0, 0, 5},
     {"allgather_cma_max", HIER_PARAM_SIZE, "0",
      "The single-copy window's top; 0 = measured on the node: at the first allgather that would use single copy, "
-     "the node's ranks time both paths on blocks of 64K, 256K, 1M and 8M (tens of milliseconds, once per "
+     "the node's ranks time both paths on blocks of 64K to 1M and 8M (tens of milliseconds, once per "
      "process and local rank count) and single copy serves the blocks from where it starts winning to where it stops "
      "(which path wins depends on the CPU and kernel; coll_hier_verbose 1 logs the times)",
      HIER_PARAM_OFF(allgather_cma_max), 0, 0, 5},
