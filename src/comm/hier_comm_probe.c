@@ -113,7 +113,7 @@ static hier_status_t hier_probe_call(hier_comm_t *c, const hier_select_t *choice
     hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);
     if (st != HIER_OK) return st;
     uint64_t t0 = hier_probe_now_ns(), sent = 0;
-    hier_shm_sign(nd->small.seg, &nd->wait, hier_sig_make(HIER_COLL_ALLGATHER, block, 0, 0, 0, ++c->calls));
+    (void)hier_shm_sign_call(nd->small.seg, &nd->wait, HIER_COLL_ALLGATHER, block, 0, 0, 0, ++c->calls);
     hier_sched_args_t args = {.kind = choice->kind, .esize = 1, .count = block, .pieces = 1}; /* (one node) */
     st = hier_node_run(c, &args, sbuf, rbuf, (hier_reduce_kernel_t){0}, &sent);
     *ns_p = hier_probe_now_ns() - t0;
@@ -336,7 +336,7 @@ static hier_status_t hier_probe_ll_call(hier_comm_t *c, hier_coll_t coll, const 
     hier_status_t st = hier_shm_barrier(nd->small.seg, &nd->wait);
     if (st != HIER_OK) return st;
     uint64_t t0 = hier_probe_now_ns(), sent = 0;
-    hier_shm_sign(nd->small.seg, &nd->wait, hier_sig_make(coll, count, HIER_DT_FLOAT, HIER_OP_SUM, digest, ++c->calls));
+    (void)hier_shm_sign_call(nd->small.seg, &nd->wait, coll, count, HIER_DT_FLOAT, HIER_OP_SUM, digest, ++c->calls);
     hier_exec_ll_t ll = {.shm = nd->small.seg, .wait = &nd->wait};
     if (sched) {
         hier_sched_args_t args = {.kind = sched->kind, .esize = esize, .count = count, .pieces = 1,

@@ -49,7 +49,8 @@ if tune.chunk_for("rsag", 2 * M, 2 * M, 1600.0, chunked["allreduce"]):
 if tune.chunk_for("rsag", 8, 8, 5.0, chunked["allreduce"]):
     fail.append("a chunk taken where none was timed")
 builtin = tune.builtin_rules()
-lines = tune.node_rules({2: (res, {}, chunked)}, [2], 8 * M, builtin)
+groups = tune.node_fixed({2: (res, {}, chunked)}, [2], 8 * M)
+lines = tune.node_lines(groups, builtin)
 print("\n".join(lines))
 fixed = [l.split() for l in lines if l not in builtin]
 want = [["allreduce", "rsag", "-", "370728", "1482910", "chunk=64K"],
@@ -64,7 +65,6 @@ for coll in ("allreduce", "allgather", "reduce_scatter"):
     if mine != [l for l in builtin if l.split()[:2] == ["node", coll]]:
         fail.append("%s: the built-in rules not after the fixed ones" % coll)
 # confirm: a group kept only where its rules measure 5% faster than the defaults again
-groups = tune.node_fixed({2: (res, {}, chunked)}, [2], 8 * M)
 def fake_bench(np_, extra, coll, top, component_dir, bench, lo):
     gain = {"allreduce": 1.2, "allgather": 0.95, "reduce_scatter": 1.06}[coll] if "coll_hier_rules" in " ".join(extra) else 1.0
     s, out = lo, {}
