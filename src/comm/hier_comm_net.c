@@ -110,6 +110,14 @@ static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
     return HIER_OK;
 }
 
+/* Messages of this communicator over libfabric from this call on: the links are its channels, found as the
+ * network executor first needs each (the point-to-point's stay in link_mem, to be finished at the end). */
+static void hier_net_go_fabric(hier_comm_t *c)
+{
+    c->net->fabric = 1;
+    memset(c->net->links, 0, (size_t)c->size * sizeof(*c->net->links));
+}
+
 hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_reserved_t *reserved, int *known_p)
 {
     const hier_layout_t *l = &c->layout;
@@ -130,7 +138,7 @@ hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_
     }
     if (!fabric) return HIER_OK;
     hier_status_t st = hier_net_fabric_peers(c, known_p);
-    net->fabric = st == HIER_OK;
+    if (st == HIER_OK) hier_net_go_fabric(c);
     return st;
 }
 
@@ -215,14 +223,6 @@ void hier_net_waiting(hier_comm_t *c, int on)
     else __atomic_fetch_sub(&hier_stats_pml_waiting, 1, __ATOMIC_RELAXED);
 }
 
-/* Messages of this communicator over libfabric from this call on. */
-static void hier_net_go_fabric(hier_comm_t *c)
-{
-    c->net->fabric = 1;
-    HIER_LOG(HIER_LOG_COMM, "rank %d: every rank's libfabric endpoint is open: its calls between nodes go over "
-             "libfabric from call %llu on", c->rank, (unsigned long long)c->pml_calls);
-}
-
 hier_status_t hier_net_switch(hier_comm_t *c)
 {
     int v = hier_net_fabric_state(c);                                                              /* 1 */
@@ -234,6 +234,8 @@ hier_status_t hier_net_switch(hier_comm_t *c)
     if (v == HIER_NET_UNKNOWN && hier_net_exchange_addresses(c) == HIER_OK) v = HIER_NET_KNOWN;
     if (v == HIER_NET_KNOWN) {
         hier_net_go_fabric(c);
+        HIER_LOG(HIER_LOG_COMM, "rank %d: every rank's libfabric endpoint is open: its calls between nodes go over "
+                 "libfabric from call %llu on", c->rank, (unsigned long long)c->pml_calls);
         return HIER_OK;
     }
     HIER_LOG(HIER_LOG_COMM, "rank %d: libfabric cannot serve every rank: its calls between nodes stay on Open MPI's "
@@ -246,11 +248,11 @@ void hier_net_tier_release(void *mr)
     hier_fabric_mr_dereg(mr);
 }
 
-/* The executor's settings for a run over `tier`: schedules send only from
- * my slot, so registered once (it stays with the segment, recycled or
- * not) it goes to the wire in place; refused, or no tier (the pair path),
- * sends are copied. */
-hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
+/* The executor's settings from the communicator: its waits, its send queues (the node's step memory) and its
+ * transport. Made at every decision (hier_node_decide), which is where the queues may grow; the move to
+ * libfabric empties the decisions cached (hier_node_pipe_redepth), so a call decided before finds them as
+ * they are. */
+void hier_net_exec_set(hier_comm_t *c)
 {
     hier_net_t *net = c->net;
     hier_net_exec_t *x = &net->netx;
@@ -268,36 +270,35 @@ hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier)
         x->links = net->links;
         x->mboxes = NULL;
         x->mbox = 0;
-        x->mr = NULL;
-        x->mr_base = NULL;
-        x->mr_len = 0;
-        return x;
+        return;
     }
-    hier_fabric_t *fab = x->fab ? x->fab : hier_proc_fabric(); /* (the process's one endpoint: it stays) */
-    uint8_t *mine = tier ? tier->slots[c->layout.me] : NULL;
-    size_t len = tier ? hier_shm_nbufs(tier->seg) * hier_shm_buf_stride(tier->seg) : 0;
-    if (tier && !tier->mr && !tier->mr_tried && c->layout.me < c->layout.pieces &&
-        hier_fabric_mr_reg(fab, mine, len, &tier->mr) != HIER_OK)
-        tier->mr = NULL;
-    if (tier) tier->mr_tried = 1;
-    hier_fabric_mr_t *mr = tier ? tier->mr : NULL;
     x->link = &hier_link_chan;
-    x->fab = fab;
+    x->fab = x->fab ? x->fab : hier_proc_fabric(); /* (the process's one endpoint: it stays) */
     x->peers = net->peers;
-    x->links = NULL;
+    x->links = net->links;
     x->mboxes = net->mboxes;
     x->mbox = net->mbox;
-    x->mr = mr;
-    x->mr_base = mr ? mine : NULL;
-    x->mr_len = mr ? len : 0;
-    return x;
+}
+
+void hier_net_tier_register(hier_comm_t *c, hier_tier_t *tier)
+{
+    if (!c->net->fabric || tier->mr_tried) return;
+    tier->mr_tried = 1;
+    if (c->layout.me >= c->layout.pieces) return; /* (sends nothing from its slot) */
+    hier_fabric_t *fab = c->net->netx.fab ? c->net->netx.fab : hier_proc_fabric();
+    if (hier_fabric_mr_reg(fab, tier->slots[c->layout.me], hier_tier_bytes(tier), &tier->mr) != HIER_OK)
+        tier->mr = NULL;
 }
 
 hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,
                             uint64_t *net_bytes_p)
 {
-    hier_net_exec_t *x = hier_net_exec_for(c, NULL);
+    hier_net_exec_t *x = &c->net->netx;
     hier_status_t st;
+    hier_net_exec_set(c);
+    x->mr = NULL; /* (no tier: every send copied) */
+    x->mr_base = NULL;
+    x->mr_len = 0;
     x->net_bytes = 0;
     switch (call->coll) {
     case HIER_COLL_ALLREDUCE:

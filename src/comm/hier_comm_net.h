@@ -38,8 +38,11 @@ hier_status_t hier_net_exchange_addresses(hier_comm_t *c);
 void hier_net_free(hier_comm_t *c);
 /* Bytes of this process's heap the level holds (its links' buffers among them). */
 size_t hier_net_bytes(const hier_comm_t *c);
-/* The executor's settings for a run over `tier` (NULL: none, every send copied). */
-hier_net_exec_t *hier_net_exec_for(hier_comm_t *c, hier_tier_t *tier);
+/* The network executor's settings (c->net->netx) from the communicator as it is now. */
+void hier_net_exec_set(hier_comm_t *c);
+/* The tier registered with the endpoint for sends from this rank's slot, once (libfabric only; refused: NULL,
+ * every send from it copied). */
+void hier_net_tier_register(hier_comm_t *c, hier_tier_t *tier);
 /* The call over the pair path (exec/hier_exec_pair.h; hier_select_pair says when: host buffers, the call signed,
  * its kernel found). */
 hier_status_t hier_net_pair(hier_comm_t *c, const hier_call_t *call, hier_reduce_kernel_t kernel,

@@ -161,7 +161,7 @@ static void hier_node_wait_policy(const hier_comm_t *c, int crowded, hier_shm_wa
 {
     const hier_layout_t *l = &c->layout;
     *w = (hier_shm_wait_t){.nranks = l->nranks, .me = l->me, .spin_count = hier_params.spin_count,
-                           .progress = hier_proc_progress, .poll = hier_proc_poll,
+                           .progress = hier_proc_progress, .poll = hier_chan_poll,
                            .ranks = l->node_ranks ? l->node_ranks + l->node_first[l->node] : NULL};
     if (crowded && hier_params.spin_count > HIER_NODE_CROWDED_SPIN) w->spin_count = HIER_NODE_CROWDED_SPIN;
     w->progress_every = crowded ? HIER_WAIT_PROGRESS_TURNS : 1;
@@ -389,10 +389,10 @@ static hier_shm_shape_t hier_node_pipe_shape(const hier_comm_t *c, size_t chunk)
 void hier_node_pipe_redepth(hier_comm_t *c)
 {
     hier_node_t *nd = c->node;
+    hier_node_cache_clear(nd);
     if (nd->pipe_state == HIER_PIPE_NONE) return;
     if (nd->pipe_state == HIER_PIPE_READY && hier_shm_nbufs(nd->pipe.seg) == hier_node_transport_depth(c) + 1)
         return;
-    hier_node_cache_clear(nd);
     if (nd->pipe.seg) hier_node_give_back(nd->pipe.seg, nd->pipe.mr, nd->procs, c->layout.nranks, nd->small.seg);
     free(nd->pipe.slots);
     nd->pipe = (hier_tier_t){0};

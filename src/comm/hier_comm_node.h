@@ -53,8 +53,9 @@ void hier_node_discard(hier_comm_t *c, hier_node_offer_t *offer);
 void hier_node_free(hier_comm_t *c);
 /* The pipeline segment, made collectively (fibered: by a fiber, hier_comm_xchg.c's exchanges). */
 hier_status_t hier_node_pipe_setup(hier_comm_t *c, int fibered);
-/* The transport changed (every rank at the same call): a pipeline segment whose depth is not the new transport's,
- * or too small for its chunks, goes, to be made again at its next use. */
+/* The transport changed (every rank at the same call): the calls' decisions cached go (they set the network
+ * executor and registered the tiers for the old one), and a pipeline segment whose depth is not the new
+ * transport's, or too small for its chunks, goes, to be made again at its next use. */
 void hier_node_pipe_redepth(hier_comm_t *c);
 /* Whether a run of this shape wants the pipeline segment, not made yet (the small slots do not carry it). */
 int hier_node_wants_pipe(const hier_comm_t *c, const hier_sched_args_t *args);

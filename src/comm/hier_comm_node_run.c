@@ -61,7 +61,7 @@ static unsigned hier_node_ways(const hier_node_t *nd)
 }
 
 /* Memory for the steps of args run `depth` chunks in flight, made here (this
- * rank's memory: 1 if it has it): a step array per chunk hier_run holds at
+ * rank's memory: 1 if it has it): a step array per chunk a run holds at
  * once, min(chunks, depth + 1), and (several nodes) a send queue per run
  * in flight. */
 static int hier_node_steps_grow(hier_comm_t *c, const hier_sched_args_t *args, unsigned depth, size_t *need_p)
@@ -188,15 +188,18 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
     return HIER_OK;
 }
 
-/* The run's fields over the tier chosen (several nodes: the network executor's too). */
+/* The run's fields over the tier chosen (several nodes: the network executor, set at the decision, and the
+ * tier's registration). */
 static inline void hier_node_run_fill(hier_comm_t *c, hier_tier_t *tier, unsigned depth, hier_run_t *run_p)
 {
     hier_node_t *nd = c->node;
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
                           .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,
                           .peer_read = hier_node_peer_read, .peer_ctx = nd,
-                          .netx = c->layout.nnodes > 1 ? hier_net_exec_for(c, tier) : NULL,
-                          .depth = depth, .chunk_seq = &tier->chunk_seq};
+                          .netx = c->layout.nnodes > 1 ? &c->net->netx : NULL, .mr = tier->mr,
+                          .mr_base = tier->mr ? tier->slots[c->layout.me] : NULL,
+                          .mr_len = tier->mr ? hier_tier_bytes(tier) : 0, .depth = depth,
+                          .chunk_seq = &tier->chunk_seq};
     memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
 }
 
@@ -211,6 +214,10 @@ static hier_status_t hier_node_decide(hier_comm_t *c, hier_sched_args_t *args, i
     unsigned depth = st == HIER_OK ? hier_select_call_depth(hier_node_tier_depth(tier), args) : 1;
     if (st == HIER_OK && !no_wait) st = hier_node_steps_reserve(c, args, depth);
     if (st != HIER_OK) return st;
+    if (c->layout.nnodes > 1) {
+        hier_net_tier_register(c, tier);
+        hier_net_exec_set(c);
+    }
     *tier_p = tier;
     *depth_p = depth;
     return HIER_OK;
@@ -290,6 +297,7 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     hier_tier_t *tier;
     unsigned depth;
     hier_run_t run;
+    hier_run_req_t q;
     uint64_t sent = 0;
     hier_status_t st = HIER_OK;
     hier_node_args(c, args);
@@ -305,7 +313,8 @@ hier_status_t hier_node_run(hier_comm_t *c, hier_sched_args_t *args, const void 
     if (st != HIER_OK) return st;
     hier_node_run_fill(c, tier, depth, &run);
     run.cache = e ? &e->run : NULL;
-    st = hier_run(&run, args, sbuf, rbuf, kernel, &sent);
+    hier_run_begin(&q, &run, args, sbuf, rbuf, kernel);
+    st = hier_run_advance(&q, 1, &sent);
     *net_bytes_p += sent; /* (a staged call's chunks add up) */
     return hier_node_ran(c, st);
 }

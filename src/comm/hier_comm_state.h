@@ -30,6 +30,12 @@ typedef struct {
     uint64_t chunk_seq;     /* chunks run over it: picks the pipeline buffer */
 } hier_tier_t;
 
+/* The bytes of one rank's slot of the tier: its pipeline buffers. */
+static inline size_t hier_tier_bytes(const hier_tier_t *t)
+{
+    return hier_shm_nbufs(t->seg) * hier_shm_buf_stride(t->seg);
+}
+
 /* A blocking call's shape, and what hier_node_run decided for it (hier_comm_node_run.c): the same shape again
  * skips select/'s chunk and depth policy, and (one chunk) the schedule's builders. */
 #define HIER_NODE_KEY_WORDS 11
@@ -78,7 +84,8 @@ typedef struct {
 typedef struct {
     int fabric;                  /* the transport now: libfabric (1) or Open MPI's point-to-point (0) */
     int *talk, ntalk;            /* the nodes whose rank of my local index my schedules talk to */
-    void **links;                /* by node: the link to that rank over the point-to-point (hier_pml_t) */
+    void **links;                /* by node: the link to that rank: the point-to-point's (hier_pml_t), or the
+                                  * channel (libfabric: found at first use, hier_net_exec.c) */
     uint8_t *link_mem;           /* (the links, ntalk of them) */
     uint32_t mbox;                /* libfabric: where this communicator's messages land here */
     hier_peer_t **peers;         /* by node: the process of my local index there (the ones I talk to) */

@@ -50,20 +50,11 @@ static hier_progress_fn_t hier_proc_glue_progress(void)
     return atomic_load_explicit(&hier_proc_glue, memory_order_relaxed);
 }
 
-/* A rank waiting in shared memory still polls the endpoint: its peers on
- * other nodes may need it to push its last writes (manual progress), or
- * to answer a connection request. */
 void hier_proc_progress(void)
 {
     hier_progress_fn_t glue = hier_proc_glue_progress();
     if (glue) glue();
-    hier_proc_poll();
-}
-
-void hier_proc_poll(void)
-{
-    hier_fabric_t *fab = atomic_load_explicit(&hier_proc_fab, memory_order_acquire);
-    if (fab) (void)hier_chan_progress(fab);
+    hier_chan_poll();
 }
 
 /* What the endpoint is asked for, but where it sits. */
@@ -200,6 +191,7 @@ static hier_fabric_t *hier_proc_fabric_locked(void)
     free(hier_proc_place);
     hier_proc_place = NULL;
     atomic_store_explicit(&hier_proc_fab, fab, memory_order_release);
+    hier_chan_poll_on(fab);
     return fab;
 }
 
@@ -327,6 +319,7 @@ void hier_proc_release(void)
     hier_lock_take();
     hier_proc_warm_join();
     atomic_store_explicit(&hier_proc_warm_state, HIER_WARM_JOINED, memory_order_relaxed); /* (none again) */
+    hier_chan_poll_on(NULL);
     hier_fabric_close(hier_proc_fab);
     atomic_store_explicit(&hier_proc_fab, NULL, memory_order_release);
     hier_proc_fab_tried = 0;

@@ -5,10 +5,9 @@
 #include "comm/hier_comm_state.h"
 #include "net/hier_fabric.h"
 
-/* Progress for every wait: Open MPI's, and the endpoint's when it is open. */
+/* Progress for every wait: Open MPI's, and the endpoint's when it is open (hier_chan_poll, which polls it alone
+ * between Open MPI's: HIER_WAIT_PROGRESS_TURNS). */
 void hier_proc_progress(void);
-/* The endpoint's alone (between Open MPI's: HIER_WAIT_PROGRESS_TURNS). */
-void hier_proc_poll(void);
 void hier_proc_set_progress(hier_progress_fn_t progress);
 /* The process's endpoint, opened at the first call that needs it (NULL when none works). */
 hier_fabric_t *hier_proc_fabric(void);

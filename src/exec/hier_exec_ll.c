@@ -2,11 +2,12 @@
  * the payload carries its ready flag (docs/design.md, "Inside a node"):
  * 1. put: payload and the call's signature into my area of parity seq & 1,
  *    then header = seq (release);
- * 2. get: for every peer, wait until its header equals seq (acquire), check
+ * 2. get: for every peer, wait until its header reaches seq (acquire), check
  *    its signature is mine (ranks in different calls: an error on each), read.
  * An area is rewritten two calls later: a peer writes its header of call
  * s + 1 only once it has read all of call s, and I start s + 2 only once
- * I have seen every peer's s + 1. */
+ * I have seen every peer's s + 1; so the header I wait on holds s - 2 until
+ * it holds s (reaching s is being s). */
 #include "exec/hier_exec_ll.h"
 
 #include <string.h>
@@ -33,11 +34,6 @@ static const uint8_t *hier_ll_part(const hier_ll_view_t *v, int part, size_t off
     size_t from = off > h ? off : h;
     *n_p = end > from ? end - from : 0;
     return v->tail + (from - h);
-}
-
-static int hier_ll_ready(uint64_t header, uint64_t seq)
-{
-    return header == seq;
 }
 
 /* The payload's head, in the header's line. */
@@ -70,7 +66,7 @@ static uint64_t hier_ll_put(const hier_exec_ll_t *c, const void *data, size_t by
 static hier_status_t hier_ll_get(const hier_exec_ll_t *c, int rank, uint64_t seq, hier_ll_view_t *v)
 {
     _Atomic uint64_t *line = hier_shm_ll_line(c->shm, rank, (int)(seq & 1));
-    hier_status_t st = hier_shm_wait(c->shm, rank, line, hier_ll_ready, seq, c->wait);
+    hier_status_t st = hier_shm_wait(c->shm, rank, line, seq, c->wait);
     if (st == HIER_OK) st = hier_shm_sig_compare(c->wait, rank, *hier_ll_sig(line));
     if (st == HIER_OK)
         *v = (hier_ll_view_t){.head = hier_ll_head(line),
@@ -159,7 +155,7 @@ static hier_status_t hier_ll_look(const hier_exec_ll_t *c, hier_exec_ll_req_t *q
         int r = q->probe.next;
         if (r == c->wait->me) continue;
         _Atomic uint64_t *line = hier_shm_ll_line(c->shm, r, (int)(q->seq & 1));
-        hier_status_t st = hier_shm_test(c->shm, r, line, hier_ll_ready, q->seq, c->wait, &q->probe);
+        hier_status_t st = hier_shm_test(c->shm, r, line, q->seq, c->wait, &q->probe);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;

@@ -8,19 +8,21 @@
 
 #include "base/hier_log.h"
 
-/* The link to participant p: connected already (x->links), or a channel
- * a sender connects on first use and a receiver waits for the sender to
- * (NULL until then). */
+/* The link to participant p: known already (x->links), or a channel a
+ * sender connects on first use and a receiver waits for the sender to
+ * (NULL until then), kept in x->links once there: a send or a receive
+ * queued after finds it at once. */
 static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sending, void **link_p)
 {
     hier_chan_t *ch = NULL;
     hier_status_t st = HIER_OK;
-    if (!x->peers) {
+    if (x->links[p] || !x->peers) {
         *link_p = x->links[p];
         return HIER_OK;
     }
     if (!sending) ch = hier_peer_connected(x->peers[p]);
     else st = hier_peer_chan(x->fab, x->peers[p], &ch);
+    x->links[p] = ch;
     *link_p = ch;
     return st;
 }
@@ -123,13 +125,18 @@ static int hier_net_unsent(const hier_net_queue_t *q, const uint8_t *p, size_t l
     return 0;
 }
 
-/* A message from participant `from`, checked against what its step awaits:
- * the call's signature (another collective there: a mismatch), then the
- * tag and the length (schedules that differ). Released when refused. */
-static hier_status_t hier_net_check(const hier_net_exec_t *x, void *link, uint32_t from, hier_link_msg_t *m,
-                                    uint32_t tag, size_t len)
+/* Whether a message is what its step awaits: the call's signature (another collective there: a mismatch),
+ * then the tag and the length (schedules that differ). */
+static int hier_net_expected(const hier_net_exec_t *x, const hier_link_msg_t *m, uint32_t tag, size_t len)
 {
-    hier_status_t st = HIER_OK;
+    return hier_sig_same(m->sig, x->sig) && m->len == len && m->tag == tag;
+}
+
+/* A message of participant `from` that is not what its step awaits, explained and released. */
+static hier_status_t hier_net_refuse(const hier_net_exec_t *x, void *link, uint32_t from, hier_link_msg_t *m,
+                                     uint32_t tag, size_t len)
+{
+    hier_status_t st = HIER_ERR_INTERNAL;
     if (!hier_sig_same(m->sig, x->sig)) {
         char theirs[128], mine[128];
         hier_sig_describe(m->sig, theirs, sizeof(theirs));
@@ -137,12 +144,11 @@ static hier_status_t hier_net_check(const hier_net_exec_t *x, void *link, uint32
         HIER_ERROR("mismatched collective: a message of participant %u (another node) is of its %s; this rank "
                    "runs %s", from, theirs, mine);
         st = HIER_ERR_MISMATCH;
-    } else if (m->len != len || m->tag != tag) {
+    } else {
         HIER_ERROR("inter-node step expected a %zu-byte segment of message %u from participant %u, got %zu bytes "
                    "of message %u (schedules differ between nodes?)", len, tag, from, m->len, m->tag);
-        st = HIER_ERR_INTERNAL;
     }
-    if (st != HIER_OK) x->link->release(link, m);
+    x->link->release(link, m);
     return st;
 }
 
@@ -166,7 +172,7 @@ static hier_status_t hier_net_pull(hier_net_exec_t *x, unsigned d, int *got_p)
     hier_status_t st = x->link->try_recv(r->link, x->mbox + d, seg, &m, &got);
     if (st != HIER_OK || !got) return st;
     *got_p = 1;
-    if ((st = hier_net_check(x, r->link, r->from, &m, r->tag, seg)) != HIER_OK) return st;
+    if (!hier_net_expected(x, &m, r->tag, seg)) return hier_net_refuse(x, r->link, r->from, &m, r->tag, seg);
     if (r->reduce)
         x->bufs->kernel.acc(r->dst + r->done, m.data, m.len / x->bufs->esize);
     else
@@ -183,7 +189,8 @@ static hier_status_t hier_net_enqueue(hier_net_exec_t *x, unsigned d, const uint
     hier_net_queue_t *q = &x->run[d].q;
     int in_place = x->mr && src >= x->mr_base && src + len <= x->mr_base + x->mr_len;
     *hier_net_queued(q, q->n++) = (hier_net_send_t){.src = src, .len = len, .to = to, .tag = tag,
-                                                    .mr = in_place ? x->mr : NULL, .order = x->queued++};
+                                                    .link = x->links[to], .mr = in_place ? x->mr : NULL,
+                                                    .order = x->queued++};
     return hier_net_push_all(x, d);
 }
 
@@ -271,8 +278,9 @@ static hier_status_t hier_net_stop(hier_net_run_t *run, hier_status_t st)
 
 hier_status_t hier_net_exec_start(hier_net_exec_t *x, unsigned d, const hier_step_t *steps, size_t n)
 {
-    if (d >= HIER_NET_RUNS_MAX || !x->run[d].q.cap || x->run[d].active || !x->link) {
-        HIER_ERROR("inter-node executor: run %u cannot start (no send queue or transport, or still running)", d);
+    if (d >= HIER_NET_RUNS_MAX || !x->run[d].q.cap || x->run[d].active || !x->link || !x->links) {
+        HIER_ERROR("inter-node executor: run %u cannot start (no send queue, transport or links, or still running)",
+                   d);
         return HIER_ERR_INVALID_ARG;
     }
     hier_net_run_t *run = &x->run[d];
@@ -310,11 +318,11 @@ static hier_status_t hier_net_advance(hier_net_exec_t *x, unsigned d)
             int got = 1, note = s->op == HIER_STEP_NET_NOTE_RECV;
             if (!run->receiving && note)
                 run->r = (hier_net_recv_t){.dst = (uint8_t *)&run->note_in, .len = sizeof(run->note_in),
-                                           .from = s->peer, .tag = s->tag};
+                                           .from = s->peer, .tag = s->tag, .link = x->links[s->peer]};
             else if (!run->receiving)
                 run->r = (hier_net_recv_t){.dst = hier_exec_ref(x->bufs, s->dst), .reduce = s->net_reduce,
                                            .len = s->net_reduce ? s->len * x->bufs->esize : s->len,
-                                           .from = s->peer, .tag = s->tag};
+                                           .from = s->peer, .tag = s->tag, .link = x->links[s->peer]};
             run->receiving = 1;
             while (st == HIER_OK && got && run->r.done < run->r.len) {
                 st = hier_net_pull(x, d, &got);
@@ -510,7 +518,8 @@ hier_status_t hier_net_exec_swap(hier_net_exec_t *x, uint32_t p, uint32_t tag, c
         if (!in && (st = hier_net_link(x, p, 0, &in)) != HIER_OK) break;
         if (in && !got) {
             if ((st = x->link->try_recv(in, x->mbox, expect, &m, &got)) != HIER_OK) break;
-            if (got && (st = hier_net_check(x, in, p, &m, tag, expect)) != HIER_OK) { /* (released) */
+            if (got && !hier_net_expected(x, &m, tag, expect)) { /* (released) */
+                st = hier_net_refuse(x, in, p, &m, tag, expect);
                 got = 0;
                 break;
             }

@@ -95,11 +95,12 @@ typedef struct {
 typedef struct {
     const hier_link_ops_t *link; /* the transport: hier_link_chan, hier_link_pml */
     hier_fabric_t *fab;          /* its context (libfabric's endpoint; NULL over the PML) */
-    /* the other participants, by index (their entry [me] unused): processes,
-     * whose channels connect on the first send (net/hier_peers.h), or links
-     * already connected (the PML's; tests' channels) */
+    /* the other participants, by index (their entry [me] unused): the link to
+     * each as far as known (the PML's and tests' channels, connected before;
+     * libfabric's, found at first use and kept here), and (libfabric) the
+     * processes, whose channels connect on the first send (net/hier_peers.h) */
+    void **links;
     hier_peer_t *const *peers;
-    void *const *links;
     /* by participant: the first mailbox its end takes this communicator's
      * streams from (NULL: mailbox 0); run d's messages go to that mailbox + d, so
      * runs in flight at once never take each other's */

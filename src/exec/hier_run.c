@@ -172,7 +172,12 @@ void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_arg
     q->bufs = (hier_exec_bufs_t){.sbuf = sbuf, .rbuf = rbuf, .slots = r->slots, .buf_stride = r->buf_stride,
                                  .esize = args->esize, .kernel = kernel, .peer_read = r->peer_read,
                                  .peer_ctx = r->peer_ctx, .scratch = r->scratch};
-    if (r->netx) r->netx->bufs = &q->bufs;
+    if (r->netx) {
+        r->netx->bufs = &q->bufs;
+        r->netx->mr = r->mr;
+        r->netx->mr_base = r->mr_base;
+        r->netx->mr_len = r->mr_len;
+    }
     if (hier_sched_is_cma(args->kind)) hier_run_publish(&q->r, args, sbuf, rbuf);
 }
 
@@ -239,12 +244,4 @@ void hier_run_describe(const hier_run_req_t *q)
                q->done ? "over" : hier_plan_where(&q->plan), q->plan.k, q->plan.nchunks, q->plan.started, q->pos,
                q->to, (unsigned long long)q->target, phases);
     if (q->r.netx) hier_net_exec_describe(q->r.netx);
-}
-
-hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                       hier_reduce_kernel_t kernel, uint64_t *net_bytes_p)
-{
-    hier_run_req_t q;
-    hier_run_begin(&q, r, args, sbuf, rbuf, kernel);
-    return hier_run_advance(&q, 1, net_bytes_p);
 }

@@ -34,6 +34,9 @@ typedef struct {
     void *peer_ctx;
     hier_net_exec_t *netx;         /* several nodes: settings filled by the caller, a send queue per run
                                     * below depth; else NULL */
+    hier_fabric_mr_t *mr;          /* my slot's registration, [mr_base, mr_base + mr_len): the network */
+    const uint8_t *mr_base;        /* executor sends from it in place (NULL: copies) */
+    size_t mr_len;
     unsigned depth;                /* chunks whose network runs are in flight at once (1 .. HIER_RUN_DEPTH_MAX);
                                     * the tier's slots hold depth + 1 pipeline buffers */
     hier_step_t *steps[HIER_RUN_DEPTH_MAX + 1]; /* hier_sched_max_steps(args) each: the chunks in flight's,
@@ -60,20 +63,14 @@ typedef struct {
     size_t pos, to;                /* steps [pos, to) of the chunk at hand left to run */
     uint64_t target;               /* a barrier entered and not yet passed (0: none) */
     hier_shm_probe_t probe;
-    hier_status_t failed;          /* a data step's error, kept to the end (hier_run) */
+    hier_status_t failed;          /* a data step's error, kept to the end (hier_run_go) */
     uint64_t net_bytes;
 } hier_run_req_t;
 
-/* Run every chunk of the collective args describes (nranks, me, chunk and
- * the layout filled in). A failed step does not make this rank skip the
- * barriers its peers wait at: every rank returns the error together.
- * *net_bytes_p: what this rank put on the fabric. */
-hier_status_t hier_run(hier_run_t *r, const hier_sched_args_t *args, const void *sbuf, void *rbuf,
-                       hier_reduce_kernel_t kernel, uint64_t *net_bytes_p);
-
-/* The same as a request: begin (nothing waits), then advance, which runs
- * as far as it can without waiting (HIER_IN_PROGRESS), or to the end
- * (block: waiting as hier_run does), returning what hier_run would. The
+/* A run of every chunk of the collective args describes (nranks, me, chunk and the layout filled in): begun
+ * (nothing waits), then advanced as far as it can go without waiting (block 0: HIER_IN_PROGRESS) or to the end
+ * (block 1: a blocking call, which advances once). A failed step does not make this rank skip the barriers its
+ * peers wait at: every rank returns the error together. *net_bytes_p: what this rank put on the fabric. The
  * request and what args points to stay in place until the end. */
 void hier_run_begin(hier_run_req_t *q, const hier_run_t *r, const hier_sched_args_t *args, const void *sbuf,
                     void *rbuf, hier_reduce_kernel_t kernel);

@@ -3,6 +3,7 @@
 #include "net/hier_chan_impl.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,7 +37,6 @@ static unsigned hier_chan_nowing;
 static unsigned hier_chan_next_id;
 static hier_chan_ctl_fn_t hier_chan_ctl_handler;
 static const unsigned *hier_chan_ctl_owing;
-static hier_status_t hier_chan_return_credit(hier_chan_t *ch);
 
 void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn, const unsigned *owing)
 {
@@ -316,6 +316,19 @@ hier_status_t hier_chan_progress(hier_fabric_t *fab)
     return st;
 }
 
+static hier_fabric_t *_Atomic hier_chan_polled; /* (read unlocked by every waiting thread) */
+
+void hier_chan_poll_on(hier_fabric_t *fab)
+{
+    atomic_store_explicit(&hier_chan_polled, fab, memory_order_release);
+}
+
+void hier_chan_poll(void)
+{
+    hier_fabric_t *fab = atomic_load_explicit(&hier_chan_polled, memory_order_acquire);
+    if (fab) (void)hier_chan_progress(fab);
+}
+
 /* One turn of a waiting loop: the endpoint every time; past `spin` turns
  * the CPU goes to whoever shares it (oversubscribed, the peer we wait for
  * may be the one waiting for a core), and Open MPI progresses every `every`
@@ -437,7 +450,7 @@ hier_status_t hier_chan_try_send(hier_chan_t *ch, uint32_t mbox, uint32_t tag, c
  * receiver never hangs on a sender that needs nothing more. A source word
  * may be rewritten while its return of HIER_CHAN_CREDIT_WORDS returns ago is
  * still in flight: counts only grow, so the sender can only see a newer one. */
-static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
+hier_status_t hier_chan_return_credit(hier_chan_t *ch)
 {
     unsigned k = (unsigned)(ch->credits_sent % HIER_CHAN_CREDIT_WORDS);
     uint64_t *word = (uint64_t *)(ch->stage + ch->slots * ch->stride) + k;
@@ -461,12 +474,6 @@ static hier_status_t hier_chan_return_credit(hier_chan_t *ch)
         hier_chan_owing[hier_chan_nowing++] = ch;
     }
     return HIER_OK;
-}
-
-hier_status_t hier_chan_credit_due(hier_chan_t *ch)
-{
-    if (ch->released - ch->credited < ch->slots / 2) return HIER_OK;
-    return hier_chan_return_credit(ch);
 }
 
 uint64_t hier_chan_credit_writes(const hier_chan_t *ch)

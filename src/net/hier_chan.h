@@ -102,5 +102,10 @@ void hier_chan_set_ctl_handler(hier_chan_ctl_fn_t fn, const unsigned *owing);
 
 /* Drive progress: poll the transport and hand events to their channels. */
 hier_status_t hier_chan_progress(hier_fabric_t *fab);
+/* The endpoint every wait polls between Open MPI's progress (NULL: none; the process's, once open), and the
+ * poll: a rank waiting in shared memory still moves its peers' traffic on other nodes (manual progress: their
+ * last writes, a connection request). */
+void hier_chan_poll_on(hier_fabric_t *fab);
+void hier_chan_poll(void);
 
 #endif

@@ -81,7 +81,7 @@ struct hier_chan {
     hier_status_t error;       /* a write of ours failed: every later operation says so */
 };
 
-/* Give back credit if half a ring was released without any (hier_chan.c). */
-hier_status_t hier_chan_credit_due(hier_chan_t *ch);
+/* Our release count to the sender, now (never waits: without room, owed and retried by progress; hier_chan.c). */
+hier_status_t hier_chan_return_credit(hier_chan_t *ch);
 
 #endif

@@ -27,7 +27,8 @@ static const uint8_t *hier_chan_head(const hier_chan_t *ch, hier_chan_hdr_t *hdr
     return slot;
 }
 
-/* Slot `slot` is done with: release every done slot from the oldest on. */
+/* Slot `slot` is done with: release every done slot from the oldest on, and give the sender credit once half
+ * a ring was released without any. */
 static hier_status_t hier_chan_done(hier_chan_t *ch, size_t slot)
 {
     ch->consumed[slot] = 1;
@@ -35,7 +36,7 @@ static hier_status_t hier_chan_done(hier_chan_t *ch, size_t slot)
         ch->consumed[ch->released % ch->slots] = 0;
         ch->released++;
     }
-    return hier_chan_credit_due(ch);
+    return ch->released - ch->credited < ch->slots / 2 ? HIER_OK : hier_chan_return_credit(ch);
 }
 
 /* A copy of a message out of its slot (step 3, or a parked one unparked). */

@@ -251,8 +251,13 @@ static inline uint64_t hier_shm_phase_next(hier_shm_t *shm)
  * signatures are cleared and I have joined. */
 void hier_shm_joining(hier_shm_t *shm, int me);
 void hier_shm_sign_reset(hier_shm_t *shm, int me);
-/* Compare a peer's signature with mine; HIER_ERR_MISMATCH, logged, if they differ. */
-hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs);
+/* A peer's signature that is not mine, explained in the log: HIER_ERR_MISMATCH. */
+hier_status_t hier_shm_sig_mismatch(const hier_shm_wait_t *w, int rank, hier_sig_t theirs);
+/* Compare a peer's signature with mine (the compare in the caller, the explanation out of its way). */
+static inline hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs)
+{
+    return hier_sig_same(theirs, w->sig) ? HIER_OK : hier_shm_sig_mismatch(w, rank, theirs);
+}
 
 /* Where a request that waits without blocking stands: the peer it looks at
  * next, and the clocks of the wait's checks (zero-initialised). */
@@ -275,15 +280,14 @@ hier_status_t hier_shm_barrier_pass(hier_shm_t *shm, const hier_shm_wait_t *wait
  * coll_hier_timeout, or the status a peer left with. */
 hier_status_t hier_shm_barrier(hier_shm_t *shm, const hier_shm_wait_t *wait);
 
-/* Wait until ready(word, arg) holds for a word that `rank` writes: spin, then
- * yield and drive progress, checking now and then that `rank` is alive, in
- * the same call, and has not left (errors as the barrier's). */
-typedef int (*hier_shm_ready_fn_t)(uint64_t word, uint64_t arg);
-hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *wait);
-/* The same, one look: HIER_OK when ready, HIER_IN_PROGRESS when not yet,
+/* Wait until a counter that `rank` raises (a barrier's phase, a low-latency header's sequence) reaches
+ * `target`: spin, then yield and drive progress, checking now and then that `rank` is alive, in the same
+ * call, and has not left (errors as the barrier's). */
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, uint64_t target,
+                            const hier_shm_wait_t *wait);
+/* The same, one look: HIER_OK when reached, HIER_IN_PROGRESS when not yet,
  * or a check's error (p: the checks' clocks, kept between looks). */
-hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *wait, hier_shm_probe_t *p);
+hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, uint64_t target,
+                            const hier_shm_wait_t *wait, hier_shm_probe_t *p);
 
 #endif

@@ -95,10 +95,9 @@ void hier_shm_leave(hier_shm_t *shm, const hier_shm_wait_t *w, hier_status_t why
         syscall(SYS_futex, hier_shm_futex_word(&mine->phase), FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
-hier_status_t hier_shm_sig_compare(const hier_shm_wait_t *w, int rank, hier_sig_t theirs)
+hier_status_t hier_shm_sig_mismatch(const hier_shm_wait_t *w, int rank, hier_sig_t theirs)
 {
     char why[320];
-    if (hier_sig_same(theirs, w->sig)) return HIER_OK;
     hier_sig_explain(hier_shm_rank(w, rank), theirs, hier_shm_rank(w, w->me), w->sig, why, sizeof(why));
     HIER_ERROR("mismatched collective: %s", why);
     return HIER_ERR_MISMATCH;
@@ -195,7 +194,7 @@ static hier_status_t hier_shm_left(hier_shm_t *shm, int rank, const hier_shm_wai
 }
 
 static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_shm_wait_t *w, _Atomic uint64_t *word,
-                                         hier_shm_ready_fn_t ready, uint64_t arg, uint64_t *since_ms)
+                                         uint64_t target, uint64_t *since_ms)
 {
     hier_status_t st = hier_shm_left(shm, rank, w);                                                    /* 1 */
     if (st != HIER_OK) return st;
@@ -204,7 +203,7 @@ static hier_status_t hier_shm_wait_check(hier_shm_t *shm, int rank, const hier_s
          * or written the word, finished the call and exited since the
          * caller's last look: then it has done its part) */
         if ((st = hier_shm_left(shm, rank, w)) != HIER_OK) return st;
-        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
+        if (atomic_load_explicit(word, memory_order_acquire) >= target) return HIER_OK;
         HIER_ERROR("rank %d: rank %d (same node, pid %d) exited during a collective", hier_shm_rank(w, w->me),
                    hier_shm_rank(w, rank), (int)hier_shm_ctl(shm, rank)->pid);
         return HIER_ERR_PEER_DEAD;
@@ -232,66 +231,60 @@ static inline void hier_shm_cpu_relax(void)
 #endif
 }
 
-/* Sleep until `word` is ready or the bound passes: announce the sleeper,
+/* Sleep until `word` reaches target or the bound passes: announce the sleeper,
  * check again (the waker stores the word before it looks for sleepers,
  * both sequentially consistent, so one of us sees the other). */
-static void hier_shm_sleep_on(_Atomic uint64_t *word, _Atomic uint32_t *sleepers, hier_shm_ready_fn_t ready,
-                              uint64_t arg)
+static void hier_shm_sleep_on(_Atomic uint64_t *word, _Atomic uint32_t *sleepers, uint64_t target)
 {
     atomic_fetch_add(sleepers, 1);
     uint64_t seen = atomic_load(word);
-    if (!ready(seen, arg)) {
+    if (seen < target) {
         struct timespec ts = {0, HIER_SHM_SLEEP_NS};
         syscall(SYS_futex, hier_shm_futex_word(word), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
     }
     atomic_fetch_sub(sleepers, 1);
 }
 
-static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                                      uint64_t arg, const hier_shm_wait_t *w, _Atomic uint32_t *sleepers)
+static hier_status_t hier_shm_wait_on(hier_shm_t *shm, int rank, _Atomic uint64_t *word, uint64_t target,
+                                      const hier_shm_wait_t *w, _Atomic uint32_t *sleepers)
 {
     for (int i = 0; i < w->spin_count; i++) {
-        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
+        if (atomic_load_explicit(word, memory_order_acquire) >= target) return HIER_OK;
         hier_shm_cpu_relax();
     }
     uint64_t since_ms = 0;
     for (unsigned long y = 1;; y++) {
-        if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) return HIER_OK;
-        if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, ready, arg);
+        if (atomic_load_explicit(word, memory_order_acquire) >= target) return HIER_OK;
+        if (sleepers && w->sleep && y > HIER_SHM_SLEEP_AFTER_YIELDS) hier_shm_sleep_on(word, sleepers, target);
         else sched_yield();
         hier_progress_fn_t p = w->progress_every < 2 || y % (unsigned)w->progress_every == 0 ? w->progress : w->poll;
         if (p) p();
         if (y % HIER_SHM_CHECK_YIELDS) continue;
-        hier_status_t st = hier_shm_wait_check(shm, rank, w, word, ready, arg, &since_ms);
+        hier_status_t st = hier_shm_wait_check(shm, rank, w, word, target, &since_ms);
         if (st != HIER_OK) return st;
     }
 }
 
-hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *w)
+hier_status_t hier_shm_wait(hier_shm_t *shm, int rank, _Atomic uint64_t *word, uint64_t target,
+                            const hier_shm_wait_t *w)
 {
-    return hier_shm_wait_on(shm, rank, word, ready, arg, w, NULL);
+    return hier_shm_wait_on(shm, rank, word, target, w, NULL);
 }
 
 /* One look, no wait: the checks of a wait every HIER_SHM_CHECK_YIELDS
  * looks at the same word (a request tested from Open MPI's progress loop
  * is looked at about as often as a wait turns). */
-hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, hier_shm_ready_fn_t ready,
-                            uint64_t arg, const hier_shm_wait_t *w, hier_shm_probe_t *p)
+hier_status_t hier_shm_test(hier_shm_t *shm, int rank, _Atomic uint64_t *word, uint64_t target,
+                            const hier_shm_wait_t *w, hier_shm_probe_t *p)
 {
-    if (ready(atomic_load_explicit(word, memory_order_acquire), arg)) {
+    if (atomic_load_explicit(word, memory_order_acquire) >= target) {
         p->looks = 0;
         p->since_ms = 0;
         return HIER_OK;
     }
     if (++p->looks % HIER_SHM_CHECK_YIELDS) return HIER_IN_PROGRESS;
-    hier_status_t st = hier_shm_wait_check(shm, rank, w, word, ready, arg, &p->since_ms);
+    hier_status_t st = hier_shm_wait_check(shm, rank, w, word, target, &p->since_ms);
     return st != HIER_OK ? st : HIER_IN_PROGRESS;
-}
-
-static int hier_shm_phase_reached(uint64_t phase, uint64_t target)
-{
-    return phase >= target;
 }
 
 uint64_t hier_shm_barrier_arrive(hier_shm_t *shm, const hier_shm_wait_t *w)
@@ -312,9 +305,8 @@ hier_status_t hier_shm_barrier_pass(hier_shm_t *shm, const hier_shm_wait_t *w, u
     for (; p->next < w->nranks; p->next++) {
         int r = (w->me + p->next) % w->nranks;
         hier_shm_ctl_t *peer = hier_shm_ctl(shm, r);
-        hier_status_t st = block ? hier_shm_wait_on(shm, r, &peer->phase, hier_shm_phase_reached, target, w,
-                                                    &peer->sleepers)
-                                 : hier_shm_test(shm, r, &peer->phase, hier_shm_phase_reached, target, w, p);
+        hier_status_t st = block ? hier_shm_wait_on(shm, r, &peer->phase, target, w, &peer->sleepers)
+                                 : hier_shm_test(shm, r, &peer->phase, target, w, p);
         if (st != HIER_OK) return st;
     }
     return HIER_OK;

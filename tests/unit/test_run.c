@@ -311,7 +311,9 @@ static void *blocker_main(void *arg)
 {
     blocker_t *b = arg;
     uint64_t net;
-    b->st = hier_run(b->run, b->args, b->s, b->o, b->kernel, &net);
+    hier_run_req_t q;
+    hier_run_begin(&q, b->run, b->args, b->s, b->o, b->kernel);
+    b->st = hier_run_advance(&q, 1, &net);
     return NULL;
 }
 

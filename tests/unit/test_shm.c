@@ -322,18 +322,13 @@ static void turn_on_poll(void)
     turn_count(&turn_polls);
 }
 
-static int turn_ready(uint64_t v, uint64_t arg)
-{
-    return v >= arg;
-}
-
 static void wait_turns(hier_shm_t *seg, int every)
 {
     hier_shm_wait_t w = {.nranks = 2, .me = 0, .spin_count = 0, .progress = turn_on_progress, .poll = turn_on_poll,
                          .progress_every = every};
     atomic_store(&turn_word, 0);
     turn_progress = turn_polls = 0;
-    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_OK);
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, 1, &w), HIER_OK);
 }
 
 Test(shm, a_crowded_wait_calls_open_mpis_progress_every_16th_turn)
@@ -378,10 +373,10 @@ Test(shm, a_peer_that_wrote_then_exited_has_done_its_part)
     hier_shm_wait_t w = {.nranks = 2, .me = 0, .spin_count = 0, .progress = ready_at_check, .progress_every = 1};
     atomic_store(&turn_word, 0);
     turn_progress = 0;
-    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_OK);
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, 1, &w), HIER_OK);
     cr_assert_eq(turn_progress, 1024, "served at the turn that checked (%d)", turn_progress);
     atomic_store(&turn_word, 0); /* (never written: the dead peer is reported) */
-    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, turn_ready, 1, &w), HIER_ERR_PEER_DEAD);
+    cr_assert_eq(hier_shm_wait(seg, 1, &turn_word, 1, &w), HIER_ERR_PEER_DEAD);
     hier_shm_detach(seg);
 }
 

@@ -2,7 +2,7 @@
  * place (docs/design.md, "The tree"). The same sources compile against each line's headers; configure finds
  * which one (OMPI_MAJOR_VERSION, from ompi_config.h), and only what differs by name is mapped here: the coll
  * API's component type and version, the communicator id, the component's DECLSPEC, whether Open MPI's
- * accelerator framework is there, and whether the module installs its own functions (6.0).
+ * accelerator framework is there, whether the module installs its own functions (6.0), and opal_progress's type.
  *
  * Counts: mca_coll_hier_count_t is the line's count type (int, size_t); products of counts are computed in
  * size_t, and a count handed back to Open MPI must fit MCA_COLL_HIER_COUNT_MAX. */
@@ -12,6 +12,7 @@
 #include "ompi_config.h"
 
 #include "ompi/communicator/communicator.h"
+#include "opal/runtime/opal_progress.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -61,6 +62,18 @@ static inline unsigned mca_coll_hier_comm_cid(ompi_communicator_t *comm)
 }
 #else
 #error "coll/hier builds against Open MPI 4.1, 5.0 and 6.0; this is another line"
+#endif
+
+/* Open MPI's progress as the core's waits call it (hier_progress_fn_t, no result): 4.1's opal_progress is one;
+ * 5.0's and 6.0's return a count. */
+#if OMPI_MAJOR_VERSION == 4
+#define MCA_COLL_HIER_PROGRESS opal_progress
+#else
+static inline void mca_coll_hier_progress(void)
+{
+    (void)opal_progress();
+}
+#define MCA_COLL_HIER_PROGRESS mca_coll_hier_progress
 #endif
 
 #if OMPI_MAJOR_VERSION < 6

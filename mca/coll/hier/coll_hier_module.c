@@ -264,11 +264,6 @@ static int mca_coll_hier_core_oversubscribed(void)
     return opal_progress_yield_when_idle;
 }
 
-static void mca_coll_hier_core_progress(void)
-{
-    opal_progress();
-}
-
 /* ---- selection ------------------------------------------------------------ */
 
 /* Why hier cannot serve this communicator at all, or SERVED. */
@@ -372,7 +367,7 @@ static int mca_coll_hier_module_enable(mca_coll_base_module_t *module, ompi_comm
         hier_comm_ops_t ops = {.allgather = mca_coll_hier_core_allgather, .agree = mca_coll_hier_core_agree,
                                .sendrecv = mca_coll_hier_core_sendrecv,
                                .sendrecv_test = mca_coll_hier_core_sendrecv_test,
-                               .peer = mca_coll_hier_core_peer, .progress = mca_coll_hier_core_progress,
+                               .peer = mca_coll_hier_core_peer, .progress = MCA_COLL_HIER_PROGRESS,
                                .oversubscribed = mca_coll_hier_core_oversubscribed,
                                .p2p = {.isend = mca_coll_hier_p2p_isend, .irecv = mca_coll_hier_p2p_irecv,
                                        .test = mca_coll_hier_p2p_test, .cancel = mca_coll_hier_p2p_cancel,
