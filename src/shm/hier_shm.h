@@ -1,35 +1,9 @@
-/* hier_shm.h: the shared-memory segments of a node's ranks.
- *
- * Two kinds, both wire formats between processes (bump HIER_SHM_VERSION on
- * any change):
- *
- * A node segment, made at a communicator's first collective: what every
- * call needs, small.
- *   [0, 128)                      hier_shm_header_t
- *   [128, 256)                    hier_shm_offer_t: where the pipeline segment is
- *   [256, 256 + 128 n)            one hier_shm_ctl_t per local rank, each on its
- *                                 own 128-byte line pair (no false sharing, and
- *                                 clear of the adjacent-line prefetcher)
- *   [lines_off + (2 r + p) * 128) rank r's low-latency line of parity p: the
- *                                 header word and the first 96 payload bytes
- *                                 (exec/hier_exec_ll.c): packed after the control
- *                                 lines, so a small call touches one page or two
- *   [tails_off + (2 r + p) * TAIL) the rest of that payload, page aligned
- *   [slots_off + r * slot_stride) rank r's small slot: two pipeline buffers of
- *                                 chunk_bytes (a few KiB), page aligned
- *
- * A pipeline segment, made at the first call too large for the small
- * slots: rank r's slot of `nbufs` pipeline buffers of chunk_bytes each
- * (two; between nodes, one more than the chunks in flight at once).
- *   [0, 128)                      hier_shm_header_t
- *   [slots_off + r * slot_stride) rank r's slot, page aligned
- *
- * Every slot is allocated (posix_fallocate) by its owner, so its pages sit
- * on the owner's NUMA node and a full /dev/shm is an error at set-up, not a
- * SIGBUS later; a page counts in a process's memory only once it touches it. Files are created under a fresh,
- * unpredictable name (O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0600), unlinked
- * as soon as every rank has mapped them, and their descriptors closed once
- * the owner's slot is allocated. */
+/* hier_shm.h: the shared-memory segments of a node's ranks: the node segment (control lines, low-latency lines,
+ * small slots), made at a communicator's first collective, and the pipeline segment (a slot of `nbufs` pipeline
+ * buffers per rank), made at the first call too large for the small slots. Both are wire formats between
+ * processes (bump HIER_SHM_VERSION on any change); their layouts, and why, are docs/design.md's "The segments".
+ * Every slot is allocated (posix_fallocate) by its owner; files are created under a fresh, unpredictable name
+ * (O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0600) and unlinked once every rank has mapped them. */
 #ifndef HIER_SHM_H
 #define HIER_SHM_H
 
