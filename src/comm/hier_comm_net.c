@@ -111,11 +111,13 @@ static hier_status_t hier_net_fabric_peers(hier_comm_t *c, int *known_p)
 }
 
 /* Messages of this communicator over libfabric from this call on: the links are its channels, found as the
- * network executor first needs each (the point-to-point's stay in link_mem, to be finished at the end). */
+ * network executor first needs each (the point-to-point's stay in link_mem, to be finished at the end); the
+ * executor is set for them now, so it never names a transport the communicator has left. */
 static void hier_net_go_fabric(hier_comm_t *c)
 {
     c->net->fabric = 1;
     memset(c->net->links, 0, (size_t)c->size * sizeof(*c->net->links));
+    hier_net_exec_set(c);
 }
 
 hier_status_t hier_net_make(hier_comm_t *c, uint32_t mbox, int fabric, hier_net_reserved_t *reserved, int *known_p)
@@ -249,20 +251,20 @@ void hier_net_tier_release(void *mr)
 }
 
 /* The executor's settings from the communicator: its waits, its send queues (the node's step memory) and its
- * transport. Made at every decision (hier_node_decide), which is where the queues may grow; the move to
- * libfabric empties the decisions cached (hier_node_pipe_redepth), so a call decided before finds them as
- * they are. */
+ * transport. Made at every decision (hier_node_decide), which is where the queues may grow, and at the move to
+ * libfabric, after which the decisions cached go too (hier_node_pipe_redepth: their tiers were not
+ * registered), so a call decided before finds them as they are. */
 void hier_net_exec_set(hier_comm_t *c)
 {
     hier_net_t *net = c->net;
     hier_net_exec_t *x = &net->netx;
+    const hier_node_t *nd = c->node; /* (NULL while the set-up makes the level: no queues yet) */
     x->progress = c->ops.progress; /* (the process's too: every communicator gives the same) */
     x->spin = HIER_NET_SPIN;
-    x->progress_every = (unsigned)c->node->wait.progress_every; /* (the node's waits decide: hier_node_wait_policy) */
+    x->progress_every = nd ? (unsigned)nd->wait.progress_every : 1; /* (the node's waits decide) */
     for (unsigned d = 0; d < HIER_RUN_DEPTH_MAX; d++) /* (a run without a queue refuses to start) */
-        x->run[d].q = d < c->node->nqueues ? (hier_net_queue_t){.q = c->node->sendq + d * c->node->nsteps,
-                                                                .cap = c->node->nsteps}
-                                           : (hier_net_queue_t){0};
+        x->run[d].q = nd && d < nd->nqueues ? (hier_net_queue_t){.q = nd->sendq + d * nd->nsteps, .cap = nd->nsteps}
+                                            : (hier_net_queue_t){0};
     if (!net->fabric) { /* (Open MPI's point-to-point: a mailbox is a tag, a run's its index; sends copied) */
         x->link = &hier_link_pml;
         x->fab = NULL;
