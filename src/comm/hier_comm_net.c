@@ -284,7 +284,7 @@ void hier_net_exec_set(hier_comm_t *c)
 
 void hier_net_tier_register(hier_comm_t *c, hier_tier_t *tier)
 {
-    if (!c->net->fabric || tier->mr_tried) return;
+    if (!c->net->fabric || tier->mr || tier->mr_tried) return; /* (a recycled segment brings its own) */
     tier->mr_tried = 1;
     if (c->layout.me >= c->layout.pieces) return; /* (sends nothing from its slot) */
     hier_fabric_t *fab = c->net->netx.fab ? c->net->netx.fab : hier_proc_fabric();

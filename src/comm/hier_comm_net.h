@@ -40,8 +40,8 @@ void hier_net_free(hier_comm_t *c);
 size_t hier_net_bytes(const hier_comm_t *c);
 /* The network executor's settings (c->net->netx) from the communicator as it is now. */
 void hier_net_exec_set(hier_comm_t *c);
-/* The tier registered with the endpoint for sends from this rank's slot, once (libfabric only; refused: NULL,
- * every send from it copied). */
+/* The tier registered with the endpoint for sends from this rank's slot, once (libfabric only; a segment from
+ * the pool comes registered; refused: NULL, every send from it copied). */
 void hier_net_tier_register(hier_comm_t *c, hier_tier_t *tier);
 /* The call over the pair path (exec/hier_exec_pair.h; hier_select_pair says when: host buffers, the call signed,
  * its kernel found). */

@@ -146,8 +146,10 @@ in_flight() { [ "$(grep -c "pipeline buffers: mapped (chunk [0-9]*, $2 chunks in
 in_flight_2() { in_flight "$1" 2; }
 in_flight_3() { in_flight "$1" 3; }
 warm_in_own_thread() { [ "$(grep -c "libfabric opens in a thread of hier's" "$1")" -eq 4 ]; }
+# (the three may take two paths: the node measures the low-latency cut-off at a call, and 8000 B is near it)
 has_dlopen_stats() {
-    grep -Eq "^coll:hier:stats coll=allreduce path=shm_[a-z]+ calls=3 " "$1" && ! grep -q "unable to open mca_coll_hier" "$1"
+    [ "$(sed -n 's/^coll:hier:stats coll=allreduce path=shm_[a-z]* calls=\([0-9]*\) .*/\1/p' "$1" |
+        awk '{ n += $1 } END { print n + 0 }')" = 3 ] && ! grep -q "unable to open mca_coll_hier" "$1"
 }
 has_churn_stats() {
     grep -Eq "^coll:hier:stats coll=allreduce path=shm_rsag calls=[1-9]" "$1" && ! grep -q "path=fallback" "$1"
