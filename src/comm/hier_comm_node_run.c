@@ -193,13 +193,13 @@ static hier_status_t hier_node_tier_now(hier_comm_t *c, hier_sched_args_t *args,
 static inline void hier_node_run_fill(hier_comm_t *c, hier_tier_t *tier, unsigned depth, hier_run_t *run_p)
 {
     hier_node_t *nd = c->node;
+    int net = c->layout.nnodes > 1;
+    hier_fabric_mr_t *mr = net && c->net->fabric ? tier->mr : NULL; /* (the point-to-point copies) */
     *run_p = (hier_run_t){.node = nd->small.seg, .wait = &nd->wait, .slots = tier->slots,
                           .buf_stride = hier_shm_buf_stride(tier->seg), .scratch = nd->scratch,
-                          .peer_read = hier_node_peer_read, .peer_ctx = nd,
-                          .netx = c->layout.nnodes > 1 ? &c->net->netx : NULL, .mr = tier->mr,
-                          .mr_base = tier->mr ? tier->slots[c->layout.me] : NULL,
-                          .mr_len = tier->mr ? hier_tier_bytes(tier) : 0, .depth = depth,
-                          .chunk_seq = &tier->chunk_seq};
+                          .peer_read = hier_node_peer_read, .peer_ctx = nd, .netx = net ? &c->net->netx : NULL,
+                          .mr = mr, .mr_base = mr ? tier->slots[c->layout.me] : NULL,
+                          .mr_len = mr ? hier_tier_bytes(tier) : 0, .depth = depth, .chunk_seq = &tier->chunk_seq};
     memcpy(run_p->steps, nd->steps, sizeof(run_p->steps));
 }
 

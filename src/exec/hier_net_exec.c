@@ -12,7 +12,7 @@
  * sender connects on first use and a receiver waits for the sender to
  * (NULL until then), kept in x->links once there: a send or a receive
  * queued after finds it at once. */
-static hier_status_t hier_net_link(const hier_net_exec_t *x, uint32_t p, int sending, void **link_p)
+static hier_status_t hier_net_link(hier_net_exec_t *x, uint32_t p, int sending, void **link_p)
 {
     hier_chan_t *ch = NULL;
     hier_status_t st = HIER_OK;
